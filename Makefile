@@ -1,0 +1,9 @@
+# Thin entry points: each target runs one script, which installs what it needs
+# (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
+.PHONY: test bench
+
+test:
+	scripts/test.sh
+
+bench:
+	scripts/bench.sh

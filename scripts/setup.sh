@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Idempotent, pinned setup. Usage: scripts/setup.sh PART...
+#   core     rustup targets (no_std check, wasm32)
+#   wasm     wasm-pack + wasm-bindgen-cli (exact pins) and npm packages
+#   worker   worker-build and npm packages (wrangler, workerd)
+#   browser  Debian chromium + chromium-driver
+# Each part checks before it installs, so a second run costs seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=versions.env
+. scripts/versions.env
+export PATH="$HOME/.cargo/bin:$PATH"
+
+have() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -qF "$2"; }
+say() { echo "setup: $*" >&2; }
+
+core() {
+  local installed
+  installed=$(rustup target list --installed)
+  for t in "$NO_STD_TARGET" "$WASM_TARGET"; do
+    grep -qx "$t" <<<"$installed" || { say "rustup target add $t"; rustup target add "$t"; }
+  done
+}
+
+npm_packages() {
+  # package-lock.json pins every npm package; skip when node_modules matches it.
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+wasm() {
+  core
+  have wasm-pack "$WASM_PACK" || { say "cargo install wasm-pack $WASM_PACK"; cargo install wasm-pack --version "$WASM_PACK" --locked; }
+  # not --locked: its lockfile wants a crate version the registry mirror lacks (shared/TOOLCHAIN.md)
+  have wasm-bindgen "$WASM_BINDGEN" || { say "cargo install wasm-bindgen-cli $WASM_BINDGEN"; cargo install wasm-bindgen-cli --version "$WASM_BINDGEN"; }
+  npm_packages
+}
+
+worker() {
+  core
+  have wasm-bindgen "$WASM_BINDGEN" || { say "cargo install wasm-bindgen-cli $WASM_BINDGEN"; cargo install wasm-bindgen-cli --version "$WASM_BINDGEN"; }
+  have worker-build "$WORKER_BUILD" || { say "cargo install worker-build $WORKER_BUILD"; cargo install worker-build --version "$WORKER_BUILD" --locked; }
+  npm_packages
+}
+
+browser() {
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    say "apt-get install chromium chromium-driver"
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null
+  fi
+}
+
+[ $# -gt 0 ] || set -- core
+for part in "$@"; do "$part"; done

@@ -1,0 +1,327 @@
+//! The one error type of the core. Every fallible function returns it, and each
+//! host maps it once: the wasm bindings to a JS `Error` with `code`, the Worker to
+//! an HTTP status with a JSON body. `code()` is the stable, machine-readable name.
+
+use core::fmt;
+
+/// Which clock a skew check compared the node's clock against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum ClockReference {
+    /// The registry's own clock.
+    Registry,
+    /// The average of the clocks the live nodes last reported, moved forward by
+    /// the time elapsed since each report (Leaf paper's start-up check).
+    LiveNodesAverage,
+}
+
+impl fmt::Display for ClockReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClockReference::Registry => "the registry's clock",
+            ClockReference::LiveNodesAverage => "the average clock of the live nodes",
+        })
+    }
+}
+
+/// Everything that can go wrong in the core. Messages read
+/// "what: expected X, found Y".
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A number lies outside the range the operation accepts.
+    OutOfRange {
+        /// What the number is (`"worker_id"`, `"step"`, ...).
+        what: &'static str,
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+        /// The value given.
+        found: u64,
+    },
+    /// A layout's bit widths add up to more than 63 (the sign bit must stay 0).
+    LayoutTooWide {
+        /// timestamp + worker + sequence bits.
+        total_bits: u32,
+    },
+    /// A tag or node key is empty, too long, or has a character outside
+    /// `[A-Za-z0-9._:-]`.
+    InvalidKey {
+        /// `"biz_tag"` or `"node_key"`.
+        what: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The first character that is not allowed, if that is the problem.
+        bad_char: Option<char>,
+    },
+    /// The clock reads earlier than the layout's epoch.
+    ClockBeforeEpoch {
+        /// The layout's epoch, Unix ms.
+        epoch_ms: u64,
+        /// The clock, Unix ms.
+        now_ms: u64,
+    },
+    /// The clock went back further than the generator tolerates. Leaf answers
+    /// the same: an error, never an ID under a clock that went back.
+    ClockMovedBackwards {
+        /// Timestamp of the last issued ID, Unix ms.
+        last_ms: u64,
+        /// The clock now, Unix ms.
+        now_ms: u64,
+    },
+    /// The layout cannot encode this instant: its timestamp field is full.
+    LayoutExpired {
+        /// The last instant the layout can encode, Unix ms.
+        expires_at_ms: u64,
+        /// The clock now, Unix ms.
+        now_ms: u64,
+    },
+    /// An ID has bits set above the layout's width (or the sign bit).
+    IdOutOfLayout {
+        /// The ID given.
+        id: u64,
+        /// The largest ID the layout can hold.
+        max_id: u64,
+    },
+    /// Allocating another segment would take `max_id` past 2^63 − 1.
+    TagExhausted {
+        /// The tag's current `max_id`.
+        max_id: u64,
+        /// The step asked for.
+        step: u64,
+    },
+    /// A segment's bounds are not `1 <= start <= end <= 2^63 - 1`.
+    InvalidSegment {
+        /// First ID of the segment.
+        start: u64,
+        /// Last ID of the segment.
+        end: u64,
+    },
+    /// A segment overlaps or precedes IDs this buffer already held: loading it
+    /// could hand out an ID twice.
+    SegmentOverlap {
+        /// First ID of the refused segment.
+        start: u64,
+        /// The highest ID of any segment loaded so far.
+        high_water: u64,
+    },
+    /// Both halves of the double buffer hold unused IDs; there is nowhere to
+    /// put another segment.
+    SegmentBufferFull,
+    /// Every worker ID of the layout is leased to a live node.
+    NoFreeWorkerId {
+        /// How many worker IDs the layout has.
+        capacity: u32,
+    },
+    /// The lease named is not held by the caller: wrong generation (a newer
+    /// grant fenced it off), released, or never granted.
+    LeaseNotHeld {
+        /// The worker ID.
+        worker_id: u32,
+        /// The generation the caller presented.
+        generation: u64,
+    },
+    /// The lease lapsed before it was renewed; the node must stop issuing.
+    LeaseExpired {
+        /// The worker ID.
+        worker_id: u32,
+        /// When the lease lapsed, registry ms.
+        expired_at_ms: u64,
+        /// The registry's clock now.
+        now_ms: u64,
+    },
+    /// The node's clock is behind the last timestamp recorded for this worker
+    /// ID: issuing now could repeat IDs issued before.
+    ClockBehindLastReport {
+        /// The worker ID.
+        worker_id: u32,
+        /// Last issued timestamp on record, Unix ms.
+        last_timestamp_ms: u64,
+        /// The node's clock, Unix ms.
+        node_now_ms: u64,
+    },
+    /// The node's clock is off from a reference clock by more than allowed.
+    ClockSkew {
+        /// What the node's clock was compared with.
+        reference: ClockReference,
+        /// The node's clock, Unix ms.
+        node_now_ms: u64,
+        /// The reference clock, Unix ms.
+        reference_ms: u64,
+        /// The largest difference allowed, ms.
+        max_skew_ms: u64,
+    },
+}
+
+impl Error {
+    /// A stable, snake_case name for the error, for JS `code` and JSON bodies.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::OutOfRange { .. } => "out_of_range",
+            Error::LayoutTooWide { .. } => "layout_too_wide",
+            Error::InvalidKey { .. } => "invalid_key",
+            Error::ClockBeforeEpoch { .. } => "clock_before_epoch",
+            Error::ClockMovedBackwards { .. } => "clock_moved_backwards",
+            Error::LayoutExpired { .. } => "layout_expired",
+            Error::IdOutOfLayout { .. } => "id_out_of_layout",
+            Error::TagExhausted { .. } => "tag_exhausted",
+            Error::InvalidSegment { .. } => "invalid_segment",
+            Error::SegmentOverlap { .. } => "segment_overlap",
+            Error::SegmentBufferFull => "segment_buffer_full",
+            Error::NoFreeWorkerId { .. } => "no_free_worker_id",
+            Error::LeaseNotHeld { .. } => "lease_not_held",
+            Error::LeaseExpired { .. } => "lease_expired",
+            Error::ClockBehindLastReport { .. } => "clock_behind_last_report",
+            Error::ClockSkew { .. } => "clock_skew",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::OutOfRange {
+                what,
+                min,
+                max,
+                found,
+            } => write!(f, "{what}: expected {min}..={max}, found {found}"),
+            Error::LayoutTooWide { total_bits } => write!(
+                f,
+                "layout: expected timestamp + worker + sequence bits <= 63, found {total_bits}"
+            ),
+            Error::InvalidKey {
+                what,
+                len,
+                bad_char: Some(c),
+            } => write!(
+                f,
+                "{what}: expected only characters [A-Za-z0-9._:-], found {c:?} (length {len})"
+            ),
+            Error::InvalidKey {
+                what,
+                len,
+                bad_char: None,
+            } => write!(f, "{what}: expected 1..=128 characters, found {len}"),
+            Error::ClockBeforeEpoch { epoch_ms, now_ms } => write!(
+                f,
+                "clock: expected a time at or after the epoch {epoch_ms} ms, found {now_ms} ms"
+            ),
+            Error::ClockMovedBackwards { last_ms, now_ms } => write!(
+                f,
+                "clock moved backwards: expected at least {last_ms} ms (last issued), found {now_ms} ms ({} ms behind)",
+                last_ms.saturating_sub(now_ms)
+            ),
+            Error::LayoutExpired {
+                expires_at_ms,
+                now_ms,
+            } => write!(
+                f,
+                "layout expired: expected a time at or before {expires_at_ms} ms, found {now_ms} ms"
+            ),
+            Error::IdOutOfLayout { id, max_id } => {
+                write!(f, "id: expected 0..={max_id} under this layout, found {id}")
+            }
+            Error::TagExhausted { max_id, step } => write!(
+                f,
+                "tag exhausted: expected max_id + step <= {}, found {max_id} + {step}",
+                i64::MAX
+            ),
+            Error::InvalidSegment { start, end } => write!(
+                f,
+                "segment: expected 1 <= start <= end <= {}, found start {start}, end {end}",
+                i64::MAX
+            ),
+            Error::SegmentOverlap { start, high_water } => write!(
+                f,
+                "segment overlap: expected start > {high_water} (highest ID already loaded), found {start}"
+            ),
+            Error::SegmentBufferFull => f.write_str(
+                "segment buffer: expected a free half to load into, found both halves holding IDs",
+            ),
+            Error::NoFreeWorkerId { capacity } => write!(
+                f,
+                "worker id: expected a free worker ID, found all {capacity} leased"
+            ),
+            Error::LeaseNotHeld {
+                worker_id,
+                generation,
+            } => write!(
+                f,
+                "lease: expected worker {worker_id} to be held under generation {generation}, found it is not"
+            ),
+            Error::LeaseExpired {
+                worker_id,
+                expired_at_ms,
+                now_ms,
+            } => write!(
+                f,
+                "lease of worker {worker_id}: expected a renewal by {expired_at_ms} ms, found {now_ms} ms"
+            ),
+            Error::ClockBehindLastReport {
+                worker_id,
+                last_timestamp_ms,
+                node_now_ms,
+            } => write!(
+                f,
+                "clock of worker {worker_id}: expected at least {last_timestamp_ms} ms (last issued timestamp on record), found {node_now_ms} ms"
+            ),
+            Error::ClockSkew {
+                reference,
+                node_now_ms,
+                reference_ms,
+                max_skew_ms,
+            } => write!(
+                f,
+                "clock skew: expected within {max_skew_ms} ms of {reference} ({reference_ms} ms), found {node_now_ms} ms"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Checks `min <= found <= max`, naming the value in the error.
+pub(crate) fn check_range(
+    what: &'static str,
+    found: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, Error> {
+    if (min..=max).contains(&found) {
+        Ok(found)
+    } else {
+        Err(Error::OutOfRange {
+            what,
+            min,
+            max,
+            found,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::string::ToString;
+
+    #[test]
+    fn messages_say_what_expected_and_found() {
+        let e = Error::OutOfRange {
+            what: "step",
+            min: 1,
+            max: 1_000_000,
+            found: 0,
+        };
+        assert_eq!(e.to_string(), "step: expected 1..=1000000, found 0");
+        assert_eq!(e.code(), "out_of_range");
+        let e = Error::ClockMovedBackwards {
+            last_ms: 100,
+            now_ms: 40,
+        };
+        assert!(e.to_string().contains("60 ms behind"));
+    }
+}

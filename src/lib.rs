@@ -1,0 +1,91 @@
+//! # edgeleaf
+//!
+//! Leaf-style distributed ID generation — Meituan's Leaf, segment mode and
+//! snowflake mode — as a pure, `no_std` state machine core. It does no I/O,
+//! reads no clock and never sleeps or spins: time comes in as an argument, and
+//! where a caller must wait, the answer says for how long.
+//!
+//! ## Snowflake bit layout
+//!
+//! ```text
+//!  63 62                                        22 21          12 11           0
+//! +--+-------------------------------------------+--------------+--------------+
+//! |0 | timestamp: ms since epoch (41 bits)       | worker (10)  | sequence (12)|
+//! +--+-------------------------------------------+--------------+--------------+
+//! ```
+//!
+//! [`Layout::LEAF`] is Leaf's layout (epoch 2010-11-04T01:42:54.657Z, valid to
+//! 2080); [`Layout::JS_SAFE`] keeps IDs below 2^53 (38 bits of 10 ms, 7 worker
+//! bits, 8 sequence bits, epoch 2024-01-01, valid to 2111). Any other split
+//! of at most 63 bits, epoch and time unit can be built with [`Layout::new`].
+//!
+//! ## Getting started
+//!
+//! ```
+//! use edgeleaf::{Layout, Next, SnowflakeConfig, SnowflakeGenerator};
+//!
+//! let mut gen = SnowflakeGenerator::new(SnowflakeConfig::new(Layout::LEAF, 1))?;
+//! let now_ms = 1_735_689_600_000; // your clock, Unix ms
+//! match gen.next_id(now_ms)? {
+//!     Next::Id(id) => {
+//!         let parts = Layout::LEAF.decompose(id.get())?;
+//!         assert_eq!((parts.timestamp_ms, parts.worker_id), (now_ms, 1));
+//!     }
+//!     // Sequence used up, or the clock went back a little: call again later.
+//!     Next::RetryAfter { ms, .. } => println!("retry in {ms} ms"),
+//! }
+//! # Ok::<(), edgeleaf::Error>(())
+//! ```
+//!
+//! Segment mode: a [`SegmentBuffer`] hands out IDs from two ranges its caller
+//! loads from a store; a [`TagRecord`] is the store's row and
+//! [`TagRecord::allocate`] advances it. The [`Registry`] leases worker IDs.
+//!
+//! ## Features
+//! - `alloc`: [`TagRecord`] and [`Registry`], which own strings and tables.
+//! - `std` (default, implies `alloc`): [`unix_now_ms`].
+//! - `serde`: `Serialize`/`Deserialize` for state, records, leases, snapshots.
+#![no_std]
+#![warn(missing_docs)]
+#![warn(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod error;
+mod key;
+mod layout;
+mod rand;
+mod segment;
+mod snowflake;
+
+#[cfg(feature = "std")]
+mod clock;
+#[cfg(feature = "alloc")]
+mod registry;
+#[cfg(feature = "alloc")]
+mod tag;
+
+#[cfg(feature = "std")]
+pub use clock::unix_now_ms;
+pub use error::{ClockReference, Error};
+pub use key::{check_key, check_tag, MAX_KEY_LEN};
+pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
+pub use rand::{NoRandom, RandSource, SplitMix64};
+#[cfg(feature = "alloc")]
+pub use registry::{
+    Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot, DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS,
+    DEFAULT_TTL_MS, MAX_CAPACITY,
+};
+pub use segment::{
+    Allocation, SegmentBuffer, SegmentNext, SegmentSnapshot, SegmentView, StepPolicy, Take,
+    DEFAULT_PREFETCH_PERCENT, DEFAULT_SEGMENT_DURATION_MS, MAX_SEGMENT_ID, MAX_STEP,
+};
+pub use snowflake::{
+    Fill, Next, SnowflakeConfig, SnowflakeGenerator, SnowflakeState, Wait, DEFAULT_MAX_BACKWARD_MS,
+    DEFAULT_SEQUENCE_START_BOUND, MAX_TOLERANCE_MS,
+};
+#[cfg(feature = "alloc")]
+pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};

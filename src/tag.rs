@@ -1,0 +1,183 @@
+//! The store side of segment mode: one record per `biz_tag` and the
+//! allocation that advances it. A Durable Object runs this over its storage;
+//! the record returned must be durable before the allocation is handed out.
+
+use alloc::string::String;
+
+use crate::error::{check_range, Error};
+use crate::key::check_tag;
+use crate::segment::{Allocation, MAX_SEGMENT_ID, MAX_STEP};
+
+/// The longest description kept with a tag, in bytes.
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+
+/// Leaf's `leaf_alloc` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct TagRecord {
+    /// The business key.
+    pub biz_tag: String,
+    /// The highest ID handed out in a segment so far (0: none yet).
+    pub max_id: u64,
+    /// The configured step (segment length).
+    pub step: u64,
+    /// Free text.
+    pub description: String,
+    /// When the record last changed, Unix ms.
+    pub update_time: u64,
+}
+
+impl TagRecord {
+    /// A new tag whose first ID will be `max_id + 1`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] for a bad tag; [`Error::OutOfRange`] for a step
+    /// outside 1..=1,000,000, a `max_id` above 2^63 − 1, or a description over
+    /// 256 bytes.
+    pub fn new(
+        biz_tag: &str,
+        step: u64,
+        max_id: u64,
+        description: &str,
+        now_ms: u64,
+    ) -> Result<Self, Error> {
+        check_tag(biz_tag)?;
+        let record = TagRecord {
+            biz_tag: biz_tag.into(),
+            max_id,
+            step,
+            description: description.into(),
+            update_time: now_ms,
+        };
+        record.validate()?;
+        Ok(record)
+    }
+
+    /// Checks a record read back from storage or built by hand.
+    ///
+    /// # Errors
+    /// As [`TagRecord::new`].
+    pub fn validate(&self) -> Result<(), Error> {
+        check_tag(&self.biz_tag)?;
+        check_range("step", self.step, 1, MAX_STEP)?;
+        check_range("max_id", self.max_id, 0, MAX_SEGMENT_ID)?;
+        check_range(
+            "description length",
+            self.description.len() as u64,
+            0,
+            MAX_DESCRIPTION_LEN as u64,
+        )?;
+        Ok(())
+    }
+
+    /// The next segment of `step` IDs (the record's own step when `None`),
+    /// and the record as it must be stored before the segment is handed out.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a step outside 1..=1,000,000;
+    /// [`Error::TagExhausted`] when the segment would pass 2^63 − 1.
+    pub fn allocate(
+        &self,
+        step: Option<u64>,
+        now_ms: u64,
+    ) -> Result<(Allocation, TagRecord), Error> {
+        let step = check_range("step", step.unwrap_or(self.step), 1, MAX_STEP)?;
+        let end = self
+            .max_id
+            .checked_add(step)
+            .filter(|end| *end <= MAX_SEGMENT_ID)
+            .ok_or(Error::TagExhausted {
+                max_id: self.max_id,
+                step,
+            })?;
+        let alloc = Allocation::new(self.max_id + 1, end)?;
+        let next = TagRecord {
+            max_id: end,
+            update_time: now_ms,
+            ..self.clone()
+        };
+        Ok((alloc, next))
+    }
+
+    /// The record with a new step and description, keeping `max_id`: an
+    /// update may never move `max_id` back (that would reissue IDs). A higher
+    /// `max_id` is accepted (skipping IDs is safe).
+    ///
+    /// # Errors
+    /// As [`TagRecord::new`]; [`Error::OutOfRange`] when `max_id` would go back.
+    pub fn update(
+        &self,
+        step: u64,
+        max_id: Option<u64>,
+        description: &str,
+        now_ms: u64,
+    ) -> Result<TagRecord, Error> {
+        let max_id = match max_id {
+            Some(m) => check_range("max_id", m, self.max_id, MAX_SEGMENT_ID)?,
+            None => self.max_id,
+        };
+        let next = TagRecord {
+            biz_tag: self.biz_tag.clone(),
+            max_id,
+            step,
+            description: description.into(),
+            update_time: now_ms,
+        };
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_advances_max_id_like_leaf() {
+        let r = TagRecord::new("order", 2000, 1, "orders", 5).unwrap();
+        let (a, r2) = r.allocate(None, 10).unwrap();
+        assert_eq!((a.start, a.end, a.step), (2, 2001, 2000));
+        assert_eq!((r2.max_id, r2.update_time), (2001, 10));
+        let (b, r3) = r2.allocate(Some(10), 11).unwrap();
+        assert_eq!((b.start, b.end), (2002, 2011));
+        assert_eq!(r3.max_id, 2011);
+    }
+
+    #[test]
+    fn allocation_stops_at_i64_max() {
+        let r = TagRecord::new("t", 10, MAX_SEGMENT_ID - 10, "", 0).unwrap();
+        let (a, r2) = r.allocate(None, 0).unwrap();
+        assert_eq!(a.end, MAX_SEGMENT_ID);
+        assert_eq!(
+            r2.allocate(Some(1), 0),
+            Err(Error::TagExhausted {
+                max_id: MAX_SEGMENT_ID,
+                step: 1
+            })
+        );
+        let r = TagRecord::new("t", 10, MAX_SEGMENT_ID - 5, "", 0).unwrap();
+        assert_eq!(
+            r.allocate(None, 0),
+            Err(Error::TagExhausted {
+                max_id: MAX_SEGMENT_ID - 5,
+                step: 10
+            })
+        );
+    }
+
+    #[test]
+    fn records_are_validated() {
+        assert!(TagRecord::new("bad tag", 10, 0, "", 0).is_err());
+        assert!(TagRecord::new("t", 0, 0, "", 0).is_err());
+        assert!(TagRecord::new("t", 1_000_001, 0, "", 0).is_err());
+        assert!(TagRecord::new("t", 1, MAX_SEGMENT_ID + 1, "", 0).is_err());
+        assert!(TagRecord::new("t", 1, 0, &"x".repeat(257), 0).is_err());
+        let r = TagRecord::new("t", 10, 100, "", 0).unwrap();
+        assert!(r.allocate(Some(0), 0).is_err());
+        assert!(
+            r.update(10, Some(99), "", 1).is_err(),
+            "max_id never goes back"
+        );
+        assert_eq!(r.update(20, Some(500), "d", 1).unwrap().max_id, 500);
+    }
+}
