@@ -89,3 +89,8 @@ pub use snowflake::{
 };
 #[cfg(feature = "alloc")]
 pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
+
+/// The README's examples, run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
