@@ -3,22 +3,50 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/versions.env
-scripts/setup.sh core
-export PATH="$HOME/.cargo/bin:$PATH"
+scripts/setup.sh core wasm browser
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+# Node 20 (the system's) is the floor the npm package supports; wrangler and
+# Miniflare need the Node 22 that npm installs into node_modules.
+NODE20=/usr/bin/node
+NODE22="$PWD/node_modules/.bin/node"
 
 step() { echo; echo "=== $*"; }
 
 step "format"
 cargo fmt --all -- --check
 
-step "clippy (default, no_std, all features)"
+step "clippy (default, no_std, all features, wasm32 bindings)"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --no-default-features -- -D warnings
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+cargo clippy --lib --tests --target "$WASM_TARGET" --features wasm -- -D warnings
 
 step "no_std build for $NO_STD_TARGET (no allocator; then alloc + serde)"
-cargo build --lib --target "$NO_STD_TARGET" --no-default-features
-cargo build --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
+cargo clippy --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
+cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-features
+cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
 
 step "unit, property and doc tests"
 cargo test --workspace --all-features
+
+step "core on wasm32: wasm-pack test --node"
+wasm-pack --log-level warn test --node --mode no-install --test wasm
+
+step "core on wasm32: wasm-pack test --headless --chrome"
+# Without WASM_BINDGEN_USE_BROWSER the runner skips every test and still exits 0.
+out=$(WASM_BINDGEN_USE_BROWSER=1 wasm-pack --log-level warn test --headless --chrome --mode no-install --test wasm 2>&1) \
+  || { echo "$out"; exit 1; }
+echo "$out" | grep -E "Running headless|test result"
+echo "$out" | grep -qE "test result: ok\. [1-9][0-9]* passed" || { echo "$out"; echo "no test ran in Chrome"; exit 1; }
+
+step "npm package: build (make pkg)"
+scripts/pkg.sh
+
+step "npm package: TypeScript declarations"
+tsc -p tests/ts/tsconfig.json
+
+step "npm package: Node $($NODE20 --version) (ESM + CJS) and Chromium"
+"$NODE20" --test tests/js/snowflake.test.mjs tests/js/segment.test.mjs tests/js/cjs.test.cjs tests/js/browser.test.mjs
+
+step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version))"
+"$NODE22" --test tests/js/workerd.test.mjs

@@ -51,7 +51,11 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
-#[cfg(feature = "std")]
+// The crate is also a cdylib (for wasm-pack), and a cdylib needs a panic
+// handler, which only std has: targets that have std link it even without the
+// `std` feature. Nothing outside `std`-gated code uses it; the no_std build
+// for a bare-metal target in `make test` proves that.
+#[cfg(any(feature = "std", not(target_os = "none")))]
 extern crate std;
 
 mod error;
@@ -94,3 +98,6 @@ pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(all(feature = "wasm", target_arch = "wasm32"))]
+mod wasm;

@@ -3,6 +3,8 @@
 //! release; under one worker ID, the time ranges issued under different
 //! grants never overlap, so no two holders can stamp the same millisecond.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::collections::HashMap;
 
 use edgeleaf::{Error, Lease, Registry, RegistryConfig, SlotStatus};

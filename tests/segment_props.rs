@@ -1,6 +1,8 @@
 //! Properties of segment mode: the store never hands out overlapping ranges,
 //! and a buffer fed from it never yields an ID twice or outside what it loaded.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::collections::HashSet;
 
 use edgeleaf::{Allocation, SegmentBuffer, SegmentNext, StepPolicy, TagRecord, MAX_SEGMENT_ID};

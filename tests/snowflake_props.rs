@@ -1,6 +1,8 @@
 //! Properties of snowflake generation over random clocks and layouts, through
 //! the public API only.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::collections::HashSet;
 
 use edgeleaf::{

@@ -1,0 +1,181 @@
+// Types of the edgeleaf npm package. IDs are `bigint` everywhere (a JS number
+// is exact only below 2^53); they are accepted as bigint, safe integer or
+// decimal string.
+
+/** Every `code` an edgeleaf `Error` can carry. */
+export type ErrorCode =
+  | 'invalid_option'
+  | 'invalid_argument'
+  | 'invalid_clock'
+  | 'invalid_id'
+  | 'invalid_key'
+  | 'out_of_range'
+  | 'layout_too_wide'
+  | 'layout_expired'
+  | 'id_out_of_layout'
+  | 'clock_before_epoch'
+  | 'clock_moved_backwards'
+  | 'clock_behind'
+  | 'sequence_exhausted'
+  | 'invalid_segment'
+  | 'segment_overlap'
+  | 'segment_buffer_full'
+  | 'segment_fetch_failed'
+  | 'random_unavailable';
+
+/** The errors edgeleaf throws: plain `Error`s with a `code`. */
+export interface EdgeleafError extends Error {
+  code: ErrorCode;
+  /** On `sequence_exhausted` and `clock_behind`: call again after this many ms. */
+  retryAfterMs?: number;
+  /** On a failed `nextIds(n)`: the IDs that were generated before it stopped. */
+  ids?: BigUint64Array;
+}
+
+/** An ID as callers may pass it. */
+export type IdLike = bigint | number | string;
+
+/** A custom bit layout: widths add up to at most 63. */
+export interface CustomLayout {
+  timestampBits: number;
+  workerBits: number;
+  sequenceBits: number;
+  /** Unix ms; default Leaf's 1288834974657. */
+  epoch?: number;
+  /** Milliseconds per timestamp unit, 1..=3600000; default 1. */
+  unitMs?: number;
+}
+
+/** `'leaf'` (41/10/12, default), `'jsSafe'` (38/7/8 in 10 ms units, IDs < 2^53), or custom. */
+export type LayoutOption = 'leaf' | 'jsSafe' | CustomLayout;
+
+export interface LayoutOptions {
+  layout?: LayoutOption;
+  /** Overrides the layout's epoch: Unix ms or a Date. */
+  epoch?: number | Date;
+}
+
+export interface LayoutInfo {
+  timestampBits: number;
+  workerBits: number;
+  sequenceBits: number;
+  epoch: number;
+  unitMs: number;
+  /** The last instant (Unix ms) the layout can encode; later, generation fails with `layout_expired`. */
+  expiresAt: number;
+  maxWorkerId: number;
+  maxSequence: number;
+  maxId: bigint;
+}
+
+export interface SnowflakeOptions extends LayoutOptions {
+  /** 0..=layout.maxWorkerId. */
+  workerId: number;
+  /** A clock that went back at most this far makes calls wait (`clock_behind`); further, `clock_moved_backwards`. Default 5. */
+  maxBackwardMs?: number;
+  /** Each time unit's sequence starts at a random value below this (0: always 0). Default 100 (Leaf). */
+  sequenceStartBound?: number;
+  /** When a unit's sequence runs out, issue from up to this many ms ahead of the clock instead of waiting. Default 0. */
+  maxBorrowMs?: number;
+  /** The clock, Unix ms. Default `Date.now`. */
+  now?: () => number;
+}
+
+export interface Parts {
+  /** Unix ms at the start of the ID's time unit. */
+  timestamp: number;
+  workerId: number;
+  sequence: number;
+}
+
+export interface DecomposedId extends Parts {
+  date: Date;
+}
+
+export declare class Snowflake {
+  /** @throws {EdgeleafError} `invalid_option`, `out_of_range`, `layout_too_wide`, `random_unavailable` */
+  constructor(options: SnowflakeOptions);
+  /** The next ID. Never waits: throws `sequence_exhausted` / `clock_behind` (with `retryAfterMs`), or `clock_moved_backwards`, `layout_expired`, `invalid_clock`. */
+  nextId(): bigint;
+  /** `nextId()` as a decimal string, for JSON. */
+  nextIdString(): string;
+  /** `n` IDs (1..=1,000,000) in one call; throws like `nextId()` if they can't all be had now (the error's `ids` has those that were). */
+  nextIds(n: number): BigUint64Array;
+  /** The next ID, awaiting a timer when the sequence ran out or the clock went back a little. */
+  next(): Promise<bigint>;
+  /** `n` IDs, awaiting across time units as needed. */
+  nextIdsAsync(n: number): Promise<BigUint64Array>;
+  /** The parts of an ID under this generator's layout. @throws `invalid_id`, `id_out_of_layout` */
+  decompose(id: IdLike): DecomposedId;
+  readonly layout: LayoutInfo;
+  readonly workerId: number;
+  /** The last issued ID's time unit (Unix ms) and sequence: persist `lastMs` to restart safely. */
+  state(): { lastMs: number; sequence: number };
+  /** An ID from its parts. @throws `out_of_range`, `clock_before_epoch`, `layout_expired`, `invalid_argument` */
+  static compose(parts: { timestamp: number | Date; workerId: number; sequence: number }, layout?: LayoutOptions): bigint;
+  /** The parts of an ID under a layout (default Leaf's). */
+  static decompose(id: IdLike, layout?: LayoutOptions): DecomposedId;
+}
+
+/** A range of IDs, `start..=end`, as a store hands it out. */
+export interface SegmentRange {
+  start: IdLike;
+  end: IdLike;
+}
+
+export interface SegmentGeneratorOptions {
+  /** 1–128 characters of `[A-Za-z0-9._:-]`. */
+  tag: string;
+  /** Fetches the next range of about `step` IDs for `tag` (inclusive bounds, above every range before). */
+  fetchSegment: (tag: string, step: number) => Promise<SegmentRange>;
+  /** The configured (minimum) step, 1..=1,000,000. Default 1000. */
+  step?: number;
+  /** Cap for the dynamic step. Default 1,000,000. */
+  maxStep?: number;
+  /** Leaf's target segment duration: shorter doubles the step, over twice as long halves it. Default 900000 (15 min). */
+  segmentDurationMs?: number;
+  /** Load the next segment once this share (0..=100) of the current one is used. Default 10. */
+  prefetchPercent?: number;
+  /** The clock, Unix ms (for the dynamic step). Default `Date.now`. */
+  now?: () => number;
+}
+
+export interface SegmentView {
+  /** The next ID this segment will hand out. */
+  value: bigint;
+  /** Its last ID. */
+  max: bigint;
+  step: number;
+}
+
+/** Leaf's cache view of a double buffer. */
+export interface SegmentSnapshot {
+  initialized: boolean;
+  currentPos: 0 | 1;
+  nextReady: boolean;
+  loading: boolean;
+  step: number;
+  segments: [SegmentView | null, SegmentView | null];
+}
+
+export declare class SegmentGenerator {
+  /** @throws {EdgeleafError} `invalid_option`, `invalid_key`, `out_of_range` */
+  constructor(options: SegmentGeneratorOptions);
+  readonly tag: string;
+  /** An ID if one is in memory, else `undefined` (a load is then under way). Never waits. */
+  tryNext(): bigint | undefined;
+  /** The next ID; awaits the store only when both buffers are empty. Rejects with `segment_fetch_failed`, `invalid_segment`, `segment_overlap`. */
+  next(): Promise<bigint>;
+  /** `n` IDs (1..=1,000,000), across segments. */
+  nextIds(n: number): Promise<BigUint64Array>;
+  /** Loads the first segment before the first request. */
+  warmUp(): Promise<void>;
+  snapshot(): SegmentSnapshot;
+}
+
+/** The facts of a layout (default Leaf's). */
+export declare function layoutInfo(layout?: LayoutOptions): LayoutInfo;
+/** Makes an `Error` with a `code`, as edgeleaf's own. */
+export declare function codedError(code: string, message: string, fields?: object): EdgeleafError;
+/** The most IDs one batch call returns: 1,000,000. */
+export declare const MAX_BATCH: number;

@@ -1,0 +1,5 @@
+// Node, `import`: the nodejs build of the wasm (loaded synchronously from disk).
+import wasm from './node/edgeleaf.js';
+import { makeApi } from './api.mjs';
+
+export const { Snowflake, SegmentGenerator, layoutInfo, codedError, MAX_BATCH } = makeApi(wasm);

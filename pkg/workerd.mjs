@@ -1,0 +1,9 @@
+// Cloudflare Workers / workerd: the .wasm is imported as a module (no fetch),
+// and nothing at module scope draws randomness, sets timers or does I/O.
+import * as wasm from './web/edgeleaf.js';
+import module from './web/edgeleaf_bg.wasm';
+import { makeApi } from './api.mjs';
+
+wasm.initSync({ module });
+
+export const { Snowflake, SegmentGenerator, layoutInfo, codedError, MAX_BATCH } = makeApi(wasm);

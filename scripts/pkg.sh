@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the npm package in pkg/: the wasm for Node (nodejs target) and for
+# browsers/workerd (web target), and api.cjs, the CommonJS copy of api.mjs.
+# The hand-written files of pkg/ are in git; what this makes is not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh wasm
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"   # wasm-opt 132, esbuild, wasm-bindgen
+
+rm -rf pkg/node pkg/web pkg/api.cjs
+for target in nodejs web; do
+  out=$([ "$target" = nodejs ] && echo node || echo web)
+  # --mode no-install: wasm-bindgen comes from PATH, pinned by scripts/setup.sh.
+  wasm-pack --log-level warn build --mode no-install --release --no-pack \
+    --target "$target" --out-dir "pkg/$out" --out-name edgeleaf -- --features wasm
+  rm -f "pkg/$out/.gitignore"
+done
+echo '{ "type": "module" }' > pkg/web/package.json
+esbuild pkg/api.mjs --format=cjs --platform=neutral --outfile=pkg/api.cjs --log-level=warning
+ls -l pkg/web/edgeleaf_bg.wasm | awk '{print "pkg: web wasm " $5 " bytes"}'
+echo "pkg: web wasm $(gzip -9c pkg/web/edgeleaf_bg.wasm | wc -c) bytes gzipped"

@@ -1,0 +1,136 @@
+// SegmentGenerator with an in-process store (a fake fetcher standing in for
+// the service): no duplicates under concurrency, across refills and failures.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SegmentGenerator } from 'edgeleaf';
+
+/** A store like a tag's Durable Object: hands out (max, max+step], records calls. */
+function store({ delay, failOn = new Set() } = {}) {
+  const s = { max: 0n, calls: 0, concurrent: 0, peak: 0, ranges: [] };
+  s.fetch = async (tag, step) => {
+    s.calls++;
+    s.concurrent++;
+    s.peak = Math.max(s.peak, s.concurrent);
+    try {
+      // Without a delay the range arrives in the same macrotask (no timer).
+      if (delay) await new Promise((r) => setTimeout(r, delay()));
+      if (failOn.has(s.calls)) throw new Error('store unavailable');
+      const start = s.max + 1n;
+      s.max += BigInt(step);
+      s.ranges.push([start, s.max]);
+      return { start, end: s.max };
+    } finally {
+      s.concurrent--;
+    }
+  };
+  s.contains = (id) => s.ranges.some(([a, b]) => id >= a && id <= b);
+  return s;
+}
+
+test('1,000 concurrent next() across refills: unique, inside fetched ranges, one fetch at a time', async () => {
+  const st = store({ delay: () => Math.floor(Math.random() * 3) });
+  const g = new SegmentGenerator({ tag: 'order', step: 10, maxStep: 40, fetchSegment: st.fetch });
+  const ids = await Promise.all(Array.from({ length: 1000 }, () => g.next()));
+  assert.equal(new Set(ids).size, 1000);
+  for (const id of ids) assert.ok(st.contains(id), `${id} outside fetched ranges`);
+  assert.equal(st.peak, 1, 'fetches never overlap');
+  assert.ok(st.calls >= 25, `${st.calls} fetches for 1000 IDs with steps of 10..40`);
+});
+
+test('waves of next(), tryNext() and nextIds() never repeat', async () => {
+  const st = store({ delay: () => Math.floor(Math.random() * 2) });
+  const g = new SegmentGenerator({ tag: 'mixed', step: 7, fetchSegment: st.fetch });
+  const seen = new Set();
+  const add = (id) => {
+    assert.ok(!seen.has(id), `duplicate ${id}`);
+    seen.add(id);
+  };
+  for (let wave = 0; wave < 20; wave++) {
+    const batch = [];
+    for (let i = 0; i < 30; i++) batch.push(g.next());
+    batch.push(g.nextIds(25).then((a) => Array.from(a)));
+    for (let i = 0; i < 10; i++) {
+      const id = g.tryNext();
+      if (id !== undefined) add(id);
+    }
+    for (const r of await Promise.all(batch)) (Array.isArray(r) ? r : [r]).forEach(add);
+  }
+  assert.equal(seen.size >= 20 * 55, true);
+  for (const id of seen) assert.ok(st.contains(id));
+});
+
+test('a failed fetch rejects the waiting calls; the next call fetches again', async () => {
+  const st = store({ failOn: new Set([2]) });
+  const g = new SegmentGenerator({ tag: 'flaky', step: 5, prefetchPercent: 100, fetchSegment: st.fetch });
+  const first = await Promise.all([g.next(), g.next(), g.next(), g.next(), g.next()]);
+  assert.deepEqual(first, [1n, 2n, 3n, 4n, 5n]);
+  await assert.rejects(g.next(), (e) => e.code === 'segment_fetch_failed' && e.cause.message === 'store unavailable');
+  assert.equal(await g.next(), 6n);
+});
+
+test('tryNext never waits; warmUp loads ahead of the first request', async () => {
+  const st = store();
+  const g = new SegmentGenerator({ tag: 'warm', step: 100, fetchSegment: st.fetch });
+  assert.equal(g.tryNext(), undefined);
+  assert.equal(g.snapshot().loading, true);
+  await g.next();
+  const h = new SegmentGenerator({ tag: 'warm2', step: 100, fetchSegment: store().fetch });
+  await h.warmUp();
+  assert.equal(h.tryNext(), 1n);
+  const snap = h.snapshot();
+  assert.equal(snap.initialized, true);
+  assert.deepEqual(snap.segments[0], { value: 2n, max: 100n, step: 100 });
+});
+
+test('the dynamic step grows while segments last under the target duration', async () => {
+  let now = 0;
+  const steps = [];
+  const st = store();
+  const g = new SegmentGenerator({
+    tag: 'dyn', step: 100, segmentDurationMs: 1000, now: () => now,
+    fetchSegment: (tag, step) => { steps.push(step); return st.fetch(tag, step); },
+  });
+  for (let i = 0; i < 2000; i++) { await g.next(); now += 1; }
+  assert.deepEqual(steps.slice(0, 4), [100, 200, 400, 800]);
+  now += 10_000; // the current segment has lasted far longer than twice the target
+  for (let i = 0; i < 3000; i++) await g.next();
+  assert.ok(steps.at(-1) < Math.max(...steps), `step halves after a slow segment: ${steps}`);
+});
+
+test('bad segments from the store are refused, never served', async () => {
+  const cases = [
+    [{ start: 10n, end: 5n }, 'invalid_segment'],
+    [{ start: -1, end: 5 }, 'invalid_id'],
+    [{ start: '1', end: 'ten' }, 'invalid_id'],
+    [null, 'invalid_segment'],
+    [{ start: 0n, end: 5n }, 'invalid_segment'],
+  ];
+  for (const [range, code] of cases) {
+    const g = new SegmentGenerator({ tag: 'bad', step: 5, fetchSegment: async () => range });
+    await assert.rejects(g.next(), { code }, JSON.stringify(range, (k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+  }
+  // A store that went back: the overlapping range is refused.
+  let calls = 0;
+  const g = new SegmentGenerator({
+    tag: 'back', step: 5, prefetchPercent: 100,
+    fetchSegment: async () => (++calls === 1 ? { start: 11n, end: 15n } : { start: 13n, end: 17n }),
+  });
+  for (let i = 0; i < 5; i++) await g.next();
+  await assert.rejects(g.next(), { code: 'segment_overlap' });
+});
+
+test('bad options throw with a code', () => {
+  const f = async () => ({ start: 1n, end: 2n });
+  const cases = [
+    [() => new SegmentGenerator(), 'invalid_option'],
+    [() => new SegmentGenerator({ fetchSegment: f }), 'invalid_key'],
+    [() => new SegmentGenerator({ tag: 'a/b', fetchSegment: f }), 'invalid_key'],
+    [() => new SegmentGenerator({ tag: 'x'.repeat(129), fetchSegment: f }), 'invalid_key'],
+    [() => new SegmentGenerator({ tag: 'ok' }), 'invalid_option'],
+    [() => new SegmentGenerator({ tag: 'ok', fetchSegment: f, step: 0 }), 'out_of_range'],
+    [() => new SegmentGenerator({ tag: 'ok', fetchSegment: f, step: 1_000_001 }), 'out_of_range'],
+    [() => new SegmentGenerator({ tag: 'ok', fetchSegment: f, prefetchPercent: 101 }), 'out_of_range'],
+    [() => new SegmentGenerator({ tag: 'ok', fetchSegment: f, stepp: 5 }), 'invalid_option'],
+  ];
+  for (const [fn, code] of cases) assert.throws(fn, { code }, String(fn));
+});

@@ -1,0 +1,41 @@
+// Compiled by `tsc --noEmit` in make test: the declarations must accept what
+// the README shows and reject what the code rejects.
+import { Snowflake, SegmentGenerator, layoutInfo, type EdgeleafError, type SegmentSnapshot } from 'edgeleaf';
+
+const s = new Snowflake({ workerId: 1, layout: 'jsSafe', epoch: new Date('2024-01-01'), now: () => Date.now() });
+const id: bigint = s.nextId();
+const str: string = s.nextIdString();
+const batch: BigUint64Array = s.nextIds(10);
+const later: Promise<bigint> = s.next();
+const parts = s.decompose(id);
+const when: Date = parts.date;
+const expires: number = s.layout.expiresAt;
+const maxId: bigint = layoutInfo({ layout: 'leaf' }).maxId;
+const again: bigint = Snowflake.compose({ timestamp: parts.timestamp, workerId: parts.workerId, sequence: parts.sequence });
+Snowflake.decompose('123456789', { layout: { timestampBits: 41, workerBits: 10, sequenceBits: 12 } });
+
+try {
+  s.nextId();
+} catch (e) {
+  const err = e as EdgeleafError;
+  if (err.code === 'sequence_exhausted') console.log(err.retryAfterMs);
+}
+
+const g = new SegmentGenerator({
+  tag: 'order',
+  step: 1000,
+  fetchSegment: async (tag: string, step: number) => ({ start: 1n, end: BigInt(step) }),
+});
+const maybe: bigint | undefined = g.tryNext();
+const next: Promise<bigint> = g.next();
+const snap: SegmentSnapshot = g.snapshot();
+const pos: 0 | 1 = snap.currentPos;
+
+// @ts-expect-error workerId is required
+new Snowflake({});
+// @ts-expect-error IDs are bigint, not number
+const wrong: number = s.nextId();
+// @ts-expect-error no such layout
+new Snowflake({ workerId: 1, layout: 'twitter' });
+
+export { str, batch, later, when, expires, maxId, again, maybe, next, pos, wrong };
