@@ -23,10 +23,13 @@ core() {
 }
 
 npm_packages() {
-  # package-lock.json pins every npm package; skip when node_modules matches it.
+  # package-lock.json pins every npm package. Not `npm ci`: it insists on the
+  # lock's optional binaries for other platforms (workerd for macOS/Windows),
+  # which the registry mirror here does not serve; `npm install` installs the
+  # locked versions and skips optional packages it cannot get.
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say "npm ci"
-    npm ci --no-audit --no-fund --loglevel=error
+    say "npm install (from package-lock.json)"
+    npm install --no-audit --no-fund --loglevel=error
   fi
 }
 

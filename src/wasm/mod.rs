@@ -12,3 +12,14 @@ mod layout;
 mod options;
 mod segment;
 mod snowflake;
+
+use wasm_bindgen::prelude::wasm_bindgen;
+
+/// The benchmark floor: a bare export that takes the clock and returns a u64,
+/// the least any wasm ID call can cost. Not re-exported by the package API.
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __floor)]
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn floor(now: f64) -> u64 {
+    now as u64
+}

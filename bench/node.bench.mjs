@@ -1,0 +1,125 @@
+// Node benchmark of the npm package against peer ID libraries, in one process.
+// Figures are ns per ID (median of several rounds) and ratios against the
+// floor measured in the same run: one Date.now() plus one call of a bare wasm
+// export returning a u64. Run with `make bench` (after `make pkg`).
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { readFileSync } from 'node:fs';
+import { Snowflake } from 'edgeleaf';
+import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake';
+import { v7 as uuidv7 } from 'uuid';
+
+const require = createRequire(import.meta.url);
+const rawWasm = require('../pkg/node/edgeleaf.js');
+const FlakeId = require('flake-idgen');
+const { Snowflake: NodejsSnowflake } = require('nodejs-snowflake');
+
+const ROUNDS = 5;
+const BURST = 3900; // below one millisecond's 4,096 sequence numbers, less a random start < 100
+let sink;
+
+/** Spins (here, in the harness, never in the library) until the clock ticks. */
+function nextMillisecond() {
+  const start = Date.now();
+  while (Date.now() === start);
+}
+
+/**
+ * Median ns per ID over bursts: each burst starts on a fresh millisecond and
+ * makes `calls` calls of `fn`, each yielding `idsPerCall` IDs, so no
+ * generator runs out of sequence. Only the bursts are timed.
+ */
+function burst(fn, { calls = BURST, idsPerCall = 1, bursts = 200 } = {}) {
+  const times = [];
+  for (let r = 0; r < ROUNDS + 1; r++) {
+    let ns = 0n;
+    for (let b = 0; b < bursts; b++) {
+      nextMillisecond();
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < calls; i++) sink = fn();
+      ns += process.hrtime.bigint() - t0;
+    }
+    if (r > 0) times.push(Number(ns) / (bursts * calls * idsPerCall)); // round 0 warms up
+  }
+  return times.sort((a, b) => a - b)[ROUNDS >> 1];
+}
+
+/** How many of `n` IDs are distinct (a duplicating generator says so here). */
+function uniqueness(fn, n = 1_000_000) {
+  const seen = new Set();
+  let errors = 0;
+  for (let i = 0; i < n; i++) {
+    try {
+      seen.add(fn());
+    } catch {
+      errors++;
+      i--; // a thrown overflow is retried, as a caller would
+      if (errors > 10 * n) break;
+    }
+  }
+  return { distinct: seen.size, duplicates: n - seen.size, errors };
+}
+
+const ours = new Snowflake({ workerId: 1 });
+// The sync call throws when this millisecond's sequence is used up; a bench
+// loop at full speed retries on the next call, as a caller would.
+const oursNextId = () => { try { return ours.nextId(); } catch { return ours.nextId(); } };
+
+const rows = [];
+const floor = burst(() => rawWasm.__floor(Date.now()));
+rows.push(['floor: Date.now() + bare wasm export → u64', floor]);
+rows.push(['Date.now() alone', burst(() => Date.now())]);
+rows.push(['edgeleaf nextId()', burst(() => ours.nextId())]);
+rows.push(['edgeleaf nextIdString()', burst(() => ours.nextIdString())]);
+rows.push(['edgeleaf nextIds(1000), per ID', burst(() => ours.nextIds(1000), { calls: 3, idsPerCall: 1000 })]);
+
+const sapphire = new SapphireSnowflake(1288834974657n);
+const flake = new FlakeId({ id: 1 });
+const nodejsSnowflake = new NodejsSnowflake({ custom_epoch: 1288834974657, instance_id: 1 });
+const peers = [
+  ['@sapphire/snowflake generate()', () => sapphire.generate({ workerId: 1n })],
+  ['nodejs-snowflake getUniqueID()', () => nodejsSnowflake.getUniqueID()],
+  ['flake-idgen next() (Buffer)', () => { try { return flake.next().readBigUInt64BE(); } catch { return 0n; } }],
+  ['uuid v7()', () => uuidv7()],
+  ['crypto.randomUUID()', () => randomUUID()],
+];
+for (const [name, fn] of peers) rows.push([name, burst(fn, { bursts: 50 })]);
+
+console.log('\nper ID in bursts of %d calls from a fresh ms, real clock, median of %d rounds (ratio = time / floor)', BURST, ROUNDS);
+for (const [name, ns] of rows) console.log(`  ${name.padEnd(46)} ${ns.toFixed(1).padStart(8)} ns   ${(ns / floor).toFixed(2)}×`);
+
+console.log('\nuniqueness over 1,000,000 IDs in a tight loop (thrown overflows retried)');
+const uniq = [
+  ['edgeleaf nextId()', oursNextId],
+  ['@sapphire/snowflake generate()', () => sapphire.generate({ workerId: 1n })],
+  ['nodejs-snowflake getUniqueID()', () => nodejsSnowflake.getUniqueID()],
+  ['flake-idgen next()', () => flake.next().readBigUInt64BE()],
+  ['uuid v7()', () => uuidv7()],
+  ['crypto.randomUUID()', () => randomUUID()],
+];
+for (const [name, fn] of uniq) {
+  const u = uniqueness(fn);
+  console.log(`  ${name.padEnd(46)} ${u.duplicates === 0 ? 'unique' : `${u.duplicates} DUPLICATES`}${u.errors ? ` (${u.errors} thrown overflows)` : ''}`);
+}
+
+async function sustained(label, gen, seconds = 2) {
+  const end = Date.now() + seconds * 1000;
+  const startMs = Date.now();
+  let ids = 0;
+  while (Date.now() < end) {
+    const batch = await gen.nextIdsAsync(4096);
+    ids += batch.length;
+  }
+  const ms = Date.now() - startMs;
+  const rate = ids / (ms / 1000);
+  console.log(`  ${label.padEnd(46)} ${Math.round(rate).toLocaleString('en-US').padStart(10)}/s   ${((100 * rate) / 4_096_000).toFixed(1)}% of 4,096,000/s`);
+}
+console.log('\nsustained, real clock, %d s, awaiting timers on "retry after" (no busy-wait)', 2);
+await sustained('nextIdsAsync(4096), no borrowing', new Snowflake({ workerId: 3 }));
+await sustained('nextIdsAsync(4096), maxBorrowMs: 4', new Snowflake({ workerId: 4, maxBorrowMs: 4 }));
+await sustained('… and sequenceStartBound: 0', new Snowflake({ workerId: 5, maxBorrowMs: 4, sequenceStartBound: 0 }));
+
+const wasm = readFileSync(new URL('../pkg/web/edgeleaf_bg.wasm', import.meta.url));
+console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes, ${gzipSync(wasm, { level: 9 }).length.toLocaleString('en-US')} gzipped`);
+void sink;
