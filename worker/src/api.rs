@@ -1,0 +1,223 @@
+//! The HTTP edge of the service: the one error type and its mapping to a
+//! status and a JSON body, request bodies with a size limit, bearer tokens.
+
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use worker::{Headers, Request, Response};
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 4096;
+
+/// An HTTP error: status, stable code, message, and how long to wait when
+/// waiting helps.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+    pub retry_after_s: Option<u64>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code: code.into(),
+            message: message.into(),
+            retry_after_s: None,
+        }
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(400, code, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(404, "not_found", message)
+    }
+
+    /// 503 with `Retry-After`, for failures that waiting mends.
+    pub fn unavailable(code: &str, message: impl Into<String>, retry_after_ms: u64) -> Self {
+        ApiError {
+            retry_after_s: Some(retry_after_ms.div_ceil(1000).max(1)),
+            ..Self::new(503, code, message)
+        }
+    }
+
+    /// The JSON error response.
+    pub fn response(&self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        let mut res = Response::from_json(&body)
+            .unwrap_or_else(|_| Response::empty().expect("empty response"))
+            .with_status(self.status);
+        if let Some(s) = self.retry_after_s {
+            let _ = res.headers_mut().set("Retry-After", &s.to_string());
+        }
+        res
+    }
+
+    /// Rebuilds an error a Durable Object answered with.
+    pub async fn from_response(mut res: Response) -> Self {
+        let status = res.status_code();
+        let retry_after_s = res
+            .headers()
+            .get("Retry-After")
+            .ok()
+            .flatten()
+            .and_then(|v| v.parse().ok());
+        let parsed: Option<serde_json::Value> = res.json().await.ok();
+        let error = parsed.as_ref().and_then(|v| v.get("error"));
+        let field = |k: &str| {
+            error
+                .and_then(|e| e.get(k))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        ApiError {
+            status,
+            code: field("code").unwrap_or_else(|| "store_error".into()),
+            message: field("message").unwrap_or_else(|| format!("the store answered {status}")),
+            retry_after_s,
+        }
+    }
+}
+
+/// The one mapping from the core's errors to HTTP.
+impl From<edgeleaf::Error> for ApiError {
+    fn from(e: edgeleaf::Error) -> Self {
+        use edgeleaf::Error as E;
+        let status = match &e {
+            E::OutOfRange { .. }
+            | E::LayoutTooWide { .. }
+            | E::InvalidKey { .. }
+            | E::IdOutOfLayout { .. }
+            | E::InvalidSegment { .. } => 400,
+            E::TagExhausted { .. }
+            | E::SegmentOverlap { .. }
+            | E::SegmentBufferFull
+            | E::LeaseNotHeld { .. }
+            | E::LeaseExpired { .. }
+            | E::ClockBehindLastReport { .. }
+            | E::ClockSkew { .. } => 409,
+            E::ClockMovedBackwards { last_ms, now_ms } => {
+                return ApiError::unavailable(
+                    e.code(),
+                    e.to_string(),
+                    last_ms.saturating_sub(*now_ms),
+                );
+            }
+            E::NoFreeWorkerId { .. } => {
+                return ApiError::unavailable(e.code(), e.to_string(), 10_000);
+            }
+            // Before the epoch or past the layout's end: a configuration or
+            // clock problem of the service, not of the caller.
+            _ => 503,
+        };
+        ApiError::new(status, e.code(), e.to_string())
+    }
+}
+
+/// Failures of the platform (a Durable Object unreachable, storage errors).
+impl From<worker::Error> for ApiError {
+    fn from(e: worker::Error) -> Self {
+        ApiError::unavailable("store_unavailable", format!("store: {e}"), 1000)
+    }
+}
+
+/// A JSON response.
+pub fn json<T: serde::Serialize>(status: u16, body: &T) -> ApiResult<Response> {
+    Ok(Response::from_json(body)?.with_status(status))
+}
+
+/// Reads a JSON body of at most `MAX_BODY_BYTES`; an empty body reads as `{}`.
+pub async fn body<T: DeserializeOwned>(req: &mut Request) -> ApiResult<T> {
+    if let Some(len) = req
+        .headers()
+        .get("Content-Length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > MAX_BODY_BYTES {
+            return Err(too_large(len));
+        }
+    }
+    let bytes = req.bytes().await?;
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(too_large(bytes.len()));
+    }
+    let text = if bytes.iter().all(u8::is_ascii_whitespace) {
+        &b"{}"[..]
+    } else {
+        &bytes[..]
+    };
+    serde_json::from_slice(text).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_json",
+            format!("body: expected JSON of the documented shape, found an error: {e}"),
+        )
+    })
+}
+
+fn too_large(len: usize) -> ApiError {
+    ApiError::new(
+        413,
+        "body_too_large",
+        format!("body: expected at most {MAX_BODY_BYTES} bytes, found {len}"),
+    )
+}
+
+/// Compares in time independent of where the first difference is.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0xff);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// Checks `Authorization: Bearer <token>` against `expected` (none: open).
+pub fn authorize(headers: &Headers, expected: Option<&str>, what: &str) -> ApiResult<()> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let given = headers
+        .get("Authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let token = given.strip_prefix("Bearer ").unwrap_or("");
+    if given.is_empty() {
+        return Err(ApiError::new(
+            401,
+            "unauthorized",
+            format!("authorization: expected a Bearer {what} token, found none"),
+        ));
+    }
+    if constant_time_eq(token.as_bytes(), expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            403,
+            "forbidden",
+            format!("authorization: expected the {what} token, found another"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+}

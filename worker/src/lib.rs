@@ -1,0 +1,400 @@
+//! edgeleaf's service: Leaf's server rebuilt as a Cloudflare Worker. Isolates
+//! serve IDs from memory; Durable Objects are the store — one `TagStore` per
+//! `biz_tag`, a `Catalog` of tags, and the `WorkerRegistry` of snowflake
+//! worker IDs. The HTTP API is documented in `worker/openapi.yaml`.
+
+mod api;
+mod catalog;
+mod clock;
+mod config;
+mod isolate;
+mod registry_store;
+mod stores;
+mod tag_store;
+
+use std::cell::RefCell;
+
+use edgeleaf::{check_tag, Lease};
+use serde::Deserialize;
+use serde_json::json;
+use worker::{event, Context, Env, Method, Request, Response};
+
+use api::{authorize, body, json, ApiError, ApiResult};
+use config::Config;
+use registry_store::{LeaseRequest, RenewRequest};
+use stores::{call, Store};
+use tag_store::{AllocateRequest, SegmentLease, TagUpsert, TagView, MAX_COUNT};
+
+pub use catalog::Catalog;
+pub use registry_store::WorkerRegistry;
+pub use tag_store::TagStore;
+
+thread_local! {
+    static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
+}
+
+/// The settings, read and checked once per isolate.
+fn config(env: &Env) -> ApiResult<Config> {
+    if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
+        return Ok(c);
+    }
+    let c = Config::from_env(env)?;
+    CONFIG.with(|cell| *cell.borrow_mut() = Some(c.clone()));
+    Ok(c)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Open,
+    Client,
+    Admin,
+}
+
+/// The routes, by path shape; `None` for an unknown path.
+fn route(path: &str) -> Option<(Access, &'static [Method])> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    Some(match parts.as_slice() {
+        ["api", "segment", "get", _] | ["api", "snowflake", "get", _] => {
+            (Access::Client, &[Method::Get])
+        }
+        ["v1", "segment", _] | ["v1", "snowflake"] | ["v1", "snowflake", _] => {
+            (Access::Client, &[Method::Get])
+        }
+        ["v1", "segment", _, "lease"] => (Access::Client, &[Method::Post]),
+        ["v1", "workers"] => (Access::Admin, &[Method::Get]),
+        ["v1", "workers", "lease"] => (Access::Admin, &[Method::Post]),
+        ["v1", "workers", _, "renew"] => (Access::Admin, &[Method::Post]),
+        ["v1", "workers", _] => (Access::Admin, &[Method::Delete]),
+        ["v1", "tags"] => (Access::Admin, &[Method::Get]),
+        ["v1", "tags", _] => (Access::Admin, &[Method::Get, Method::Put, Method::Delete]),
+        ["v1", "monitor"] => (Access::Admin, &[Method::Get]),
+        ["v1", "health"] | ["v1", "ping"] => (Access::Open, &[Method::Get]),
+        _ => return None,
+    })
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
+    let res = match handle(req, &env, &ctx).await {
+        Ok(res) => res,
+        Err(e) => {
+            isolate::count_error();
+            e.response()
+        }
+    };
+    Ok(res)
+}
+
+async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response> {
+    let path = req.path();
+    let Some((access, methods)) = route(&path) else {
+        return Err(ApiError::not_found(format!(
+            "route: expected one of the documented paths (see /v1/health), found {path}"
+        )));
+    };
+    let method = req.method();
+    if !methods.contains(&method) {
+        let allowed: Vec<String> = methods.iter().map(|m| m.to_string()).collect();
+        let e = ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{path}: expected {}, found {method}", allowed.join(" or ")),
+        );
+        let mut res = e.response();
+        let _ = res.headers_mut().set("Allow", &allowed.join(", "));
+        return Ok(res);
+    }
+    if path.trim_matches('/') == "v1/ping" {
+        return json(200, &json!({ "ok": true }));
+    }
+    let config = config(env)?;
+    match access {
+        Access::Open => {}
+        Access::Client => {
+            // The admin token opens the ID routes too.
+            let admin_ok = config.admin_token.is_some()
+                && authorize(req.headers(), config.admin_token.as_deref(), "admin").is_ok();
+            if !admin_ok {
+                authorize(req.headers(), config.client_token.as_deref(), "client")?;
+            }
+        }
+        Access::Admin => {
+            if config.admin_token.is_none() {
+                return Err(ApiError::new(
+                    403,
+                    "forbidden",
+                    "admin API: expected ADMIN_TOKEN to be configured, found none",
+                ));
+            }
+            authorize(req.headers(), config.admin_token.as_deref(), "admin")?;
+        }
+    }
+    let url = req.url()?;
+    let parts: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    match (method, parts.as_slice()) {
+        (Method::Get, ["api", "segment", "get", tag]) => {
+            let tag = tag_arg(tag)?;
+            let id = isolate::segment_ids(env, ctx, &tag, 1).await?;
+            text_id(id[0])
+        }
+        (Method::Get, ["api", "snowflake", "get", key]) => {
+            tag_arg(key)?;
+            let id = isolate::snowflake_ids(env, ctx, &config, 1).await?;
+            text_id(id[0])
+        }
+        (Method::Get, ["v1", "segment", tag]) => {
+            let tag = tag_arg(tag)?;
+            let ids = isolate::segment_ids(env, ctx, &tag, count(&url)?).await?;
+            ids_json(&ids)
+        }
+        (Method::Post, ["v1", "segment", tag, "lease"]) => {
+            let tag = tag_arg(tag)?;
+            let request: AllocateRequest = body(&mut req).await?;
+            let lease: SegmentLease = call(
+                env,
+                Store::Tag(&tag),
+                Method::Post,
+                "/allocate",
+                Some(&request),
+            )
+            .await?;
+            json(
+                200,
+                &json!({ "start": lease.start, "end": lease.end, "step": lease.step, "minStep": lease.min_step }),
+            )
+        }
+        (Method::Get, ["v1", "snowflake"]) => {
+            let ids = isolate::snowflake_ids(env, ctx, &config, count(&url)?).await?;
+            ids_json(&ids)
+        }
+        (Method::Get, ["v1", "snowflake", id]) => decode(&config, id),
+        (Method::Post, ["v1", "workers", "lease"]) => {
+            let request: LeaseRequest = body(&mut req).await?;
+            let lease: Lease =
+                call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await?;
+            lease_json(&config, &lease)
+        }
+        (Method::Post, ["v1", "workers", id, "renew"]) => {
+            let mut request: RenewRequest = body(&mut req).await?;
+            request.worker_id = worker_arg(id)?;
+            let lease: Lease =
+                call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await?;
+            lease_json(&config, &lease)
+        }
+        (Method::Delete, ["v1", "workers", id]) => {
+            let mut request: RenewRequest = body(&mut req).await?;
+            request.worker_id = worker_arg(id)?;
+            let answer: serde_json::Value = call(
+                env,
+                Store::Registry,
+                Method::Post,
+                "/release",
+                Some(&request),
+            )
+            .await?;
+            json(200, &answer)
+        }
+        (Method::Get, ["v1", "workers"]) => {
+            let answer: serde_json::Value =
+                call(env, Store::Registry, Method::Get, "/list", None::<&()>).await?;
+            json(200, &answer)
+        }
+        (Method::Get, ["v1", "tags"]) => list_tags(env).await,
+        (Method::Get, ["v1", "tags", tag]) => {
+            let tag = tag_arg(tag)?;
+            let view: TagView =
+                call(env, Store::Tag(&tag), Method::Get, "/tag", None::<&()>).await?;
+            json(200, &view)
+        }
+        (Method::Put, ["v1", "tags", tag]) => put_tag(env, &config, &tag_arg(tag)?, &mut req).await,
+        (Method::Delete, ["v1", "tags", tag]) => {
+            let tag = tag_arg(tag)?;
+            let view: TagView =
+                call(env, Store::Tag(&tag), Method::Delete, "/tag", None::<&()>).await?;
+            let _: serde_json::Value = call(
+                env,
+                Store::Catalog,
+                Method::Delete,
+                "/",
+                Some(&json!({ "bizTag": tag })),
+            )
+            .await?;
+            isolate::forget_tag(&tag);
+            json(200, &json!({ "deleted": view }))
+        }
+        (Method::Get, ["v1", "monitor"]) => json(200, &isolate::monitor()),
+        (Method::Get, ["v1", "health"]) => json(
+            200,
+            &json!({
+                "ok": true,
+                "layout": layout_json(&config),
+                "routes": [
+                    "GET /api/segment/get/{tag}", "GET /api/snowflake/get/{key}", "GET /v1/segment/{tag}?count=N",
+                    "POST /v1/segment/{tag}/lease", "GET /v1/snowflake?count=N", "GET /v1/snowflake/{id}",
+                    "POST /v1/workers/lease", "POST /v1/workers/{id}/renew", "DELETE /v1/workers/{id}", "GET /v1/workers",
+                    "PUT /v1/tags/{tag}", "GET /v1/tags", "GET /v1/tags/{tag}", "DELETE /v1/tags/{tag}",
+                    "GET /v1/monitor", "GET /v1/health",
+                ],
+            }),
+        ),
+        _ => Err(ApiError::not_found(format!("route: no handler for {path}"))),
+    }
+}
+
+fn tag_arg(tag: &str) -> ApiResult<String> {
+    // Tags only have URL-safe characters, so the path segment is the tag.
+    check_tag(tag)?;
+    Ok(tag.to_owned())
+}
+
+fn worker_arg(id: &str) -> ApiResult<u32> {
+    id.parse().map_err(|_| {
+        ApiError::bad_request(
+            "out_of_range",
+            format!("worker id: expected a whole number, found {id:?}"),
+        )
+    })
+}
+
+/// `?count=N`, 1..=1000 (default 1).
+fn count(url: &worker::Url) -> ApiResult<usize> {
+    let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "count") else {
+        return Ok(1);
+    };
+    let n: u64 = raw.parse().map_err(|_| {
+        ApiError::bad_request(
+            "out_of_range",
+            format!("count: expected 1..={MAX_COUNT}, found {raw:?}"),
+        )
+    })?;
+    if !(1..=MAX_COUNT).contains(&n) {
+        return Err(edgeleaf::Error::OutOfRange {
+            what: "count",
+            min: 1,
+            max: MAX_COUNT,
+            found: n,
+        }
+        .into());
+    }
+    Ok(usize::try_from(n).unwrap_or(1))
+}
+
+fn text_id(id: u64) -> ApiResult<Response> {
+    let mut res = Response::ok(id.to_string())?;
+    res.headers_mut()
+        .set("Content-Type", "text/plain; charset=utf-8")?;
+    Ok(res)
+}
+
+fn ids_json(ids: &[u64]) -> ApiResult<Response> {
+    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+    json(200, &json!({ "ids": ids }))
+}
+
+fn layout_json(config: &Config) -> serde_json::Value {
+    let l = config.layout;
+    json!({
+        "timestampBits": l.timestamp_bits(), "workerBits": l.worker_bits(), "sequenceBits": l.sequence_bits(),
+        "epoch": l.epoch_ms(), "unitMs": l.unit_ms(), "expiresAt": l.expires_at(),
+    })
+}
+
+fn lease_json(config: &Config, lease: &Lease) -> ApiResult<Response> {
+    json(
+        200,
+        &json!({
+            "workerId": lease.worker_id, "generation": lease.generation, "nodeKey": lease.node_key,
+            "expiresAtMs": lease.expires_at_ms, "issueAfterMs": lease.issue_after_ms, "ttlMs": lease.ttl_ms,
+            "layout": layout_json(config),
+        }),
+    )
+}
+
+fn decode(config: &Config, raw: &str) -> ApiResult<Response> {
+    let layout = isolate::layout_of(config);
+    let id: u64 = raw
+        .parse()
+        .ok()
+        .filter(|_| raw.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_id",
+                format!(
+                    "id: expected a decimal integer in 0..={}, found {raw:?}",
+                    layout.max_id()
+                ),
+            )
+        })?;
+    let parts = layout.decompose(id)?;
+    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(parts.timestamp_ms as f64));
+    json(
+        200,
+        &json!({
+            "id": id.to_string(), "timestamp": parts.timestamp_ms,
+            "date": String::from(date.to_iso_string()), "workerId": parts.worker_id, "sequence": parts.sequence,
+        }),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TagPut {
+    step: Option<u64>,
+    max_id: Option<serde_json::Value>,
+    description: Option<String>,
+    monotonic: Option<bool>,
+}
+
+async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> ApiResult<Response> {
+    let put: TagPut = body(req).await?;
+    let max_id = match put.max_id {
+        None => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(serde_json::Value::Number(n)) if n.is_u64() => Some(n.to_string()),
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "out_of_range",
+                format!("maxId: expected a decimal string, found {other}"),
+            ));
+        }
+    };
+    let upsert = TagUpsert {
+        biz_tag: tag.to_owned(),
+        step: put.step,
+        max_id,
+        description: put.description,
+        monotonic: put.monotonic,
+        default_step: config.default_step,
+    };
+    let view: TagView = call(env, Store::Tag(tag), Method::Put, "/tag", Some(&upsert)).await?;
+    let _: serde_json::Value = call(
+        env,
+        Store::Catalog,
+        Method::Put,
+        "/",
+        Some(&json!({ "bizTag": tag })),
+    )
+    .await?;
+    json(200, &view)
+}
+
+async fn list_tags(env: &Env) -> ApiResult<Response> {
+    #[derive(Deserialize)]
+    struct Tags {
+        tags: Vec<String>,
+    }
+    let list: Tags = call(env, Store::Catalog, Method::Get, "/", None::<&()>).await?;
+    let views = futures::future::join_all(
+        list.tags
+            .iter()
+            .map(|t| call::<TagView>(env, Store::Tag(t), Method::Get, "/tag", None::<&()>)),
+    )
+    .await;
+    let tags: Vec<TagView> = views.into_iter().filter_map(Result::ok).collect();
+    json(200, &json!({ "tags": tags }))
+}

@@ -1,0 +1,233 @@
+//! `WorkerRegistry`: the Durable Object that leases snowflake worker IDs (Leaf
+//! used ZooKeeper), running the core's `Registry`. The registry lives in
+//! memory while the object does and is written through, one row per worker
+//! ID, before any answer leaves (the output gate): a restart reloads exactly
+//! what was granted.
+
+use std::cell::RefCell;
+
+use edgeleaf::{Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+};
+
+use crate::api::{body, json, ApiError, ApiResult};
+use crate::clock::now_ms;
+use crate::config::Config;
+
+#[durable_object]
+pub struct WorkerRegistry {
+    sql: SqlStorage,
+    env: Env,
+    registry: RefCell<Option<Registry>>,
+}
+
+/// `POST /lease`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseRequest {
+    pub node_key: String,
+    /// The node's clock, Unix ms.
+    pub node_time: u64,
+    /// The node's last grant, from its own cache: proves it is that holder.
+    pub previous: Option<Previous>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Previous {
+    pub worker_id: u32,
+    pub generation: u64,
+}
+
+/// `POST /renew`, and `POST /release` without `nodeTime`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenewRequest {
+    pub worker_id: u32,
+    pub generation: u64,
+    #[serde(default)]
+    pub node_time: u64,
+    /// The latest timestamp the node issued under the lease, Unix ms.
+    #[serde(default)]
+    pub last_timestamp: u64,
+}
+
+#[derive(Deserialize)]
+struct SlotRow {
+    worker_id: i64,
+    node_key: String,
+    generation: i64,
+    expires_at: i64,
+    released: i64,
+    last_timestamp: i64,
+    reported_clock: i64,
+    reported_at: i64,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    v: i64,
+}
+
+fn unsigned(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl WorkerRegistry {
+    fn config(&self) -> ApiResult<RegistryConfig> {
+        Ok(Config::from_env(&self.env)?.registry)
+    }
+
+    /// Runs `op` on the registry (loaded on first use), then writes the slot
+    /// it names and the generation counter.
+    fn with_registry<T>(
+        &self,
+        op: impl FnOnce(&mut Registry, u64) -> ApiResult<(T, Option<u32>)>,
+    ) -> ApiResult<T> {
+        let mut cell = self.registry.borrow_mut();
+        if cell.is_none() {
+            let rows: Vec<SlotRow> = self.sql.exec("SELECT * FROM slots", None)?.to_array()?;
+            let meta: Vec<Meta> = self
+                .sql
+                .exec("SELECT v FROM meta WHERE k = 'next_generation'", None)?
+                .to_array()?;
+            let slots = rows.into_iter().map(|r| WorkerSlot {
+                worker_id: u32::try_from(r.worker_id).unwrap_or(u32::MAX),
+                node_key: r.node_key,
+                generation: unsigned(r.generation),
+                expires_at_ms: unsigned(r.expires_at),
+                released: r.released != 0,
+                last_timestamp_ms: unsigned(r.last_timestamp),
+                reported_clock_ms: unsigned(r.reported_clock),
+                reported_at_ms: unsigned(r.reported_at),
+            });
+            let next = meta.first().map_or(1, |m| unsigned(m.v));
+            *cell = Some(Registry::from_parts(self.config()?, next, slots)?);
+        }
+        let registry = cell
+            .as_mut()
+            .ok_or_else(|| ApiError::unavailable("store_error", "registry: not loaded", 1000))?;
+        let (value, changed) = op(registry, now_ms())?;
+        if let Some(slot) = changed.and_then(|id| registry.slot(id)) {
+            // Unix ms, generations and worker IDs stay far below 2^53.
+            #[allow(clippy::cast_possible_wrap)]
+            let row: Vec<worker::SqlStorageValue> = vec![
+                i64::from(slot.worker_id).into(),
+                slot.node_key.as_str().into(),
+                (slot.generation as i64).into(),
+                (slot.expires_at_ms as i64).into(),
+                i64::from(slot.released).into(),
+                (slot.last_timestamp_ms as i64).into(),
+                (slot.reported_clock_ms as i64).into(),
+                (slot.reported_at_ms as i64).into(),
+            ];
+            self.sql.exec(
+                "INSERT OR REPLACE INTO slots(worker_id, node_key, generation, expires_at, released,
+                   last_timestamp, reported_clock, reported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )?;
+            #[allow(clippy::cast_possible_wrap)]
+            self.sql.exec(
+                "INSERT OR REPLACE INTO meta(k, v) VALUES ('next_generation', ?)",
+                vec![(registry.next_generation() as i64).into()],
+            )?;
+        }
+        Ok(value)
+    }
+
+    fn list(&self) -> ApiResult<Response> {
+        self.with_registry(|reg, now| {
+            let workers: Vec<_> = reg
+                .slots()
+                .map(|s| {
+                    let status = match reg.status(s, now) {
+                        SlotStatus::Live => "live",
+                        SlotStatus::Lapsed => "lapsed",
+                        SlotStatus::Free => "free",
+                    };
+                    json!({
+                        "workerId": s.worker_id, "nodeKey": s.node_key, "generation": s.generation,
+                        "status": status, "expiresAtMs": s.expires_at_ms,
+                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released,
+                    })
+                })
+                .collect();
+            let live = workers.iter().filter(|w| w["status"] == "live").count();
+            Ok((
+                json!({ "capacity": reg.config().capacity, "live": live, "workers": workers }),
+                None,
+            ))
+        })
+        .and_then(|v| json(200, &v))
+    }
+}
+
+fn lease_json(lease: &Lease) -> ApiResult<Response> {
+    json(200, lease)
+}
+
+impl DurableObject for WorkerRegistry {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        for ddl in [
+            "CREATE TABLE IF NOT EXISTS slots(worker_id INTEGER PRIMARY KEY, node_key TEXT NOT NULL,
+               generation INTEGER NOT NULL, expires_at INTEGER NOT NULL, released INTEGER NOT NULL,
+               last_timestamp INTEGER NOT NULL, reported_clock INTEGER NOT NULL, reported_at INTEGER NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL)",
+        ] {
+            let _ = sql.exec(ddl, None);
+        }
+        WorkerRegistry {
+            sql,
+            env,
+            registry: RefCell::new(None),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let path = req.path();
+        let result = match (req.method(), path.as_str()) {
+            (Method::Get, "/list") => self.list(),
+            (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
+                Ok(r) => self
+                    .with_registry(|reg, now| {
+                        let prev = r.previous.map(|p| (p.worker_id, p.generation));
+                        let lease = reg.lease(&r.node_key, r.node_time, now, prev)?;
+                        let id = lease.worker_id;
+                        Ok((lease, Some(id)))
+                    })
+                    .and_then(|l| lease_json(&l)),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
+                Ok(r) => self
+                    .with_registry(|reg, now| {
+                        let lease = reg.renew(
+                            r.worker_id,
+                            r.generation,
+                            r.node_time,
+                            r.last_timestamp,
+                            now,
+                        )?;
+                        Ok((lease, Some(r.worker_id)))
+                    })
+                    .and_then(|l| lease_json(&l)),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
+                Ok(r) => self
+                    .with_registry(|reg, now| {
+                        reg.release(r.worker_id, r.generation, r.last_timestamp, now)?;
+                        Ok(((), Some(r.worker_id)))
+                    })
+                    .and_then(|()| json(200, &json!({ "released": true }))),
+                Err(e) => Err(e),
+            },
+            _ => Err(ApiError::not_found(format!("registry: no route {path}"))),
+        };
+        Ok(result.unwrap_or_else(|e| e.response()))
+    }
+}

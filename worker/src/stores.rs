@@ -1,0 +1,57 @@
+//! Calls from the Worker to its Durable Objects: JSON in, JSON out; an error
+//! answer comes back as the same `ApiError` the object made.
+
+use serde::{de::DeserializeOwned, Serialize};
+use wasm_bindgen::JsValue;
+use worker::{Env, Headers, Method, Request, RequestInit};
+
+use crate::api::{ApiError, ApiResult};
+
+/// Which object to call.
+#[derive(Clone, Copy)]
+pub enum Store<'a> {
+    /// The object that owns this tag.
+    Tag(&'a str),
+    /// The single catalog of tags.
+    Catalog,
+    /// The single worker-ID registry.
+    Registry,
+}
+
+/// Calls `path` on a Durable Object and decodes its JSON answer.
+pub async fn call<T: DeserializeOwned>(
+    env: &Env,
+    store: Store<'_>,
+    method: Method,
+    path: &str,
+    body: Option<&impl Serialize>,
+) -> ApiResult<T> {
+    let (binding, name) = match store {
+        Store::Tag(tag) => ("TAGS", tag),
+        Store::Catalog => ("CATALOG", "catalog"),
+        Store::Registry => ("REGISTRY", "registry"),
+    };
+    let stub = env
+        .durable_object(binding)?
+        .id_from_name(name)?
+        .get_stub()?;
+    let mut init = RequestInit::new();
+    init.with_method(method);
+    if let Some(body) = body {
+        let text = serde_json::to_string(body).map_err(|e| {
+            ApiError::unavailable("store_error", format!("store request: {e}"), 1000)
+        })?;
+        let headers = Headers::new();
+        headers.set("Content-Type", "application/json")?;
+        init.with_headers(headers)
+            .with_body(Some(JsValue::from_str(&text)));
+    }
+    let req = Request::new_with_init(&format!("https://{binding}.internal{path}"), &init)?;
+    let mut res = stub.fetch_with_request(req).await?;
+    if res.status_code() >= 400 {
+        return Err(ApiError::from_response(res).await);
+    }
+    res.json()
+        .await
+        .map_err(|e| ApiError::unavailable("store_error", format!("store answer: {e}"), 1000))
+}

@@ -1,0 +1,408 @@
+//! `TagStore`: the Durable Object that owns one `biz_tag` — Leaf's
+//! `leaf_alloc` row — and runs the core's allocator over its SQLite storage.
+//!
+//! Each allocation reads the row, advances `max_id` and writes it back with no
+//! await in between (a Durable Object runs one event at a time), and the
+//! platform's output gate holds the reply until that write is durable: a
+//! segment a restart could hand out again is never handed out.
+//!
+//! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
+//! below 2^53, and IDs go to 2^63 − 1.
+
+use std::cell::RefCell;
+
+use edgeleaf::{Allocation, SegmentBuffer, StepPolicy, TagRecord, MAX_STEP};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+};
+
+use crate::api::{body, json, ApiError, ApiResult};
+use crate::clock::now_ms;
+
+/// How long a lease's request ID is remembered for retries.
+const REQUEST_ID_TTL_MS: u64 = 3_600_000;
+/// Most IDs one monotonic request may take.
+pub const MAX_COUNT: u64 = 1000;
+
+/// A tag as the API shows it (IDs as decimal strings).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagView {
+    pub biz_tag: String,
+    pub max_id: String,
+    pub step: u64,
+    pub description: String,
+    pub update_time: u64,
+    pub monotonic: bool,
+}
+
+/// `PUT /tag`: create, or update step/description (and raise max_id).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TagUpsert {
+    pub biz_tag: String,
+    pub step: Option<u64>,
+    pub max_id: Option<String>,
+    pub description: Option<String>,
+    pub monotonic: Option<bool>,
+    pub default_step: u64,
+}
+
+/// `POST /allocate`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllocateRequest {
+    pub step: Option<u64>,
+    pub request_id: Option<String>,
+}
+
+/// A segment as the API shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentLease {
+    pub start: String,
+    pub end: String,
+    pub step: u64,
+    /// The tag's configured step: the floor of the dynamic step.
+    pub min_step: u64,
+}
+
+impl SegmentLease {
+    pub fn allocation(&self) -> ApiResult<Allocation> {
+        let parse = |s: &str| {
+            s.parse::<u64>().map_err(|_| {
+                ApiError::unavailable(
+                    "store_error",
+                    format!("store: segment bound {s:?} is not a number"),
+                    1000,
+                )
+            })
+        };
+        Ok(Allocation::new(parse(&self.start)?, parse(&self.end)?)?)
+    }
+}
+
+#[derive(Deserialize)]
+struct Row {
+    biz_tag: String,
+    max_id: String,
+    step: i64,
+    description: String,
+    update_time: i64,
+    monotonic: i64,
+    deleted: i64,
+}
+
+#[derive(Deserialize)]
+struct LeaseRow {
+    start: String,
+    end: String,
+    step: i64,
+}
+
+struct Stored {
+    record: TagRecord,
+    monotonic: bool,
+    deleted: bool,
+}
+
+#[durable_object]
+pub struct TagStore {
+    sql: SqlStorage,
+    /// Monotonic tags only: the IDs this object serves itself.
+    buffer: RefCell<Option<SegmentBuffer>>,
+}
+
+fn unsigned(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl TagStore {
+    fn load(&self) -> ApiResult<Option<Stored>> {
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT * FROM tag WHERE id = 1", None)?
+            .to_array()?;
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let max_id = row.max_id.parse().map_err(|_| {
+            ApiError::unavailable("store_error", "store: max_id is not a number", 1000)
+        })?;
+        Ok(Some(Stored {
+            record: TagRecord {
+                biz_tag: row.biz_tag,
+                max_id,
+                step: unsigned(row.step),
+                description: row.description,
+                update_time: unsigned(row.update_time),
+            },
+            monotonic: row.monotonic != 0,
+            deleted: row.deleted != 0,
+        }))
+    }
+
+    fn save(&self, record: &TagRecord, monotonic: bool, deleted: bool) -> ApiResult<()> {
+        // Steps (≤ 1,000,000) and Unix ms are far below 2^53.
+        #[allow(clippy::cast_possible_wrap)]
+        self.sql.exec(
+            "INSERT INTO tag(id, biz_tag, max_id, step, description, update_time, monotonic, deleted)
+             VALUES (1, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET biz_tag = excluded.biz_tag, max_id = excluded.max_id,
+               step = excluded.step, description = excluded.description,
+               update_time = excluded.update_time, monotonic = excluded.monotonic, deleted = excluded.deleted",
+            vec![
+                record.biz_tag.as_str().into(),
+                record.max_id.to_string().into(),
+                (record.step as i64).into(),
+                record.description.as_str().into(),
+                (record.update_time as i64).into(),
+                i64::from(monotonic).into(),
+                i64::from(deleted).into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn live(&self) -> ApiResult<Stored> {
+        match self.load()? {
+            Some(s) if !s.deleted => Ok(s),
+            _ => Err(ApiError::not_found(
+                "biz_tag: expected a tag created with PUT /v1/tags/{tag}, found none",
+            )),
+        }
+    }
+
+    fn view(s: &Stored) -> TagView {
+        TagView {
+            biz_tag: s.record.biz_tag.clone(),
+            max_id: s.record.max_id.to_string(),
+            step: s.record.step,
+            description: s.record.description.clone(),
+            update_time: s.record.update_time,
+            monotonic: s.monotonic,
+        }
+    }
+
+    fn upsert(&self, req: TagUpsert) -> ApiResult<Response> {
+        let now = now_ms();
+        let max_id = req
+            .max_id
+            .as_deref()
+            .map(|m| m.parse::<u64>().map_err(|_| ApiError::bad_request("out_of_range", format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
+            .transpose()?;
+        let existing = self.load()?;
+        let (record, created) = match &existing {
+            // A deleted tag keeps its max_id: re-creating it continues after
+            // every ID it ever handed out.
+            Some(s) => (
+                s.record.update(
+                    req.step.unwrap_or(s.record.step),
+                    max_id,
+                    req.description.as_deref().unwrap_or(&s.record.description),
+                    now,
+                )?,
+                s.deleted,
+            ),
+            None => (
+                TagRecord::new(
+                    &req.biz_tag,
+                    req.step.unwrap_or(req.default_step),
+                    max_id.unwrap_or(0),
+                    req.description.as_deref().unwrap_or(""),
+                    now,
+                )?,
+                true,
+            ),
+        };
+        let was = existing.as_ref().map(|s| s.monotonic);
+        if let (Some(was), Some(want)) = (was, req.monotonic) {
+            if was != want {
+                // Isolates may still hold segments of a non-monotonic tag (or
+                // the object its buffer): switching would break the promise.
+                return Err(ApiError::new(409, "monotonic_immutable", format!("monotonic: expected {was} (fixed when the tag was first created), found {want}")));
+            }
+        }
+        let monotonic = req.monotonic.or(was).unwrap_or(false);
+        self.save(&record, monotonic, false)?;
+        let stored = Stored {
+            record,
+            monotonic,
+            deleted: false,
+        };
+        json(if created { 201 } else { 200 }, &Self::view(&stored))
+    }
+
+    fn allocate(&self, stored: &Stored, step: Option<u64>) -> ApiResult<(Allocation, TagRecord)> {
+        // The caller's dynamic step, kept between the tag's step and Leaf's cap.
+        let step = step.map(|s| s.clamp(stored.record.step, MAX_STEP));
+        let (alloc, next) = stored.record.allocate(step, now_ms())?;
+        self.save(&next, stored.monotonic, false)?;
+        Ok((alloc, next))
+    }
+
+    fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {
+        let stored = self.live()?;
+        if stored.monotonic {
+            return Err(ApiError::new(
+                409,
+                "monotonic_tag",
+                format!("biz_tag {}: expected a tag whose segments may leave the service, found a monotonic tag (its IDs are served by GET /v1/segment/{{tag}} only)", stored.record.biz_tag),
+            ));
+        }
+        if let Some(id) = &req.request_id {
+            if id.is_empty() || id.len() > 128 {
+                return Err(ApiError::bad_request(
+                    "invalid_request_id",
+                    format!("requestId: expected 1..=128 characters, found {}", id.len()),
+                ));
+            }
+            let rows: Vec<LeaseRow> = self
+                .sql
+                .exec(
+                    "SELECT start, end, step FROM lease WHERE request_id = ?",
+                    vec![id.as_str().into()],
+                )?
+                .to_array()?;
+            if let Some(row) = rows.into_iter().next() {
+                // A retry: the same range, neither burnt nor handed out twice.
+                return json(
+                    200,
+                    &SegmentLease {
+                        start: row.start,
+                        end: row.end,
+                        step: unsigned(row.step),
+                        min_step: stored.record.step,
+                    },
+                );
+            }
+        }
+        let (alloc, _) = self.allocate(&stored, req.step)?;
+        if let Some(id) = &req.request_id {
+            let now = now_ms();
+            #[allow(clippy::cast_possible_wrap)] // Unix ms and steps are far below 2^63
+            {
+                self.sql.exec(
+                    "DELETE FROM lease WHERE created < ?",
+                    vec![(now.saturating_sub(REQUEST_ID_TTL_MS) as i64).into()],
+                )?;
+                self.sql.exec(
+                    "INSERT INTO lease(request_id, start, end, step, created) VALUES (?, ?, ?, ?, ?)",
+                    vec![
+                        id.as_str().into(),
+                        alloc.start.to_string().into(),
+                        alloc.end.to_string().into(),
+                        (alloc.step as i64).into(),
+                        (now as i64).into(),
+                    ],
+                )?;
+            }
+        }
+        json(
+            200,
+            &SegmentLease {
+                start: alloc.start.to_string(),
+                end: alloc.end.to_string(),
+                step: alloc.step,
+                min_step: stored.record.step,
+            },
+        )
+    }
+
+    /// Monotonic tags: IDs from this object alone, so each is greater than
+    /// every one issued before, whoever asked.
+    fn ids(&self, count: u64) -> ApiResult<Response> {
+        if !(1..=MAX_COUNT).contains(&count) {
+            return Err(edgeleaf::Error::OutOfRange {
+                what: "count",
+                min: 1,
+                max: MAX_COUNT,
+                found: count,
+            }
+            .into());
+        }
+        let stored = self.live()?;
+        if !stored.monotonic {
+            return Err(ApiError::new(
+                409,
+                "not_monotonic",
+                "biz_tag: expected a monotonic tag",
+            ));
+        }
+        let policy = StepPolicy::new(stored.record.step)?;
+        let mut buffer = self.buffer.borrow_mut();
+        let buf = buffer.get_or_insert_with(|| SegmentBuffer::new(policy));
+        // usize: count ≤ 1000.
+        let mut out = vec![0u64; usize::try_from(count).unwrap_or(1000)];
+        let mut filled = 0;
+        let mut record = stored;
+        while filled < out.len() {
+            filled += buf.take(&mut out[filled..]).filled;
+            if filled < out.len() {
+                // Both halves dry. The store is this object's own storage, so
+                // the load is synchronous: no prefetch needed.
+                let (alloc, next) =
+                    self.allocate(&record, Some(buf.step_for_next_load(now_ms())))?;
+                record.record = next;
+                if let Err(e) = buf.load(alloc, now_ms()) {
+                    buf.load_failed();
+                    return Err(e.into());
+                }
+            }
+        }
+        let ids: Vec<String> = out.iter().map(u64::to_string).collect();
+        json(200, &json!({ "ids": ids }))
+    }
+}
+
+impl DurableObject for TagStore {
+    fn new(state: State, _env: Env) -> Self {
+        let sql = state.storage().sql();
+        for ddl in [
+            "CREATE TABLE IF NOT EXISTS tag(id INTEGER PRIMARY KEY CHECK (id = 1), biz_tag TEXT NOT NULL,
+               max_id TEXT NOT NULL, step INTEGER NOT NULL, description TEXT NOT NULL,
+               update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
+               end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
+        ] {
+            // Creating tables in a fresh SQLite database does not fail.
+            let _ = sql.exec(ddl, None);
+        }
+        TagStore {
+            sql,
+            buffer: RefCell::new(None),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let path = req.path();
+        let result = match (req.method(), path.as_str()) {
+            (Method::Put, "/tag") => match body::<TagUpsert>(&mut req).await {
+                Ok(b) => self.upsert(b),
+                Err(e) => Err(e),
+            },
+            (Method::Get, "/tag") => self.live().and_then(|s| json(200, &Self::view(&s))),
+            (Method::Delete, "/tag") => self.live().and_then(|s| {
+                *self.buffer.borrow_mut() = None;
+                self.save(&s.record, s.monotonic, true)?;
+                json(200, &Self::view(&s))
+            }),
+            (Method::Post, "/allocate") => match body::<AllocateRequest>(&mut req).await {
+                Ok(b) => self.lease(b),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/ids") => match body::<serde_json::Value>(&mut req).await {
+                Ok(b) => self.ids(
+                    b.get("count")
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(0),
+                ),
+                Err(e) => Err(e),
+            },
+            _ => Err(ApiError::not_found(format!("tag store: no route {path}"))),
+        };
+        Ok(result.unwrap_or_else(|e| e.response()))
+    }
+}
