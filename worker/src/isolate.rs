@@ -3,8 +3,11 @@
 //! generator, and counters for `/v1/monitor`.
 //!
 //! Requests interleave at every await, so state is borrowed only between
-//! awaits, and each tag has at most one load in flight, which every waiting
-//! request shares.
+//! awaits. A request may not await I/O that another request started (Workers
+//! refuse it), so a load is done by the request that needs it; others that
+//! find one in flight await short timers and look again. A load marked in
+//! flight for longer than `TAKE_OVER_MS` (its request was cancelled) is taken
+//! over.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -13,7 +16,7 @@ use edgeleaf::{
     Lease, SegmentBuffer, SegmentSnapshot, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
     StepPolicy, Wait,
 };
-use futures::future::{FutureExt, LocalBoxFuture, Shared};
+use futures::future::{FutureExt, LocalBoxFuture};
 use serde::Serialize;
 use serde_json::json;
 use worker::{Context, Env, Method};
@@ -25,10 +28,14 @@ use crate::registry_store::{LeaseRequest, Previous, RenewRequest};
 use crate::stores::{call, Store};
 use crate::tag_store::{AllocateRequest, SegmentLease};
 
-type Load = Shared<LocalBoxFuture<'static, ApiResult<()>>>;
-
 /// Longest a request waits for the snowflake sequence or a slightly slow clock.
 const MAX_WAIT_MS: u64 = 1000;
+/// Longest a request waits for another request's load before answering 503.
+const MAX_LOAD_WAIT_MS: u64 = 5000;
+/// A load in flight this long is presumed lost with its request.
+const TAKE_OVER_MS: u64 = 3000;
+/// How often a waiting request looks again.
+const POLL_MS: u64 = 2;
 
 #[derive(Default, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -44,8 +51,21 @@ pub struct Counters {
 #[derive(Default)]
 struct TagState {
     buffer: Option<SegmentBuffer>,
-    load: Option<Load>,
+    /// When the load in flight started (registry of in-flight work, not I/O).
+    loading_since: Option<u64>,
     monotonic: bool,
+}
+
+/// Claims the right to start work marked by `since`: true when none is in
+/// flight or the one in flight is presumed lost.
+fn claim(since: &mut Option<u64>, now: u64) -> bool {
+    match *since {
+        Some(t) if now.saturating_sub(t) < TAKE_OVER_MS => false,
+        _ => {
+            *since = Some(now);
+            true
+        }
+    }
 }
 
 struct Leased {
@@ -59,7 +79,7 @@ struct Leased {
 struct Isolate {
     tags: BTreeMap<String, TagState>,
     snowflake: Option<Leased>,
-    leasing: Option<Load>,
+    leasing_since: Option<u64>,
     node_key: Option<String>,
     /// The last grant, to ask for the same worker ID again; and the last
     /// timestamp issued under any grant, to resume after it.
@@ -87,51 +107,35 @@ pub fn count_error() {
 enum Step {
     Done,
     Monotonic,
-    Wait(Load),
+    LoadNow,
+    Wait,
 }
 
-fn start_load(env: &Env, tag: &str) -> Load {
-    let env = env.clone();
-    let tag = tag.to_owned();
-    async move {
-        let step = with(|i| {
-            i.counters.store_calls += 1;
-            i.tags
-                .get(&tag)
-                .and_then(|t| t.buffer.as_ref())
-                .map(|b| b.step_for_next_load(now_ms()))
-        });
-        let answer: ApiResult<SegmentLease> = call(
-            &env,
-            Store::Tag(&tag),
-            Method::Post,
-            "/allocate",
-            Some(&AllocateRequest {
-                step,
-                request_id: None,
-            }),
-        )
-        .await;
-        with(|i| {
-            let t = i.tags.entry(tag.clone()).or_default();
-            t.load = None;
-            let lease = match answer {
-                Ok(lease) => lease,
-                Err(e) => {
-                    if e.code == "monotonic_tag" {
-                        t.monotonic = true;
-                    }
-                    if let Some(b) = t.buffer.as_mut() {
-                        b.load_failed();
-                    }
-                    if e.status == 404 {
-                        // Unknown (or deleted) tag: keep no state for it, so
-                        // made-up names cannot grow this map.
-                        i.tags.remove(&tag);
-                    }
-                    return Err(e);
-                }
-            };
+/// Loads the next segment of `tag` from its Durable Object into this
+/// isolate's buffer. Runs in the context of the request that claimed it.
+async fn load_segment(env: Env, tag: String) -> ApiResult<()> {
+    let step = with(|i| {
+        i.counters.store_calls += 1;
+        i.tags
+            .get(&tag)
+            .and_then(|t| t.buffer.as_ref())
+            .map(|b| b.step_for_next_load(now_ms()))
+    });
+    let answer: ApiResult<SegmentLease> = call(
+        &env,
+        Store::Tag(&tag),
+        Method::Post,
+        "/allocate",
+        Some(&AllocateRequest {
+            step,
+            request_id: None,
+        }),
+    )
+    .await;
+    with(|i| {
+        let t = i.tags.entry(tag.clone()).or_default();
+        t.loading_since = None;
+        let installed = answer.and_then(|lease| {
             let alloc = lease.allocation()?;
             let buf = match t.buffer.as_mut() {
                 Some(b) => b,
@@ -139,13 +143,27 @@ fn start_load(env: &Env, tag: &str) -> Load {
                     .buffer
                     .insert(SegmentBuffer::new(StepPolicy::new(lease.min_step)?)),
             };
-            buf.load(alloc, now_ms())?;
-            i.counters.refills += 1;
-            Ok(())
-        })
-    }
-    .boxed_local()
-    .shared()
+            Ok(buf.load(alloc, now_ms())?)
+        });
+        match installed {
+            Ok(()) => i.counters.refills += 1,
+            Err(e) => {
+                if e.code == "monotonic_tag" {
+                    t.monotonic = true;
+                }
+                if let Some(b) = t.buffer.as_mut() {
+                    b.load_failed();
+                }
+                if e.status == 404 {
+                    // Unknown (or deleted) tag: keep no state for it, so
+                    // made-up names cannot grow this map.
+                    i.tags.remove(&tag);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// `count` segment-mode IDs of `tag`, from this isolate's buffer; waits for
@@ -153,30 +171,34 @@ fn start_load(env: &Env, tag: &str) -> Load {
 pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
     let mut out = vec![0u64; count];
     let mut filled = 0;
+    let mut waited = 0;
     loop {
+        let now = now_ms();
         let step = with(|i| {
             let t = i.tags.entry(tag.to_owned()).or_default();
             if t.monotonic {
                 return Step::Monotonic;
             }
-            let mut background = None;
+            let mut wants_load = false;
             if let Some(buf) = t.buffer.as_mut() {
                 let take = buf.take(&mut out[filled..]);
                 filled += take.filled;
-                if take.load {
-                    background = Some(t.load.get_or_insert_with(|| start_load(env, tag)).clone());
-                }
+                wants_load = take.load;
             }
             if filled == out.len() {
-                if let Some(load) = background {
-                    ctx.wait_until(load.map(|_| ()));
+                if wants_load && claim(&mut t.loading_since, now) {
+                    // Prefetch at 10%: in the background of this request.
+                    ctx.wait_until(load_segment(env.clone(), tag.to_owned()).map(|_| ()));
                 }
                 return Step::Done;
             }
             // Both halves empty (or never loaded): this request must wait.
-            i.counters.refills_that_blocked += 1;
-            let t = i.tags.entry(tag.to_owned()).or_default();
-            Step::Wait(t.load.get_or_insert_with(|| start_load(env, tag)).clone())
+            if claim(&mut t.loading_since, now) {
+                i.counters.refills_that_blocked += 1;
+                Step::LoadNow
+            } else {
+                Step::Wait
+            }
         });
         match step {
             Step::Done => {
@@ -184,12 +206,19 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
                 return Ok(out);
             }
             Step::Monotonic => return monotonic_ids(env, tag, count).await,
-            Step::Wait(load) => {
-                if let Err(e) = load.await {
+            Step::LoadNow => {
+                if let Err(e) = load_segment(env.clone(), tag.to_owned()).await {
                     if e.code != "monotonic_tag" {
                         return Err(e);
                     }
                 }
+            }
+            Step::Wait => {
+                waited += POLL_MS;
+                if waited > MAX_LOAD_WAIT_MS {
+                    return Err(ApiError::unavailable("store_unavailable", format!("segment {tag}: expected a segment within {MAX_LOAD_WAIT_MS} ms, found none"), 1000));
+                }
+                sleep_ms(POLL_MS).await;
             }
         }
     }
@@ -228,59 +257,49 @@ pub fn forget_tag(tag: &str) {
 
 // ---------------------------------------------------------------- snowflake
 
-fn start_lease(env: &Env, config: &Config) -> Load {
-    let env = env.clone();
-    let config = config.clone();
-    async move {
-        let (node_key, previous) = with(|i| {
-            i.counters.store_calls += 1;
-            let key = i
-                .node_key
-                .get_or_insert_with(|| format!("isolate-{:016x}", random_u64()))
-                .clone();
-            (key, i.previous)
+/// Leases a worker ID for this isolate from the registry. Runs in the
+/// context of the request that claimed it.
+async fn lease_worker_id(env: &Env, config: &Config) -> ApiResult<()> {
+    let (node_key, previous) = with(|i| {
+        i.counters.store_calls += 1;
+        let key = i
+            .node_key
+            .get_or_insert_with(|| format!("isolate-{:016x}", random_u64()))
+            .clone();
+        (key, i.previous)
+    });
+    let request = LeaseRequest {
+        node_key,
+        node_time: now_ms(),
+        previous,
+    };
+    let answer: ApiResult<Lease> =
+        call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await;
+    with(|i| {
+        i.leasing_since = None;
+        let lease = answer?;
+        let mut cfg = SnowflakeConfig::new(config.layout, lease.worker_id);
+        cfg.max_backward_ms = config.max_backward_ms;
+        // Issue only after everything earlier holders of this worker ID
+        // (and this isolate) may have issued.
+        let after = lease
+            .issue_after_ms
+            .max(i.last_issued_ms)
+            .max(config.layout.epoch_ms());
+        let gen = SnowflakeGenerator::resume_after(cfg, SplitMix64::new(random_u64()), after)?;
+        i.previous = Some(Previous {
+            worker_id: lease.worker_id,
+            generation: lease.generation,
         });
-        let request = LeaseRequest {
-            node_key,
-            node_time: now_ms(),
-            previous,
-        };
-        let answer: ApiResult<Lease> = call(
-            &env,
-            Store::Registry,
-            Method::Post,
-            "/lease",
-            Some(&request),
-        )
-        .await;
-        with(|i| {
-            i.leasing = None;
-            let lease = answer?;
-            let mut cfg = SnowflakeConfig::new(config.layout, lease.worker_id);
-            cfg.max_backward_ms = config.max_backward_ms;
-            // Issue only after everything earlier holders of this worker ID
-            // (and this isolate) may have issued.
-            let after = lease
-                .issue_after_ms
-                .max(i.last_issued_ms)
-                .max(config.layout.epoch_ms());
-            let gen = SnowflakeGenerator::resume_after(cfg, SplitMix64::new(random_u64()), after)?;
-            i.previous = Some(Previous {
-                worker_id: lease.worker_id,
-                generation: lease.generation,
-            });
-            let renew_at_ms = now_ms() + lease.ttl_ms / 2;
-            i.snowflake = Some(Leased {
-                gen,
-                lease,
-                renew_at_ms,
-                renewing: false,
-            });
-            Ok(())
-        })
-    }
-    .boxed_local()
-    .shared()
+        let renew_at_ms = now_ms() + lease.ttl_ms / 2;
+        i.snowflake = Some(Leased {
+            gen,
+            lease,
+            renew_at_ms,
+            renewing: false,
+        });
+        Ok(())
+    })
 }
 
 fn start_renewal(
@@ -333,7 +352,7 @@ fn start_renewal(
 
 enum Mint {
     Done,
-    NeedLease(Load),
+    LeaseNow,
     Wait(u64),
 }
 
@@ -358,11 +377,12 @@ pub async fn snowflake_ids(
                 i.snowflake = None;
             }
             let Some(l) = i.snowflake.as_mut() else {
-                let load = i
-                    .leasing
-                    .get_or_insert_with(|| start_lease(env, config))
-                    .clone();
-                return Ok(Mint::NeedLease(load));
+                // Another request may be leasing: then wait a little and look again.
+                return Ok(if claim(&mut i.leasing_since, now) {
+                    Mint::LeaseNow
+                } else {
+                    Mint::Wait(POLL_MS)
+                });
             };
             let fill = l.gen.fill(now, &mut out[filled..])?;
             filled += fill.filled;
@@ -387,7 +407,7 @@ pub async fn snowflake_ids(
                 return Ok(out);
             }
             Mint::Done => {}
-            Mint::NeedLease(load) => load.await?,
+            Mint::LeaseNow => lease_worker_id(env, config).await?,
             Mint::Wait(ms) => {
                 waited += ms;
                 if waited > MAX_WAIT_MS {

@@ -46,6 +46,8 @@ pub struct Previous {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenewRequest {
+    /// From the path on the public route.
+    #[serde(default)]
     pub worker_id: u32,
     pub generation: u64,
     #[serde(default)]
