@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/versions.env
-scripts/setup.sh core wasm browser
+scripts/setup.sh core wasm worker browser
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # Node 20 (the system's) is the floor the npm package supports; wrangler and
 # Miniflare need the Node 22 that npm installs into node_modules.
@@ -15,11 +15,12 @@ step() { echo; echo "=== $*"; }
 step "format"
 cargo fmt --all -- --check
 
-step "clippy (default, no_std, all features, wasm32 bindings)"
-cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --workspace --all-targets --no-default-features -- -D warnings
-cargo clippy --workspace --all-targets --all-features -- -D warnings
+step "clippy (core: default, no_std, all features, wasm32 bindings; the Worker)"
+cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --no-default-features -- -D warnings
+cargo clippy --all-targets --all-features -- -D warnings
 cargo clippy --lib --tests --target "$WASM_TARGET" --features wasm -- -D warnings
+cargo clippy -p edgeleaf-worker --target "$WASM_TARGET" -- -D warnings
 
 step "no_std build for $NO_STD_TARGET (no allocator; then alloc + serde)"
 cargo clippy --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
@@ -27,7 +28,8 @@ cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-featu
 cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
 
 step "unit, property and doc tests"
-cargo test --workspace --all-features
+cargo test --all-features
+cargo test -p edgeleaf-worker
 
 step "core on wasm32: wasm-pack test --node"
 wasm-pack --log-level warn test --node --mode no-install --test wasm
@@ -51,3 +53,9 @@ step "npm package: Node $($NODE20 --version) (ESM + CJS) and Chromium"
 
 step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version))"
 "$NODE22" --test tests/js/workerd.test.mjs
+
+step "service: build the Worker (worker-build)"
+scripts/worker.sh
+
+step "service: every route, concurrency, registry, restarts, kill -9 (Miniflare/workerd; Node $($NODE22 --version))"
+"$NODE22" --test tests/js/service.test.mjs tests/js/durability.test.mjs
