@@ -1,6 +1,6 @@
 # Thin entry points: each target runs one script, which installs what it needs
 # (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
-.PHONY: test bench pkg
+.PHONY: test bench pkg dev
 
 test:
 	scripts/test.sh
@@ -10,3 +10,6 @@ bench:
 
 pkg:
 	scripts/pkg.sh
+
+dev:
+	scripts/dev.sh

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Benchmarks: the core (criterion + sustained real clock) and the npm package
-# against peers in Node. Figures go in README.md with this command; compare
+# Benchmarks: the core (criterion + sustained real clock), the npm package
+# against peers in Node, and the Worker under HTTP load on 127.0.0.1. Figures go in README.md with this command; compare
 # rows of one run with each other (these machines are small and noisy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup.sh bench
 scripts/pkg.sh
+scripts/worker.sh
 cargo bench --bench generators "$@"
 /usr/bin/node bench/node.bench.mjs
+node_modules/.bin/node bench/http.bench.mjs

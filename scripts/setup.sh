@@ -4,6 +4,7 @@
 #   wasm     wasm-pack + wasm-bindgen-cli (exact pins) and npm packages
 #   worker   worker-build and npm packages (wrangler, workerd)
 #   browser  Debian chromium + chromium-driver
+#   bench    Debian wrk (HTTP load)
 # Each part checks before it installs, so a second run costs seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,14 @@ browser() {
     say "apt-get install chromium chromium-driver"
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null
+  fi
+}
+
+bench() {
+  if ! command -v wrk >/dev/null; then
+    say "apt-get install wrk"
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null
   fi
 }
 

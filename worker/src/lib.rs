@@ -111,11 +111,14 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
     match access {
         Access::Open => {}
         Access::Client => {
-            // The admin token opens the ID routes too.
-            let admin_ok = config.admin_token.is_some()
-                && authorize(req.headers(), config.admin_token.as_deref(), "admin").is_ok();
-            if !admin_ok {
-                authorize(req.headers(), config.client_token.as_deref(), "client")?;
+            // The client token first (the common case); the admin token opens
+            // the ID routes too.
+            if let Err(e) = authorize(req.headers(), config.client_token.as_deref(), "client") {
+                if config.admin_token.is_none()
+                    || authorize(req.headers(), config.admin_token.as_deref(), "admin").is_err()
+                {
+                    return Err(e);
+                }
             }
         }
         Access::Admin => {
@@ -129,7 +132,6 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
             authorize(req.headers(), config.admin_token.as_deref(), "admin")?;
         }
     }
-    let url = req.url()?;
     let parts: Vec<String> = path
         .trim_matches('/')
         .split('/')
@@ -149,7 +151,7 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
         }
         (Method::Get, ["v1", "segment", tag]) => {
             let tag = tag_arg(tag)?;
-            let ids = isolate::segment_ids(env, ctx, &tag, count(&url)?).await?;
+            let ids = isolate::segment_ids(env, ctx, &tag, count(&req.url()?)?).await?;
             ids_json(&ids)
         }
         (Method::Post, ["v1", "segment", tag, "lease"]) => {
@@ -169,7 +171,7 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
             )
         }
         (Method::Get, ["v1", "snowflake"]) => {
-            let ids = isolate::snowflake_ids(env, ctx, &config, count(&url)?).await?;
+            let ids = isolate::snowflake_ids(env, ctx, &config, count(&req.url()?)?).await?;
             ids_json(&ids)
         }
         (Method::Get, ["v1", "snowflake", id]) => decode(&config, id),
