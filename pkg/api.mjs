@@ -274,7 +274,8 @@ export function makeApi(wasm) {
           range = segmentOf(this.#tag, step, await this.#fetch(this.#tag, step));
         } catch (cause) {
           this.#core.loadFailed();
-          if (step === undefined || cause?.code === 'invalid_segment' || cause?.code === 'invalid_id') throw cause;
+          // Coded errors (ours, or the service's through EdgeleafClient) say what happened; keep them.
+          if (step === undefined || typeof cause?.code === 'string') throw cause;
           throw codedError('segment_fetch_failed', `fetchSegment(${this.#tag}, ${step}) failed: ${cause?.message ?? cause}`, { cause });
         }
         this.#core.load(range[0], range[1], this.#now());
@@ -287,5 +288,230 @@ export function makeApi(wasm) {
     }
   }
 
-  return { Snowflake, SegmentGenerator, layoutInfo, codedError, MAX_BATCH };
+
+  /** Turns an HTTP error answer of the service into a coded Error. */
+  async function httpError(res, what) {
+    let code = 'http_error';
+    let message = `${what}: the service answered ${res.status}`;
+    try {
+      const body = await res.json();
+      if (body?.error?.code) ({ code, message } = body.error);
+    } catch { /* not JSON */ }
+    const retry = Number(res.headers.get('retry-after'));
+    return codedError(code, message, { status: res.status, ...(retry > 0 ? { retryAfterMs: retry * 1000 } : {}) });
+  }
+
+  function randomHex(bytes) {
+    const b = new Uint8Array(bytes);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  }
+
+  /**
+   * A Snowflake under a worker ID leased from the service's registry. It
+   * renews the lease when half its TTL has passed and stops issuing (throws
+   * `lease_expired` / `lease_lost`) the moment the lease is gone.
+   */
+  class LeasedSnowflake {
+    #client;
+    #store;
+    #now;
+    #nodeKey;
+    #lease;
+    #gen;
+    #lost = null;
+    #timer = null;
+    #closed = false;
+
+    constructor(client, nodeKey, lease, gen, store, now) {
+      this.#client = client;
+      this.#nodeKey = nodeKey;
+      this.#lease = lease;
+      this.#gen = gen;
+      this.#store = store;
+      this.#now = now;
+      this.#schedule();
+    }
+
+    static async open(client, opts) {
+      const { nodeKey, store, now = Date.now } = options('snowflake options', opts, '{ nodeKey: "host-1:8080", store }');
+      const key = nodeKey ?? `node-${randomHex(8)}`;
+      wasm.checkTag(key);
+      if (store !== undefined && (typeof store?.load !== 'function' || typeof store?.save !== 'function')) {
+        throw codedError('invalid_option', 'store: expected { load(): Promise<state | undefined>, save(state): Promise<void> }');
+      }
+      const cached = store ? await store.load() : undefined;
+      const clock = now();
+      // Leaf's local cache, with the fix: the last timestamp is kept and checked.
+      if (cached && clock < cached.lastTimestamp) {
+        throw codedError('clock_behind_last_report', `clock: expected at least ${cached.lastTimestamp} (last issued, from the store), found ${clock}`);
+      }
+      let lease;
+      try {
+        lease = await client.request('POST', '/v1/workers/lease', {
+          nodeKey: key,
+          nodeTime: clock,
+          ...(cached?.workerId !== undefined ? { previous: { workerId: cached.workerId, generation: cached.generation } } : {}),
+        });
+      } catch (e) {
+        // The registry is unreachable: a cached lease that has not lapsed is still ours.
+        if (e.code !== 'registry_unreachable' || !cached || !(clock < cached.expiresAtMs) || !cached.layout) throw e;
+        lease = { ...cached, issueAfterMs: cached.lastTimestamp };
+      }
+      const l = lease.layout;
+      const gen = new Snowflake({
+        workerId: lease.workerId,
+        layout: { timestampBits: l.timestampBits, workerBits: l.workerBits, sequenceBits: l.sequenceBits, epoch: l.epoch, unitMs: l.unitMs },
+        // Taking back a worker ID this node held: its previous incarnation may
+        // have issued up to now (the store is written at renewals, not per ID).
+        resumeAfter: Math.max(lease.issueAfterMs ?? 0, cached?.lastTimestamp ?? 0, l.epoch,
+          cached?.workerId === lease.workerId ? now() : 0),
+        now,
+      });
+      const leased = new LeasedSnowflake(client, key, lease, gen, store, now);
+      await leased.#save();
+      return leased;
+    }
+
+    #check() {
+      if (this.#lost) throw this.#lost;
+      if (!(this.#now() < this.#lease.expiresAtMs)) {
+        this.#lost = codedError('lease_expired', `lease of worker ${this.#lease.workerId}: expected a renewal by ${this.#lease.expiresAtMs}, found none; open a new snowflake()`);
+        throw this.#lost;
+      }
+    }
+
+    #schedule() {
+      if (this.#closed) return;
+      const delay = Math.max(0, this.#lease.expiresAtMs - this.#lease.ttlMs / 2 - this.#now());
+      this.#timer = setTimeout(() => { this.renew().catch(() => {}); }, Math.min(delay, this.#lease.ttlMs));
+      this.#timer.unref?.();
+    }
+
+    async #save() {
+      if (!this.#store) return;
+      const { workerId, generation, expiresAtMs, ttlMs, layout } = this.#lease;
+      await this.#store.save({
+        nodeKey: this.#nodeKey, workerId, generation, expiresAtMs, ttlMs, layout,
+        lastTimestamp: this.#gen.state().lastMs,
+      });
+    }
+
+    /** Renews the lease now (done on a timer at half the TTL). */
+    async renew() {
+      if (this.#closed || this.#lost) return;
+      try {
+        const lease = await this.#client.request('POST', `/v1/workers/${this.#lease.workerId}/renew`, {
+          generation: this.#lease.generation, nodeTime: this.#now(), lastTimestamp: this.#gen.state().lastMs,
+        });
+        this.#lease = { ...this.#lease, ...lease };
+        await this.#save();
+      } catch (e) {
+        if (e.status === 409 || e.status === 410) {
+          this.#lost = codedError('lease_lost', `lease of worker ${this.#lease.workerId}: ${e.message}`, { cause: e });
+        }
+        // Unreachable: retried on the next timer; the lease still lapses on time.
+      } finally {
+        this.#schedule();
+      }
+    }
+
+    nextId() { this.#check(); return this.#gen.nextId(); }
+    nextIdString() { return this.nextId().toString(); }
+    nextIds(n) { this.#check(); return this.#gen.nextIds(n); }
+    async next() { this.#check(); const id = await this.#gen.next(); this.#check(); return id; }
+    decompose(id) { return this.#gen.decompose(id); }
+    get workerId() { return this.#lease.workerId; }
+    get layout() { return this.#gen.layout; }
+    /** `{ workerId, generation, expiresAtMs, ttlMs, nodeKey }`. */
+    get lease() { return { ...this.#lease, nodeKey: this.#nodeKey }; }
+
+    /** Stops renewing and gives the worker ID back. */
+    async close() {
+      if (this.#closed) return;
+      this.#closed = true;
+      clearTimeout(this.#timer);
+      await this.#save();
+      if (!this.#lost) {
+        await this.#client.request('DELETE', `/v1/workers/${this.#lease.workerId}`, {
+          generation: this.#lease.generation, lastTimestamp: this.#gen.state().lastMs,
+        }).catch(() => {});
+      }
+      this.#lost = codedError('lease_lost', 'snowflake: closed');
+    }
+  }
+
+  /** A client of the edgeleaf service (the Worker). */
+  class EdgeleafClient {
+    #url;
+    #token;
+    #fetch;
+
+    constructor(opts) {
+      const { url, token, fetch: fetchFn } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token }');
+      let parsed;
+      try { parsed = new URL(url); } catch { parsed = null; }
+      if (!parsed || !/^https?:$/.test(parsed.protocol)) {
+        throw codedError('invalid_option', `url: expected an http(s) URL, found ${describe(url)}`);
+      }
+      if (token !== undefined && typeof token !== 'string') throw codedError('invalid_option', `token: expected a string, found ${describe(token)}`);
+      this.#url = parsed.href.replace(/\/$/, '');
+      this.#token = token;
+      this.#fetch = fetchFn === undefined ? globalThis.fetch.bind(globalThis) : fn('fetch', fetchFn);
+    }
+
+    /** One JSON request; throws coded Errors (`registry_unreachable` / `service_unreachable` when no answer). */
+    async request(method, path, body) {
+      let res;
+      try {
+        res = await this.#fetch(`${this.#url}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      } catch (cause) {
+        const code = path.startsWith('/v1/workers') ? 'registry_unreachable' : 'service_unreachable';
+        throw codedError(code, `${method} ${path}: no answer from ${this.#url}: ${cause?.message ?? cause}`, { cause });
+      }
+      if (!res.ok) throw await httpError(res, `${method} ${path}`);
+      return res.json();
+    }
+
+    /**
+     * A SegmentGenerator for `tag` fed by the service's segment leases: IDs are
+     * generated in this process. Each lease carries a request ID, so a retry
+     * after a lost answer gets the same range (nothing burnt, nothing twice).
+     */
+    segment(tag, opts) {
+      const o = options('segment options', opts, '{ step: 1000 }');
+      return new SegmentGenerator({
+        ...o,
+        tag,
+        fetchSegment: async (t, step) => {
+          const requestId = `${t}-${randomHex(12)}`;
+          let last;
+          for (let attempt = 0; attempt < 3; attempt++) {
+            try {
+              return await this.request('POST', `/v1/segment/${t}/lease`, { step, requestId });
+            } catch (e) {
+              last = e;
+              if (e.code !== 'service_unreachable' && !(e.status >= 500)) throw e;
+              await sleep(Math.min(1000, e.retryAfterMs ?? 50 * 2 ** attempt));
+            }
+          }
+          throw last;
+        },
+      });
+    }
+
+    /**
+     * A Snowflake under a worker ID leased from the registry (needs the admin
+     * token). `store` keeps the last lease and timestamp across restarts.
+     */
+    snowflake(opts) {
+      return LeasedSnowflake.open(this, opts);
+    }
+  }
+
+  return { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, codedError, MAX_BATCH };
 }

@@ -21,7 +21,31 @@ export type ErrorCode =
   | 'segment_overlap'
   | 'segment_buffer_full'
   | 'segment_fetch_failed'
-  | 'random_unavailable';
+  | 'random_unavailable'
+  // From the service, through EdgeleafClient:
+  | 'not_found'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'method_not_allowed'
+  | 'invalid_json'
+  | 'body_too_large'
+  | 'invalid_request_id'
+  | 'monotonic_tag'
+  | 'monotonic_immutable'
+  | 'tag_exhausted'
+  | 'store_unavailable'
+  | 'store_error'
+  | 'config_invalid'
+  | 'no_free_worker_id'
+  | 'lease_not_held'
+  | 'clock_skew'
+  | 'clock_behind_last_report'
+  | 'http_error'
+  // From EdgeleafClient itself:
+  | 'service_unreachable'
+  | 'registry_unreachable'
+  | 'lease_lost'
+  | 'lease_expired';
 
 /** The errors edgeleaf throws: plain `Error`s with a `code`. */
 export interface EdgeleafError extends Error {
@@ -30,6 +54,8 @@ export interface EdgeleafError extends Error {
   retryAfterMs?: number;
   /** On a failed `nextIds(n)`: the IDs that were generated before it stopped. */
   ids?: BigUint64Array;
+  /** On errors the service answered: its HTTP status. */
+  status?: number;
 }
 
 /** An ID as callers may pass it. */
@@ -77,6 +103,8 @@ export interface SnowflakeOptions extends LayoutOptions {
   sequenceStartBound?: number;
   /** When a unit's sequence runs out, issue from up to this many ms ahead of the clock instead of waiting. Default 0. */
   maxBorrowMs?: number;
+  /** Issue only from time units after this instant (Unix ms): a persisted last timestamp. */
+  resumeAfter?: number;
   /** The clock, Unix ms. Default `Date.now`. */
   now?: () => number;
 }
@@ -171,6 +199,65 @@ export declare class SegmentGenerator {
   /** Loads the first segment before the first request. */
   warmUp(): Promise<void>;
   snapshot(): SegmentSnapshot;
+}
+
+export interface EdgeleafClientOptions {
+  /** The service, e.g. `http://127.0.0.1:8787`. */
+  url: string;
+  /** Bearer token: the client token for segments, the admin token for snowflake(). */
+  token?: string;
+  /** A fetch implementation (default `globalThis.fetch`). */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+}
+
+/** What a LeasedSnowflake saves to its store (Leaf's local cache, with the last timestamp). */
+export interface LeaseState {
+  nodeKey: string;
+  workerId: number;
+  generation: number;
+  expiresAtMs: number;
+  ttlMs: number;
+  layout: LayoutInfo;
+  lastTimestamp: number;
+}
+
+export interface LeaseStore {
+  load(): Promise<LeaseState | undefined>;
+  save(state: LeaseState): Promise<void>;
+}
+
+export interface LeasedSnowflakeOptions {
+  /** This node's key in the registry, 1–128 of `[A-Za-z0-9._:-]`; default random. */
+  nodeKey?: string;
+  store?: LeaseStore;
+  now?: () => number;
+}
+
+/** A Snowflake under a worker ID leased from the service; throws `lease_lost` / `lease_expired` once the lease is gone. */
+export declare class LeasedSnowflake {
+  nextId(): bigint;
+  nextIdString(): string;
+  nextIds(n: number): BigUint64Array;
+  next(): Promise<bigint>;
+  decompose(id: IdLike): DecomposedId;
+  readonly workerId: number;
+  readonly layout: LayoutInfo;
+  readonly lease: { workerId: number; generation: number; expiresAtMs: number; ttlMs: number; nodeKey: string };
+  /** Renews now (it also renews itself at half the TTL). */
+  renew(): Promise<void>;
+  /** Stops renewing and releases the worker ID. */
+  close(): Promise<void>;
+}
+
+/** A client of the edgeleaf service. */
+export declare class EdgeleafClient {
+  constructor(options: EdgeleafClientOptions);
+  /** A SegmentGenerator fed by the service's segment leases (IDs generated in this process). */
+  segment(tag: string, options?: Omit<SegmentGeneratorOptions, 'tag' | 'fetchSegment'>): SegmentGenerator;
+  /** Leases a worker ID from the registry (admin token). */
+  snowflake(options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>;
+  /** One JSON request to the service. */
+  request(method: string, path: string, body?: unknown): Promise<any>;
 }
 
 /** The facts of a layout (default Leaf's). */

@@ -302,9 +302,13 @@ impl Registry {
                 }
                 let proved = previous == Some((worker_id, s.generation)) && s.node_key == node_key;
                 // An unreleased earlier grant to someone who has not proved
-                // to be this node may have issued up to its expiry.
-                if s.released || proved {
+                // to be this node may have issued up to its expiry. A node
+                // that proved it held the grant is restarting: its previous
+                // incarnation may have issued up to now, past its last report.
+                if s.released {
                     s.last_timestamp_ms
+                } else if proved {
+                    s.last_timestamp_ms.max(node_now_ms.min(s.expires_at_ms))
                 } else {
                     s.last_timestamp_ms.max(s.expires_at_ms)
                 }
@@ -548,6 +552,8 @@ mod tests {
             .unwrap();
         assert_eq!(again.worker_id, a.worker_id);
         assert!(again.generation > a.generation);
+        // Its previous incarnation may have issued up to now: resume after it.
+        assert_eq!(again.issue_after_ms, T + 1);
         // Released: free, and it comes back to the same node.
         r.release(again.worker_id, again.generation, T + 1, T + 2)
             .unwrap();

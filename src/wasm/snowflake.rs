@@ -39,6 +39,7 @@ impl SnowflakeCore {
                 "maxBackwardMs",
                 "sequenceStartBound",
                 "maxBorrowMs",
+                "resumeAfter",
             ],
         )?;
         let layout = resolve(&o.get("layout"), o.number("epoch")?)?;
@@ -73,8 +74,16 @@ impl SnowflakeCore {
                 )
             })?;
         }
-        let gen = SnowflakeGenerator::with_rand(cfg, SplitMix64::new(u64::from_le_bytes(seed)))
-            .map_err(|e| from_core(&e))?;
+        let rand = SplitMix64::new(u64::from_le_bytes(seed));
+        // Resuming after a persisted last timestamp (or a lease's issue_after)
+        // issues only from later time units.
+        let gen = match o.number("resumeAfter")? {
+            Some(after) => {
+                SnowflakeGenerator::resume_after(cfg, rand, after.max(layout.epoch_ms()))
+            }
+            None => SnowflakeGenerator::with_rand(cfg, rand),
+        }
+        .map_err(|e| from_core(&e))?;
         Ok(SnowflakeCore {
             gen,
             outcome: Outcome::None,

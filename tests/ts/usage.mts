@@ -1,6 +1,6 @@
 // Compiled by `tsc --noEmit` in make test: the declarations must accept what
 // the README shows and reject what the code rejects.
-import { Snowflake, SegmentGenerator, layoutInfo, type EdgeleafError, type SegmentSnapshot } from 'edgeleaf';
+import { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, type EdgeleafError, type SegmentSnapshot, type LeasedSnowflake } from 'edgeleaf';
 
 const s = new Snowflake({ workerId: 1, layout: 'jsSafe', epoch: new Date('2024-01-01'), now: () => Date.now() });
 const id: bigint = s.nextId();
@@ -30,6 +30,12 @@ const maybe: bigint | undefined = g.tryNext();
 const next: Promise<bigint> = g.next();
 const snap: SegmentSnapshot = g.snapshot();
 const pos: 0 | 1 = snap.currentPos;
+
+const client = new EdgeleafClient({ url: 'http://127.0.0.1:8787', token: 'dev-admin-token' });
+const orders: SegmentGenerator = client.segment('order', { step: 1000 });
+const leased: Promise<LeasedSnowflake> = client.snowflake({ nodeKey: 'host-1:8080' });
+leased.then(async (sf) => { const x: bigint = sf.nextId(); await sf.close(); return x; });
+export { orders };
 
 // @ts-expect-error workerId is required
 new Snowflake({});
