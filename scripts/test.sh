@@ -57,5 +57,5 @@ step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version
 step "service: build the Worker (worker-build)"
 scripts/worker.sh
 
-step "service: every route, concurrency, registry, restarts, the JS client, kill -9 (Miniflare/workerd; Node $($NODE22 --version))"
-"$NODE22" --test tests/js/service.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs
+step "service: every route, concurrency, registry, restarts, the JS client, kill -9, the dashboard in Chromium (Miniflare/workerd; Node $($NODE22 --version))"
+"$NODE22" --test tests/js/service.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs

@@ -2,16 +2,8 @@
 // imports it with no bundler.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 import { serve } from './serve.mjs';
-
-export async function launch() {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-sync',
-      '--disable-background-networking', '--disable-component-update'],
-  });
-}
 
 test('a page imports the package and generates IDs in Chromium', async () => {
   const server = await serve();

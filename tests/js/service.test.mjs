@@ -117,7 +117,7 @@ test('bad input answers the documented 4xx with a JSON error', async () => {
     [svc.fetch('/v1/tags', {}, null), 401, 'unauthorized'],
     [svc.fetch('/v1/workers/lease', body({ nodeKey: 'n', nodeTime: Date.now() })), 403, 'forbidden'],
     [svc.fetch('/v1/nothing-here'), 404, 'not_found'],
-    [svc.fetch('/'), 404, 'not_found'],
+    [svc.fetch('/index.htm'), 404, 'not_found'],
     [svc.fetch('/v1/segment/bad', { method: 'POST' }), 405, 'method_not_allowed'],
     [svc.admin('/v1/tags', { method: 'DELETE' }), 405, 'method_not_allowed'],
     [svc.admin('/v1/workers/lease', body({ nodeKey: 'bad key', nodeTime: Date.now() })), 400, 'invalid_key'],

@@ -29,6 +29,9 @@ pub use catalog::Catalog;
 pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;
 
+/// The dashboard page (`www/index.html`), served at `/`.
+const DASHBOARD: &str = include_str!("../../www/index.html");
+
 thread_local! {
     static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
 }
@@ -68,7 +71,7 @@ fn route(path: &str) -> Option<(Access, &'static [Method])> {
         ["v1", "tags"] => (Access::Admin, &[Method::Get]),
         ["v1", "tags", _] => (Access::Admin, &[Method::Get, Method::Put, Method::Delete]),
         ["v1", "monitor"] => (Access::Admin, &[Method::Get]),
-        ["v1", "health"] | ["v1", "ping"] => (Access::Open, &[Method::Get]),
+        ["v1", "health"] | ["v1", "ping"] | [""] | ["index.html"] => (Access::Open, &[Method::Get]),
         _ => return None,
     })
 }
@@ -104,8 +107,17 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
         let _ = res.headers_mut().set("Allow", &allowed.join(", "));
         return Ok(res);
     }
-    if path.trim_matches('/') == "v1/ping" {
-        return json(200, &json!({ "ok": true }));
+    match path.trim_matches('/') {
+        "v1/ping" => return json(200, &json!({ "ok": true })),
+        // The dashboard: a static page that talks to this API with the token
+        // its user types in.
+        "" | "index.html" => {
+            let mut res = Response::ok(DASHBOARD)?;
+            res.headers_mut()
+                .set("Content-Type", "text/html; charset=utf-8")?;
+            return Ok(res);
+        }
+        _ => {}
     }
     let config = config(env)?;
     match access {
