@@ -236,3 +236,25 @@ test('a restart on the same state continues every sequence', async () => {
   const tags = (await (await svc.admin('/v1/tags')).json()).tags.map((t) => t.bizTag);
   assert.ok(tags.includes('restart'));
 });
+
+test('every path and method in worker/openapi.yaml is a route of the Worker', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { ROOT } = await import('./service.mjs');
+  const yaml = readFileSync(join(ROOT, 'worker/openapi.yaml'), 'utf8');
+  const paths = yaml.slice(yaml.indexOf('\npaths:'));
+  const found = [];
+  let current;
+  for (const line of paths.split('\n')) {
+    const p = /^ {2}(\/\S*):$/.exec(line);
+    if (p) current = p[1];
+    const m = /^ {4}(get|put|post|delete):$/.exec(line);
+    if (m && current) found.push([m[1].toUpperCase(), current]);
+  }
+  assert.ok(found.length >= 18, `${found.length} operations`);
+  for (const [method, path] of found) {
+    const url = path.replace('{tag}', 'openapi-check').replace('{id}', '1');
+    const res = await svc.admin(url, { method, ...(method === 'GET' ? {} : { body: '{}' }) });
+    const text = await res.text();
+    assert.ok(!(res.status === 404 && text.includes('route:')) && res.status !== 405, `${method} ${path}: ${res.status} ${text.slice(0, 120)}`);
+  }
+});

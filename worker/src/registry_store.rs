@@ -114,30 +114,39 @@ impl WorkerRegistry {
             .ok_or_else(|| ApiError::unavailable("store_error", "registry: not loaded", 1000))?;
         let (value, changed) = op(registry, now_ms())?;
         if let Some(slot) = changed.and_then(|id| registry.slot(id)) {
-            // Unix ms, generations and worker IDs stay far below 2^53.
-            #[allow(clippy::cast_possible_wrap)]
-            let row: Vec<worker::SqlStorageValue> = vec![
-                i64::from(slot.worker_id).into(),
-                slot.node_key.as_str().into(),
-                (slot.generation as i64).into(),
-                (slot.expires_at_ms as i64).into(),
-                i64::from(slot.released).into(),
-                (slot.last_timestamp_ms as i64).into(),
-                (slot.reported_clock_ms as i64).into(),
-                (slot.reported_at_ms as i64).into(),
-            ];
-            self.sql.exec(
-                "INSERT OR REPLACE INTO slots(worker_id, node_key, generation, expires_at, released,
-                   last_timestamp, reported_clock, reported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )?;
-            #[allow(clippy::cast_possible_wrap)]
-            self.sql.exec(
-                "INSERT OR REPLACE INTO meta(k, v) VALUES ('next_generation', ?)",
-                vec![(registry.next_generation() as i64).into()],
-            )?;
+            if let Err(e) = self.persist(slot, registry.next_generation()) {
+                // Memory must never run ahead of storage: reload next time.
+                *cell = None;
+                return Err(e);
+            }
         }
         Ok(value)
+    }
+
+    fn persist(&self, slot: &WorkerSlot, next_generation: u64) -> ApiResult<()> {
+        // Unix ms, generations and worker IDs stay far below 2^53.
+        #[allow(clippy::cast_possible_wrap)]
+        let row: Vec<worker::SqlStorageValue> = vec![
+            i64::from(slot.worker_id).into(),
+            slot.node_key.as_str().into(),
+            (slot.generation as i64).into(),
+            (slot.expires_at_ms as i64).into(),
+            i64::from(slot.released).into(),
+            (slot.last_timestamp_ms as i64).into(),
+            (slot.reported_clock_ms as i64).into(),
+            (slot.reported_at_ms as i64).into(),
+        ];
+        self.sql.exec(
+            "INSERT OR REPLACE INTO slots(worker_id, node_key, generation, expires_at, released,
+               last_timestamp, reported_clock, reported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )?;
+        #[allow(clippy::cast_possible_wrap)]
+        self.sql.exec(
+            "INSERT OR REPLACE INTO meta(k, v) VALUES ('next_generation', ?)",
+            vec![(next_generation as i64).into()],
+        )?;
+        Ok(())
     }
 
     fn list(&self) -> ApiResult<Response> {
