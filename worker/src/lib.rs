@@ -19,11 +19,11 @@ use serde::Deserialize;
 use serde_json::json;
 use worker::{event, Context, Env, Method, Request, Response};
 
-use api::{authorize, body, json, ApiError, ApiResult};
+use api::{authorize, body, checked_count, json, ApiError, ApiResult, MAX_COUNT};
 use config::Config;
 use registry_store::{LeaseRequest, RenewRequest};
 use stores::{call, Store};
-use tag_store::{AllocateRequest, SegmentLease, TagUpsert, TagView, MAX_COUNT};
+use tag_store::{AllocateRequest, SegmentLease, TagUpsert, TagView};
 
 pub use catalog::Catalog;
 pub use registry_store::WorkerRegistry;
@@ -230,14 +230,7 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
             let tag = tag_arg(tag)?;
             let view: TagView =
                 call(env, Store::Tag(&tag), Method::Delete, "/tag", None::<&()>).await?;
-            let _: serde_json::Value = call(
-                env,
-                Store::Catalog,
-                Method::Delete,
-                "/",
-                Some(&json!({ "bizTag": tag })),
-            )
-            .await?;
+            catalog(env, Method::Delete, &tag).await?;
             isolate::forget_tag(&tag);
             json(200, &json!({ "deleted": view }))
         }
@@ -286,16 +279,7 @@ fn count(url: &worker::Url) -> ApiResult<usize> {
             format!("count: expected 1..={MAX_COUNT}, found {raw:?}"),
         )
     })?;
-    if !(1..=MAX_COUNT).contains(&n) {
-        return Err(edgeleaf::Error::OutOfRange {
-            what: "count",
-            min: 1,
-            max: MAX_COUNT,
-            found: n,
-        }
-        .into());
-    }
-    Ok(usize::try_from(n).unwrap_or(1))
+    checked_count(n)
 }
 
 fn text_id(id: u64) -> ApiResult<Response> {
@@ -386,15 +370,21 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
         default_step: config.default_step,
     };
     let view: TagView = call(env, Store::Tag(tag), Method::Put, "/tag", Some(&upsert)).await?;
+    catalog(env, Method::Put, tag).await?;
+    json(200, &view)
+}
+
+/// Adds a tag to (PUT) or removes it from (DELETE) the catalog.
+async fn catalog(env: &Env, method: Method, tag: &str) -> ApiResult<()> {
     let _: serde_json::Value = call(
         env,
         Store::Catalog,
-        Method::Put,
+        method,
         "/",
         Some(&json!({ "bizTag": tag })),
     )
     .await?;
-    json(200, &view)
+    Ok(())
 }
 
 async fn list_tags(env: &Env) -> ApiResult<Response> {

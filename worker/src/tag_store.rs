@@ -18,13 +18,11 @@ use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, json, ApiError, ApiResult};
+use crate::api::{body, checked_count, json, ApiError, ApiResult};
 use crate::clock::now_ms;
 
 /// How long a lease's request ID is remembered for retries.
 const REQUEST_ID_TTL_MS: u64 = 3_600_000;
-/// Most IDs one monotonic request may take.
-pub const MAX_COUNT: u64 = 1000;
 
 /// A tag as the API shows it (IDs as decimal strings).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -314,15 +312,7 @@ impl TagStore {
     /// Monotonic tags: IDs from this object alone, so each is greater than
     /// every one issued before, whoever asked.
     fn ids(&self, count: u64) -> ApiResult<Response> {
-        if !(1..=MAX_COUNT).contains(&count) {
-            return Err(edgeleaf::Error::OutOfRange {
-                what: "count",
-                min: 1,
-                max: MAX_COUNT,
-                found: count,
-            }
-            .into());
-        }
+        let count = checked_count(count)?;
         let stored = self.live()?;
         if !stored.monotonic {
             return Err(ApiError::new(
@@ -334,8 +324,7 @@ impl TagStore {
         let policy = StepPolicy::new(stored.record.step)?;
         let mut buffer = self.buffer.borrow_mut();
         let buf = buffer.get_or_insert_with(|| SegmentBuffer::new(policy));
-        // usize: count ≤ 1000.
-        let mut out = vec![0u64; usize::try_from(count).unwrap_or(1000)];
+        let mut out = vec![0u64; count];
         let mut filled = 0;
         let mut record = stored;
         while filled < out.len() {
