@@ -4,11 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/versions.env
 scripts/setup.sh core wasm worker browser
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-# Node 20 (the system's) is the floor the npm package supports; wrangler and
-# Miniflare need the Node 22 that npm installs into node_modules.
-NODE20=/usr/bin/node
+# The system's Node (20 on these machines) is the floor the npm package
+# supports; wrangler and Miniflare need the Node 22 npm installs into node_modules.
+NODE20="$(command -v node)"
 NODE22="$PWD/node_modules/.bin/node"
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { echo; echo "=== $*"; }
 

@@ -258,3 +258,27 @@ test('every path and method in worker/openapi.yaml is a route of the Worker', as
     assert.ok(!(res.status === 404 && text.includes('route:')) && res.status !== 405, `${method} ${path}: ${res.status} ${text.slice(0, 120)}`);
   }
 });
+
+test('registry in workerd: a lapsed lease is refused on renew and recycled only after TTL + grace', async () => {
+  const short = await start({ vars: { LEASE_TTL_MS: '1000', LEASE_GRACE_MS: '600', MAX_SKEW_MS: '500', LAYOUT: 'jsSafe' } });
+  try {
+    const lease = async (nodeKey) => short.admin('/v1/workers/lease', body({ nodeKey, nodeTime: Date.now() }));
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    // Fill all 128 worker IDs of the jsSafe layout; node-0 holds worker 0.
+    const first = await (await lease('node-0')).json();
+    assert.equal(first.workerId, 0);
+    for (let n = 1; n < 128; n++) assert.equal((await lease(`node-${n}`)).status, 200);
+    await expectError(await lease('late'), 503, 'no_free_worker_id');
+    await sleep(first.expiresAtMs - Date.now() + 50);
+    // Lapsed: renewal refused, the node must stop.
+    await expectError(await short.admin('/v1/workers/0/renew', body({ generation: first.generation, nodeTime: Date.now() })), 409, 'lease_expired');
+    // Within the grace period nobody gets it.
+    await expectError(await lease('late'), 503, 'no_free_worker_id');
+    await sleep(first.expiresAtMs + 600 - Date.now() + 50);
+    const recycled = await (await lease('late')).json();
+    assert.ok(recycled.generation > first.generation);
+    assert.ok(recycled.issueAfterMs >= first.expiresAtMs, 'the new holder issues after the old lease ended');
+  } finally {
+    await short.dispose();
+  }
+});
