@@ -420,12 +420,8 @@ pub async fn snowflake_ids(
     }
 }
 
-/// Decodes under the service's layout.
-pub fn layout_of(config: &Config) -> edgeleaf::Layout {
-    config.layout
-}
-
-/// Releases nothing, but reports what `/v1/monitor` shows.
+/// What `/v1/monitor` shows: Leaf's cache view of every buffer, the
+/// snowflake lease, and the counters.
 pub fn monitor() -> serde_json::Value {
     with(|i| {
         if i.started_ms == 0 {

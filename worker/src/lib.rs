@@ -314,7 +314,7 @@ fn lease_json(config: &Config, lease: &Lease) -> ApiResult<Response> {
 }
 
 fn decode(config: &Config, raw: &str) -> ApiResult<Response> {
-    let layout = isolate::layout_of(config);
+    let layout = config.layout;
     let id: u64 = raw
         .parse()
         .ok()
