@@ -260,7 +260,7 @@ test('every path and method in worker/openapi.yaml is a route of the Worker', as
 });
 
 test('registry in workerd: a lapsed lease is refused on renew and recycled only after TTL + grace', async () => {
-  const short = await start({ vars: { LEASE_TTL_MS: '1000', LEASE_GRACE_MS: '600', MAX_SKEW_MS: '500', LAYOUT: 'jsSafe' } });
+  const short = await start({ vars: { LEASE_TTL_MS: '1000', LEASE_GRACE_MS: '1500', MAX_SKEW_MS: '500', LAYOUT: 'jsSafe' } });
   try {
     const lease = async (nodeKey) => short.admin('/v1/workers/lease', body({ nodeKey, nodeTime: Date.now() }));
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -274,7 +274,7 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
     await expectError(await short.admin('/v1/workers/0/renew', body({ generation: first.generation, nodeTime: Date.now() })), 409, 'lease_expired');
     // Within the grace period nobody gets it.
     await expectError(await lease('late'), 503, 'no_free_worker_id');
-    await sleep(first.expiresAtMs + 600 - Date.now() + 50);
+    await sleep(first.expiresAtMs + 1500 - Date.now() + 50);
     const recycled = await (await lease('late')).json();
     assert.ok(recycled.generation > first.generation);
     assert.ok(recycled.issueAfterMs >= first.expiresAtMs, 'the new holder issues after the old lease ended');
