@@ -4,6 +4,8 @@
 
 use core::fmt;
 
+use crate::code::ErrorCode;
+
 /// Which clock a skew check compared the node's clock against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -133,10 +135,10 @@ pub enum Error {
         now_ms: u64,
     },
     /// The node's clock is behind the last timestamp recorded for this worker
-    /// ID: issuing now could repeat IDs issued before.
+    /// ID (or saved by this holder): issuing now could repeat IDs issued before.
     ClockBehindLastReport {
-        /// The worker ID.
-        worker_id: u32,
+        /// The worker ID, when one is known.
+        worker_id: Option<u32>,
         /// Last issued timestamp on record, Unix ms.
         last_timestamp_ms: u64,
         /// The node's clock, Unix ms.
@@ -153,28 +155,45 @@ pub enum Error {
         /// The largest difference allowed, ms.
         max_skew_ms: u64,
     },
+    /// A lease holder may not mint: its renewal was refused (the lease was
+    /// fenced off by a newer grant, lapsed at the registry, or its clock was
+    /// refused), or it was closed.
+    LeaseLost {
+        /// The worker ID.
+        worker_id: u32,
+        /// The generation that was lost.
+        generation: u64,
+        /// Why, as the registry's code (`None`: closed by its owner).
+        cause: Option<ErrorCode>,
+    },
 }
 
 impl Error {
     /// A stable, snake_case name for the error, for JS `code` and JSON bodies.
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The error's entry in the one list of codes.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Error::OutOfRange { .. } => "out_of_range",
-            Error::LayoutTooWide { .. } => "layout_too_wide",
-            Error::InvalidKey { .. } => "invalid_key",
-            Error::ClockBeforeEpoch { .. } => "clock_before_epoch",
-            Error::ClockMovedBackwards { .. } => "clock_moved_backwards",
-            Error::LayoutExpired { .. } => "layout_expired",
-            Error::IdOutOfLayout { .. } => "id_out_of_layout",
-            Error::TagExhausted { .. } => "tag_exhausted",
-            Error::InvalidSegment { .. } => "invalid_segment",
-            Error::SegmentOverlap { .. } => "segment_overlap",
-            Error::SegmentBufferFull => "segment_buffer_full",
-            Error::NoFreeWorkerId { .. } => "no_free_worker_id",
-            Error::LeaseNotHeld { .. } => "lease_not_held",
-            Error::LeaseExpired { .. } => "lease_expired",
-            Error::ClockBehindLastReport { .. } => "clock_behind_last_report",
-            Error::ClockSkew { .. } => "clock_skew",
+            Error::OutOfRange { .. } => ErrorCode::OutOfRange,
+            Error::LayoutTooWide { .. } => ErrorCode::LayoutTooWide,
+            Error::InvalidKey { .. } => ErrorCode::InvalidKey,
+            Error::ClockBeforeEpoch { .. } => ErrorCode::ClockBeforeEpoch,
+            Error::ClockMovedBackwards { .. } => ErrorCode::ClockMovedBackwards,
+            Error::LayoutExpired { .. } => ErrorCode::LayoutExpired,
+            Error::IdOutOfLayout { .. } => ErrorCode::IdOutOfLayout,
+            Error::TagExhausted { .. } => ErrorCode::TagExhausted,
+            Error::InvalidSegment { .. } => ErrorCode::InvalidSegment,
+            Error::SegmentOverlap { .. } => ErrorCode::SegmentOverlap,
+            Error::SegmentBufferFull => ErrorCode::SegmentBufferFull,
+            Error::NoFreeWorkerId { .. } => ErrorCode::NoFreeWorkerId,
+            Error::LeaseNotHeld { .. } => ErrorCode::LeaseNotHeld,
+            Error::LeaseExpired { .. } => ErrorCode::LeaseExpired,
+            Error::ClockBehindLastReport { .. } => ErrorCode::ClockBehindLastReport,
+            Error::ClockSkew { .. } => ErrorCode::ClockSkew,
+            Error::LeaseLost { .. } => ErrorCode::LeaseLost,
         }
     }
 }
@@ -264,10 +283,16 @@ impl fmt::Display for Error {
                 worker_id,
                 last_timestamp_ms,
                 node_now_ms,
-            } => write!(
-                f,
-                "clock of worker {worker_id}: expected at least {last_timestamp_ms} ms (last issued timestamp on record), found {node_now_ms} ms"
-            ),
+            } => {
+                match worker_id {
+                    Some(id) => write!(f, "clock of worker {id}")?,
+                    None => f.write_str("clock")?,
+                }
+                write!(
+                    f,
+                    ": expected at least {last_timestamp_ms} ms (last issued timestamp on record), found {node_now_ms} ms"
+                )
+            }
             Error::ClockSkew {
                 reference,
                 node_now_ms,
@@ -276,6 +301,22 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "clock skew: expected within {max_skew_ms} ms of {reference} ({reference_ms} ms), found {node_now_ms} ms"
+            ),
+            Error::LeaseLost {
+                worker_id,
+                generation,
+                cause: Some(cause),
+            } => write!(
+                f,
+                "lease of worker {worker_id}: expected generation {generation} to be held, found it refused by the registry ({cause}); lease again"
+            ),
+            Error::LeaseLost {
+                worker_id,
+                generation,
+                cause: None,
+            } => write!(
+                f,
+                "lease of worker {worker_id}: expected generation {generation} to be held, found it closed"
             ),
         }
     }

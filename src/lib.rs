@@ -38,8 +38,11 @@
 //! ```
 //!
 //! Segment mode: a [`SegmentBuffer`] hands out IDs from two ranges its caller
-//! loads from a store; a [`TagRecord`] is the store's row and
-//! [`TagRecord::allocate`] advances it. The [`Registry`] leases worker IDs.
+//! loads from a store, and a [`SegmentDriver`] runs the client's loop over it;
+//! a [`TagRecord`] is the store's row and [`TagRecord::allocate`] advances it.
+//! The [`Registry`] leases worker IDs; a [`SnowflakeHolder`] is the node that
+//! holds one and mints under it. Every error has a code from the one list,
+//! [`ErrorCode`].
 //!
 //! ## Features
 //! - `alloc`: [`TagRecord`] and [`Registry`], which own strings and tables.
@@ -58,7 +61,10 @@ extern crate alloc;
 #[cfg(any(feature = "std", not(target_os = "none")))]
 extern crate std;
 
+mod code;
+mod driver;
 mod error;
+mod holder;
 mod key;
 mod layout;
 mod rand;
@@ -74,7 +80,13 @@ mod tag;
 
 #[cfg(feature = "std")]
 pub use clock::unix_now_ms;
+pub use code::ErrorCode;
+pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
 pub use error::{ClockReference, Error};
+pub use holder::{
+    Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
+    SnowflakeHolder, DEFAULT_TAKE_OVER_MS, RENEW_RETRY_MS,
+};
 pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
 pub use rand::{NoRandom, RandSource, SplitMix64};

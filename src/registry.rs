@@ -295,7 +295,7 @@ impl Registry {
             Some(s) => {
                 if node_now_ms < s.last_timestamp_ms {
                     return Err(Error::ClockBehindLastReport {
-                        worker_id,
+                        worker_id: Some(worker_id),
                         last_timestamp_ms: s.last_timestamp_ms,
                         node_now_ms,
                     });
@@ -426,7 +426,7 @@ impl Registry {
         }
         if node_now_ms < slot.last_timestamp_ms.max(slot.reported_clock_ms) {
             return Err(Error::ClockBehindLastReport {
-                worker_id,
+                worker_id: Some(worker_id),
                 last_timestamp_ms: slot.last_timestamp_ms.max(slot.reported_clock_ms),
                 node_now_ms,
             });

@@ -390,6 +390,11 @@ impl SegmentBuffer {
         Take { filled, load }
     }
 
+    /// Whether a load is in flight.
+    pub fn loading(&self) -> bool {
+        self.loading
+    }
+
     /// IDs available without a load.
     pub fn available(&self) -> u64 {
         self.segments.iter().flatten().map(Segment::remaining).sum()

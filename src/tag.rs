@@ -70,6 +70,12 @@ impl TagRecord {
         Ok(())
     }
 
+    /// The step granted to a caller that asks for `requested` (its dynamic
+    /// step): never below the tag's configured step, never above Leaf's cap.
+    pub fn grant_step(&self, requested: Option<u64>) -> u64 {
+        requested.map_or(self.step, |s| s.clamp(self.step, MAX_STEP))
+    }
+
     /// The next segment of `step` IDs (the record's own step when `None`),
     /// and the record as it must be stored before the segment is handed out.
     ///
@@ -174,6 +180,9 @@ mod tests {
         assert!(TagRecord::new("t", 1, 0, &"x".repeat(257), 0).is_err());
         let r = TagRecord::new("t", 10, 100, "", 0).unwrap();
         assert!(r.allocate(Some(0), 0).is_err());
+        assert_eq!(r.grant_step(Some(1)), 10, "never below the tag's step");
+        assert_eq!(r.grant_step(Some(5_000_000)), MAX_STEP);
+        assert_eq!(r.grant_step(None), 10);
         assert!(
             r.update(10, Some(99), "", 1).is_err(),
             "max_id never goes back"

@@ -1,0 +1,794 @@
+//! The lease holder's side of snowflake mode: a node that mints IDs under a
+//! worker ID leased from a [`Registry`](crate::Registry). Every rule such a
+//! node follows lives here, once; the Worker's isolates and the npm package's
+//! `EdgeleafClient.snowflake()` only carry its requests and answers.
+//!
+//! The rules:
+//! - lease on first use, offering the last grant as proof, so a restarted
+//!   node gets its worker ID back;
+//! - renew once half the TTL has passed (again at most every second while the
+//!   registry does not answer); a late answer for an older grant is ignored;
+//! - never mint once the lease lapsed by the node's clock, or once a renewal
+//!   was refused; then either lease again or stay stopped (configuration);
+//! - mint only after `max(issue_after_ms, everything this holder issued, the
+//!   epoch)`, so no ID repeats one of an earlier holder or of this one;
+//! - a holder restored from saved state refuses a clock behind the saved last
+//!   timestamp, and issues only after the moment it was restored (its previous
+//!   incarnation may have issued past what it saved);
+//! - when the registry is unreachable, start from a saved lease that has not
+//!   lapsed.
+//!
+//! Like the generator, the holder reads no clock and does no I/O: `now_ms`
+//! comes in, and what to do next goes out as a value.
+
+use crate::code::ErrorCode;
+use crate::error::{check_range, Error};
+use crate::layout::Layout;
+use crate::rand::{NoRandom, RandSource};
+use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
+
+/// A request marked in flight this long is presumed lost and may be sent again.
+pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
+/// After a renewal that got no answer, the next try waits this long.
+pub const RENEW_RETRY_MS: u64 = 1_000;
+
+/// A lease as the holder needs it: the registry's grant or renewal, and the
+/// layout to mint under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct Grant {
+    /// The worker ID to stamp into IDs.
+    pub worker_id: u32,
+    /// The fencing token of the grant.
+    pub generation: u64,
+    /// Stop minting at this instant (node clock) unless renewed.
+    pub expires_at_ms: u64,
+    /// Mint only IDs whose time unit starts after this (Unix ms).
+    pub issue_after_ms: u64,
+    /// The lease's time to live.
+    pub ttl_ms: u64,
+    /// The layout of the IDs.
+    pub layout: Layout,
+}
+
+impl Grant {
+    /// A registry [`Lease`](crate::Lease) under `layout`.
+    #[cfg(feature = "alloc")]
+    pub fn from_lease(lease: &crate::Lease, layout: Layout) -> Grant {
+        Grant {
+            worker_id: lease.worker_id,
+            generation: lease.generation,
+            expires_at_ms: lease.expires_at_ms,
+            issue_after_ms: lease.issue_after_ms,
+            ttl_ms: lease.ttl_ms,
+            layout,
+        }
+    }
+
+    /// When to renew: half the TTL before the lease ends.
+    pub fn renew_at_ms(&self) -> u64 {
+        self.expires_at_ms.saturating_sub(self.ttl_ms / 2)
+    }
+}
+
+/// What a holder saves to restart safely (Leaf's local cache, with the fix:
+/// the last timestamp is kept and checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct HolderState {
+    /// The start of the latest time unit issued (or reserved), Unix ms.
+    pub last_timestamp_ms: u64,
+    /// The last grant: proof for the registry, and a lease to start from
+    /// while it is unreachable.
+    pub lease: Option<SavedLease>,
+}
+
+/// The last grant, as saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct SavedLease {
+    /// The worker ID.
+    pub worker_id: u32,
+    /// The grant's generation.
+    pub generation: u64,
+    /// When it lapses, Unix ms.
+    pub expires_at_ms: u64,
+    /// Its TTL.
+    pub ttl_ms: u64,
+    /// Its layout. Without one the lease only proves who the node is; it
+    /// cannot be minted under while the registry is unreachable.
+    pub layout: Option<Layout>,
+}
+
+/// How a holder mints and what it does after losing its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct HolderConfig {
+    /// As [`SnowflakeConfig::max_backward_ms`].
+    pub max_backward_ms: u64,
+    /// As [`SnowflakeConfig::sequence_start_bound`]; `None`: the layout's default.
+    pub sequence_start_bound: Option<u32>,
+    /// As [`SnowflakeConfig::max_borrow_ms`].
+    pub max_borrow_ms: u64,
+    /// After a lapse or a refused renewal: ask for a new lease (true), or stay
+    /// stopped and answer the error to every call (false).
+    pub lease_again: bool,
+    /// A lease or renewal in flight longer than this is presumed lost.
+    pub take_over_ms: u64,
+}
+
+impl Default for HolderConfig {
+    fn default() -> Self {
+        HolderConfig {
+            max_backward_ms: crate::snowflake::DEFAULT_MAX_BACKWARD_MS,
+            sequence_start_bound: None,
+            max_borrow_ms: 0,
+            lease_again: false,
+            take_over_ms: DEFAULT_TAKE_OVER_MS,
+        }
+    }
+}
+
+/// Ask the registry for a lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseAsk {
+    /// The node's clock, Unix ms.
+    pub node_now_ms: u64,
+    /// The last grant (worker ID, generation), proving the node held it.
+    pub previous: Option<(u32, u64)>,
+}
+
+/// Ask the registry to renew (or, from [`SnowflakeHolder::close`], release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renewal {
+    /// The worker ID.
+    pub worker_id: u32,
+    /// The grant's generation.
+    pub generation: u64,
+    /// The node's clock, Unix ms.
+    pub node_now_ms: u64,
+    /// The latest timestamp issued under the lease, Unix ms.
+    pub last_timestamp_ms: u64,
+}
+
+/// What the caller does after a [`SnowflakeHolder::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum HolderNext {
+    /// The buffer is full.
+    Done,
+    /// No lease: send this request, report the answer with
+    /// [`SnowflakeHolder::granted`] or [`SnowflakeHolder::lease_failed`],
+    /// and poll again.
+    Lease(LeaseAsk),
+    /// A lease request is in flight: poll again shortly.
+    LeaseInFlight,
+    /// Poll again after `ms` milliseconds.
+    RetryAfter {
+        /// Milliseconds, at least 1.
+        ms: u64,
+        /// Why.
+        reason: Wait,
+    },
+}
+
+/// The answer of [`SnowflakeHolder::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct HolderPoll {
+    /// IDs written to the front of the buffer.
+    pub filled: usize,
+    /// Start this renewal now, in the background, and report its answer with
+    /// [`SnowflakeHolder::renewed`] or [`SnowflakeHolder::renewal_failed`].
+    pub renew: Option<Renewal>,
+    /// What to do next.
+    pub next: HolderNext,
+}
+
+#[derive(Debug, Clone)]
+enum Phase<R: RandSource> {
+    Idle,
+    Holding {
+        grant: Grant,
+        gen: SnowflakeGenerator<R>,
+        /// A renewal is in flight since, or failed and may be retried after.
+        renew_not_before: u64,
+        renewing_since: Option<u64>,
+    },
+    Stopped(Error),
+}
+
+/// A snowflake generator under a leased worker ID.
+///
+/// ```
+/// use edgeleaf::{Grant, HolderConfig, HolderNext, Layout, SnowflakeHolder};
+///
+/// let now = 1_700_000_000_000;
+/// let mut holder = SnowflakeHolder::new(HolderConfig::default())?;
+/// let mut out = [0u64; 2];
+/// let HolderNext::Lease(ask) = holder.poll(now, &mut out)?.next else { unreachable!() };
+/// // ... send `ask` to the registry; it answers:
+/// let grant = Grant { worker_id: 3, generation: 1, expires_at_ms: now + 60_000,
+///                     issue_after_ms: 0, ttl_ms: 60_000, layout: Layout::LEAF };
+/// holder.granted(grant, now)?;
+/// assert_eq!(holder.poll(now, &mut out)?.filled, 2);
+/// assert_eq!(Layout::LEAF.decompose(out[0])?.worker_id, 3);
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SnowflakeHolder<R: RandSource + Clone = NoRandom> {
+    config: HolderConfig,
+    phase: Phase<R>,
+    /// Each grant's generator starts from a copy of this; it is stepped
+    /// after each copy so that no two grants share a stream.
+    rand: R,
+    /// Every ID this holder (and, once restored, its previous incarnations)
+    /// issued lies in a time unit starting at or before this.
+    floor_ms: u64,
+    saved: Option<SavedLease>,
+    leasing_since: Option<u64>,
+}
+
+fn claim(since: &mut Option<u64>, now_ms: u64, take_over_ms: u64) -> bool {
+    match *since {
+        Some(t) if now_ms.saturating_sub(t) < take_over_ms => false,
+        _ => {
+            *since = Some(now_ms);
+            true
+        }
+    }
+}
+
+impl SnowflakeHolder<NoRandom> {
+    /// A holder whose sequences start at 0.
+    ///
+    /// # Errors
+    /// As [`SnowflakeHolder::with_rand`].
+    pub fn new(config: HolderConfig) -> Result<Self, Error> {
+        Self::with_rand(config, NoRandom)
+    }
+}
+
+impl<R: RandSource + Clone> SnowflakeHolder<R> {
+    /// A holder with no lease yet.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a `max_backward_ms` or `max_borrow_ms` above
+    /// 60,000, or a `take_over_ms` outside 1..=60,000.
+    pub fn with_rand(config: HolderConfig, rand: R) -> Result<Self, Error> {
+        check_range(
+            "max_backward_ms",
+            config.max_backward_ms,
+            0,
+            MAX_TOLERANCE_MS,
+        )?;
+        check_range("max_borrow_ms", config.max_borrow_ms, 0, MAX_TOLERANCE_MS)?;
+        check_range("take_over_ms", config.take_over_ms, 1, MAX_TOLERANCE_MS)?;
+        Ok(SnowflakeHolder {
+            config,
+            phase: Phase::Idle,
+            rand,
+            floor_ms: 0,
+            saved: None,
+            leasing_since: None,
+        })
+    }
+
+    /// A holder restarted from saved state at clock reading `now_ms`. It
+    /// offers the saved grant as proof when it leases, and issues only after
+    /// `now_ms`: its previous incarnation may have issued up to the moment it
+    /// died, past what it saved.
+    ///
+    /// # Errors
+    /// As [`SnowflakeHolder::with_rand`]; [`Error::ClockBehindLastReport`]
+    /// when the clock is behind the saved last timestamp (it went back:
+    /// minting now could repeat IDs issued before).
+    pub fn restore(
+        config: HolderConfig,
+        rand: R,
+        state: HolderState,
+        now_ms: u64,
+    ) -> Result<Self, Error> {
+        if now_ms < state.last_timestamp_ms {
+            return Err(Error::ClockBehindLastReport {
+                worker_id: state.lease.map(|l| l.worker_id),
+                last_timestamp_ms: state.last_timestamp_ms,
+                node_now_ms: now_ms,
+            });
+        }
+        let mut holder = Self::with_rand(config, rand)?;
+        holder.floor_ms = now_ms;
+        holder.saved = state.lease;
+        Ok(holder)
+    }
+
+    /// What to save: the last timestamp and the last grant.
+    pub fn state(&self) -> HolderState {
+        HolderState {
+            last_timestamp_ms: self.last_timestamp_ms(),
+            lease: self.saved,
+        }
+    }
+
+    /// The start of the latest time unit issued, Unix ms (0: none).
+    pub fn last_timestamp_ms(&self) -> u64 {
+        match &self.phase {
+            Phase::Holding { gen, .. } => self.floor_ms.max(gen.state().last_ms),
+            _ => self.floor_ms,
+        }
+    }
+
+    /// The lease minted under now, if any.
+    pub fn lease(&self) -> Option<&Grant> {
+        match &self.phase {
+            Phase::Holding { grant, .. } => Some(grant),
+            _ => None,
+        }
+    }
+
+    /// Why the holder stopped, once it has.
+    pub fn stopped(&self) -> Option<&Error> {
+        match &self.phase {
+            Phase::Stopped(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &HolderConfig {
+        &self.config
+    }
+
+    /// Ends the current lease: lease again, or stop with `why`.
+    fn lose(&mut self, why: Error) {
+        self.floor_ms = self.last_timestamp_ms();
+        self.phase = if self.config.lease_again {
+            Phase::Idle
+        } else {
+            Phase::Stopped(why)
+        };
+    }
+
+    /// Up to `out.len()` IDs at clock reading `now_ms`, and what to do next.
+    ///
+    /// # Errors
+    /// [`Error::LeaseExpired`] once the lease lapsed and [`Error::LeaseLost`]
+    /// once a renewal was refused or the holder closed (unless it leases
+    /// again); the generator's errors ([`Error::ClockMovedBackwards`], ...)
+    /// when no ID was written.
+    pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> Result<HolderPoll, Error> {
+        if let Phase::Holding { grant, .. } = &self.phase {
+            if now_ms >= grant.expires_at_ms {
+                // Never mint under a lapsed lease, whatever a late answer says.
+                let why = Error::LeaseExpired {
+                    worker_id: grant.worker_id,
+                    expired_at_ms: grant.expires_at_ms,
+                    now_ms,
+                };
+                self.lose(why);
+            }
+        }
+        let take_over_ms = self.config.take_over_ms;
+        match &mut self.phase {
+            Phase::Stopped(e) => Err(e.clone()),
+            Phase::Idle => {
+                let next = if claim(&mut self.leasing_since, now_ms, take_over_ms) {
+                    HolderNext::Lease(LeaseAsk {
+                        node_now_ms: now_ms,
+                        previous: self.saved.map(|s| (s.worker_id, s.generation)),
+                    })
+                } else {
+                    HolderNext::LeaseInFlight
+                };
+                Ok(HolderPoll {
+                    filled: 0,
+                    renew: None,
+                    next,
+                })
+            }
+            Phase::Holding { gen, .. } => {
+                let fill = gen.fill(now_ms, out)?;
+                let next = match fill.retry_after {
+                    Some((ms, reason)) if fill.filled < out.len() => {
+                        HolderNext::RetryAfter { ms, reason }
+                    }
+                    _ => HolderNext::Done,
+                };
+                Ok(HolderPoll {
+                    filled: fill.filled,
+                    renew: self.renewal(now_ms),
+                    next,
+                })
+            }
+        }
+    }
+
+    /// The renewal to send now, if one is due and none is in flight (for
+    /// callers that renew on a timer; [`SnowflakeHolder::poll`] calls it too).
+    pub fn renewal(&mut self, now_ms: u64) -> Option<Renewal> {
+        let last_timestamp_ms = self.last_timestamp_ms();
+        let take_over_ms = self.config.take_over_ms;
+        let Phase::Holding {
+            grant,
+            renew_not_before,
+            renewing_since,
+            ..
+        } = &mut self.phase
+        else {
+            return None;
+        };
+        if now_ms < grant.renew_at_ms().max(*renew_not_before)
+            || now_ms >= grant.expires_at_ms
+            || !claim(renewing_since, now_ms, take_over_ms)
+        {
+            return None;
+        }
+        Some(Renewal {
+            worker_id: grant.worker_id,
+            generation: grant.generation,
+            node_now_ms: now_ms,
+            last_timestamp_ms,
+        })
+    }
+
+    /// Milliseconds until the next renewal is due (0: now), or `None` when
+    /// there is no lease to renew.
+    pub fn renew_due_in(&self, now_ms: u64) -> Option<u64> {
+        match &self.phase {
+            Phase::Holding {
+                grant,
+                renew_not_before,
+                ..
+            } => Some(
+                grant
+                    .renew_at_ms()
+                    .max(*renew_not_before)
+                    .saturating_sub(now_ms),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The registry granted a lease (answer to [`HolderNext::Lease`]).
+    ///
+    /// # Errors
+    /// As [`SnowflakeGenerator::resume_after`] for a grant the layout cannot
+    /// mint under (a worker ID outside it, a time past its end);
+    /// [`Error::LeaseExpired`] for a grant that lapsed before it arrived.
+    /// The holder then has no lease, and the next poll asks for one.
+    pub fn granted(&mut self, grant: Grant, now_ms: u64) -> Result<(), Error> {
+        self.leasing_since = None;
+        if !matches!(self.phase, Phase::Idle) {
+            // Already holding (a taken-over request answered late), or
+            // stopped: the extra grant lapses unused.
+            return Ok(());
+        }
+        if now_ms >= grant.expires_at_ms {
+            return Err(Error::LeaseExpired {
+                worker_id: grant.worker_id,
+                expired_at_ms: grant.expires_at_ms,
+                now_ms,
+            });
+        }
+        let mut cfg = SnowflakeConfig::new(grant.layout, grant.worker_id);
+        cfg.max_backward_ms = self.config.max_backward_ms;
+        cfg.max_borrow_ms = self.config.max_borrow_ms;
+        if let Some(bound) = self.config.sequence_start_bound {
+            cfg.sequence_start_bound = bound;
+        }
+        let after = grant
+            .issue_after_ms
+            .max(self.floor_ms)
+            .max(grant.layout.epoch_ms());
+        let gen = SnowflakeGenerator::resume_after(cfg, self.rand.clone(), after)?;
+        self.rand.next_u32();
+        self.saved = Some(SavedLease {
+            worker_id: grant.worker_id,
+            generation: grant.generation,
+            expires_at_ms: grant.expires_at_ms,
+            ttl_ms: grant.ttl_ms,
+            layout: Some(grant.layout),
+        });
+        self.phase = Phase::Holding {
+            grant,
+            gen,
+            renew_not_before: 0,
+            renewing_since: None,
+        };
+        Ok(())
+    }
+
+    /// A lease request failed. `cause` is the registry's refusal, or `None`
+    /// when it did not answer: then a saved lease that has not lapsed is
+    /// minted under (its last timestamp and the restore moment still bound
+    /// the first ID). Returns whether the holder now holds a lease.
+    pub fn lease_failed(&mut self, cause: Option<ErrorCode>, now_ms: u64) -> bool {
+        self.leasing_since = None;
+        if cause.is_some() || !matches!(self.phase, Phase::Idle) {
+            return false;
+        }
+        let Some(saved) = self.saved else {
+            return false;
+        };
+        let Some(layout) = saved.layout else {
+            return false;
+        };
+        let grant = Grant {
+            worker_id: saved.worker_id,
+            generation: saved.generation,
+            expires_at_ms: saved.expires_at_ms,
+            issue_after_ms: self.floor_ms,
+            ttl_ms: saved.ttl_ms,
+            layout,
+        };
+        self.granted(grant, now_ms).is_ok() && self.lease().is_some()
+    }
+
+    /// The registry renewed the lease.
+    pub fn renewed(&mut self, renewed: Grant, _now_ms: u64) {
+        if let Phase::Holding {
+            grant,
+            renewing_since,
+            renew_not_before,
+            ..
+        } = &mut self.phase
+        {
+            if grant.generation == renewed.generation && grant.worker_id == renewed.worker_id {
+                // The layout stays the one minted under.
+                grant.expires_at_ms = renewed.expires_at_ms.max(grant.expires_at_ms);
+                grant.ttl_ms = renewed.ttl_ms;
+                *renewing_since = None;
+                *renew_not_before = 0;
+                if let Some(s) = &mut self.saved {
+                    s.expires_at_ms = grant.expires_at_ms;
+                    s.ttl_ms = grant.ttl_ms;
+                }
+            }
+        }
+    }
+
+    /// A renewal of `generation` failed: `cause` is the registry's answer, or
+    /// `None` when it did not answer. A refusal (the lease is held by a newer
+    /// grant, lapsed, or the node's clock was refused) ends the lease at once;
+    /// anything else is retried after [`RENEW_RETRY_MS`], and the lease still
+    /// lapses on time if no renewal ever gets through.
+    pub fn renewal_failed(&mut self, generation: u64, cause: Option<ErrorCode>, now_ms: u64) {
+        let Phase::Holding {
+            grant,
+            renewing_since,
+            renew_not_before,
+            ..
+        } = &mut self.phase
+        else {
+            return;
+        };
+        if grant.generation != generation {
+            return;
+        }
+        *renewing_since = None;
+        let refused = matches!(
+            cause,
+            Some(
+                ErrorCode::LeaseNotHeld
+                    | ErrorCode::LeaseExpired
+                    | ErrorCode::ClockSkew
+                    | ErrorCode::ClockBehindLastReport
+            )
+        );
+        if refused {
+            let why = Error::LeaseLost {
+                worker_id: grant.worker_id,
+                generation,
+                cause,
+            };
+            self.lose(why);
+        } else {
+            *renew_not_before = now_ms.saturating_add(RENEW_RETRY_MS);
+        }
+    }
+
+    /// Stops for good: the release to send (if a lease was held), after
+    /// which every poll answers [`Error::LeaseLost`]. Save
+    /// [`SnowflakeHolder::state`] first.
+    pub fn close(&mut self, now_ms: u64) -> Option<Renewal> {
+        let release = self.lease().map(|g| Renewal {
+            worker_id: g.worker_id,
+            generation: g.generation,
+            node_now_ms: now_ms,
+            last_timestamp_ms: self.last_timestamp_ms(),
+        });
+        let (worker_id, generation) = self.saved.map_or((0, 0), |s| (s.worker_id, s.generation));
+        self.floor_ms = self.last_timestamp_ms();
+        self.phase = Phase::Stopped(Error::LeaseLost {
+            worker_id,
+            generation,
+            cause: None,
+        });
+        release
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: u64 = 1_735_689_600_000;
+
+    fn grant(generation: u64, now: u64) -> Grant {
+        Grant {
+            worker_id: 7,
+            generation,
+            expires_at_ms: now + 10_000,
+            issue_after_ms: 0,
+            ttl_ms: 10_000,
+            layout: Layout::LEAF,
+        }
+    }
+
+    fn holding(config: HolderConfig) -> SnowflakeHolder {
+        let mut h = SnowflakeHolder::new(config).unwrap();
+        assert!(matches!(
+            h.poll(T, &mut []).unwrap().next,
+            HolderNext::Lease(_)
+        ));
+        h.granted(grant(1, T), T).unwrap();
+        h
+    }
+
+    fn one(h: &mut SnowflakeHolder, now: u64) -> Result<HolderPoll, Error> {
+        h.poll(now, &mut [0u64; 1])
+    }
+
+    #[test]
+    fn leases_once_on_first_use_and_waits_for_the_answer() {
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        let p = one(&mut h, T).unwrap();
+        assert_eq!(
+            p.next,
+            HolderNext::Lease(LeaseAsk {
+                node_now_ms: T,
+                previous: None
+            })
+        );
+        assert_eq!(one(&mut h, T + 1).unwrap().next, HolderNext::LeaseInFlight);
+        // The answer never came: after the take-over time, ask again.
+        assert!(matches!(
+            one(&mut h, T + DEFAULT_TAKE_OVER_MS).unwrap().next,
+            HolderNext::Lease(_)
+        ));
+    }
+
+    #[test]
+    fn renews_at_half_the_ttl_and_stops_at_the_lapse() {
+        let mut h = holding(HolderConfig::default());
+        assert_eq!(one(&mut h, T).unwrap().renew, None);
+        let r = one(&mut h, T + 5_000).unwrap().renew.unwrap();
+        assert_eq!((r.worker_id, r.generation), (7, 1));
+        // One renewal in flight at a time.
+        assert_eq!(one(&mut h, T + 5_001).unwrap().renew, None);
+        // No answer, no renewal: at the lapse minting stops, for good.
+        assert_eq!(one(&mut h, T + 9_999).unwrap().filled, 1);
+        let lapsed = Error::LeaseExpired {
+            worker_id: 7,
+            expired_at_ms: T + 10_000,
+            now_ms: T + 10_000,
+        };
+        assert_eq!(one(&mut h, T + 10_000), Err(lapsed.clone()));
+        assert_eq!(one(&mut h, T + 20_000), Err(lapsed));
+        // A late renewal answer does not bring it back.
+        h.renewed(grant(1, T + 9_000), T + 10_001);
+        assert!(one(&mut h, T + 10_002).is_err());
+    }
+
+    #[test]
+    fn a_refused_renewal_stops_minting_and_a_transient_failure_retries() {
+        let mut h = holding(HolderConfig::default());
+        let r = one(&mut h, T + 5_000).unwrap().renew.unwrap();
+        h.renewal_failed(r.generation, Some(ErrorCode::StoreUnavailable), T + 5_010);
+        assert_eq!(one(&mut h, T + 5_020).unwrap().renew, None, "backs off");
+        let r = one(&mut h, T + 5_010 + RENEW_RETRY_MS)
+            .unwrap()
+            .renew
+            .unwrap();
+        // A late refusal of another generation is ignored ...
+        h.renewal_failed(99, Some(ErrorCode::LeaseNotHeld), T + 6_100);
+        assert_eq!(one(&mut h, T + 6_100).unwrap().filled, 1);
+        // ... its own is not.
+        h.renewal_failed(r.generation, Some(ErrorCode::LeaseNotHeld), T + 6_200);
+        assert!(matches!(
+            one(&mut h, T + 6_200),
+            Err(Error::LeaseLost {
+                cause: Some(ErrorCode::LeaseNotHeld),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn leasing_again_resumes_after_everything_issued() {
+        let config = HolderConfig {
+            lease_again: true,
+            ..HolderConfig::default()
+        };
+        let mut h = holding(config);
+        let mut out = [0u64; 4096];
+        assert_eq!(h.poll(T + 9_999, &mut out).unwrap().filled, 4096);
+        let last = out[4095];
+        let HolderNext::Lease(ask) = one(&mut h, T + 10_000).unwrap().next else {
+            panic!("expected a new lease")
+        };
+        assert_eq!(ask.previous, Some((7, 1)));
+        // The registry answers with an issue_after in the past: the holder's
+        // own last timestamp still bounds the first ID.
+        h.granted(grant(2, T + 9_000), T + 9_999).unwrap();
+        assert!(matches!(
+            one(&mut h, T + 9_999).unwrap().next,
+            HolderNext::RetryAfter { .. }
+        ));
+        let mut next = [0u64; 1];
+        assert_eq!(h.poll(T + 10_000, &mut next).unwrap().filled, 1);
+        assert!(next[0] > last);
+    }
+
+    #[test]
+    fn restore_refuses_a_clock_behind_and_resumes_after_the_restart() {
+        let mut h = holding(HolderConfig::default());
+        assert_eq!(one(&mut h, T + 100).unwrap().filled, 1);
+        let saved = h.state();
+        assert_eq!(saved.last_timestamp_ms, T + 100);
+        assert_eq!(
+            SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 99).err(),
+            Some(Error::ClockBehindLastReport {
+                worker_id: Some(7),
+                last_timestamp_ms: T + 100,
+                node_now_ms: T + 99
+            })
+        );
+        let mut r =
+            SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 500).unwrap();
+        let HolderNext::Lease(ask) = one(&mut r, T + 500).unwrap().next else {
+            panic!()
+        };
+        assert_eq!(ask.previous, Some((7, 1)));
+        // The registry does not answer: the saved, unexpired lease is used,
+        // after the restart moment.
+        assert!(r.lease_failed(None, T + 500));
+        assert!(matches!(
+            one(&mut r, T + 500).unwrap().next,
+            HolderNext::RetryAfter { .. }
+        ));
+        let mut out = [0u64; 1];
+        assert_eq!(r.poll(T + 501, &mut out).unwrap().filled, 1);
+        assert_eq!(
+            Layout::LEAF.decompose(out[0]).unwrap().timestamp_ms,
+            T + 501
+        );
+        // A refusal, or a lapsed saved lease, does not start.
+        let mut r =
+            SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 500).unwrap();
+        let _ = one(&mut r, T + 500);
+        assert!(!r.lease_failed(Some(ErrorCode::ClockSkew), T + 500));
+        let mut r =
+            SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 10_000).unwrap();
+        let _ = one(&mut r, T + 10_000);
+        assert!(!r.lease_failed(None, T + 10_000));
+    }
+
+    #[test]
+    fn close_releases_once_and_stops() {
+        let mut h = holding(HolderConfig::default());
+        assert_eq!(one(&mut h, T + 1).unwrap().filled, 1);
+        let release = h.close(T + 2).unwrap();
+        assert_eq!((release.worker_id, release.last_timestamp_ms), (7, T + 1));
+        assert_eq!(h.close(T + 3), None);
+        assert!(matches!(
+            one(&mut h, T + 3),
+            Err(Error::LeaseLost { cause: None, .. })
+        ));
+        assert_eq!(h.state().lease.map(|l| l.generation), Some(1));
+    }
+}

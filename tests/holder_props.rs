@@ -1,0 +1,273 @@
+//! The lease holder's rules, tested once, through the public API: holders
+//! (`SnowflakeHolder`) race for a few worker IDs of a real `Registry`, with
+//! clocks stepping back and forward (small and large), answers lost, late and
+//! reordered, leases lapsing, renewals refused, and restarts from saved state.
+//!
+//! Invariants: no ID twice; no ID minted by a holder whose lease lapsed by its
+//! own clock or whose refusal it had heard; IDs strictly increasing per holder,
+//! across its restarts.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::{HashMap, HashSet};
+
+use edgeleaf::{
+    Error, Grant, HolderConfig, HolderNext, HolderState, Layout, Registry, RegistryConfig,
+    SnowflakeHolder, SplitMix64,
+};
+use proptest::prelude::*;
+
+const T0: u64 = 1_735_689_600_000;
+const LAYOUT: Layout = Layout::LEAF;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Registry time passes (every node's clock moves with it).
+    Tick(u64),
+    /// Node n's clock steps by this many ms (back or forward).
+    Step(usize, i64),
+    /// Node n asks for this many IDs (and sends what the holder asks to send).
+    Poll(usize, usize),
+    /// The k-th answer in flight arrives.
+    Deliver(usize),
+    /// The k-th answer in flight is lost.
+    Lose(usize),
+    /// Node n dies and restarts from its saved state.
+    Restart(usize),
+}
+
+#[derive(Debug)]
+enum Answer {
+    Lease(Result<edgeleaf::Lease, Error>),
+    Renew(u64, Result<edgeleaf::Lease, Error>),
+}
+
+struct Node {
+    holder: SnowflakeHolder<SplitMix64>,
+    offset: i64,
+    incarnation: u32,
+    /// Saved after every answer and every minted batch (a store written
+    /// through; the Worker's isolates keep nothing and never restore).
+    saved: HolderState,
+    /// The last ID minted by any incarnation.
+    last_id: u64,
+    /// Generations whose refusal this node has heard.
+    refused: HashSet<u64>,
+}
+
+fn op(nodes: usize) -> impl Strategy<Value = Op> {
+    let step = prop_oneof![
+        -6i64..=6,
+        -3_000i64..3_000,
+        Just(-600_000i64),
+        Just(600_000i64)
+    ];
+    prop_oneof![
+        4 => (0u64..3_000).prop_map(Op::Tick),
+        1 => (0u64..2).prop_map(Op::Tick),
+        2 => (0..nodes, step).prop_map(|(n, d)| Op::Step(n, d)),
+        10 => (0..nodes, 1usize..5000).prop_map(|(n, k)| Op::Poll(n, k)),
+        5 => any::<usize>().prop_map(Op::Deliver),
+        1 => any::<usize>().prop_map(Op::Lose),
+        1 => (0..nodes).prop_map(Op::Restart),
+    ]
+}
+
+fn config(lease_again: bool) -> HolderConfig {
+    HolderConfig {
+        lease_again,
+        ..HolderConfig::default()
+    }
+}
+
+fn clock(now: u64, offset: i64) -> u64 {
+    now.saturating_add_signed(offset)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn holders_never_mint_an_id_twice(
+        capacity in 1u32..4,
+        lease_again in any::<bool>(),
+        offsets in prop::collection::vec(prop_oneof![-900i64..900, Just(-990i64), Just(990i64)], 2..5),
+        ops in prop::collection::vec(op(4), 1..250),
+    ) {
+        let reg_cfg = RegistryConfig { capacity, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000 };
+        let mut reg = Registry::new(reg_cfg).unwrap();
+        let mut nodes: Vec<Node> = offsets.iter().enumerate().map(|(i, &offset)| Node {
+            holder: SnowflakeHolder::with_rand(config(lease_again), SplitMix64::new(i as u64)).unwrap(),
+            offset,
+            incarnation: 0,
+            saved: HolderState::default(),
+            last_id: 0,
+            refused: HashSet::new(),
+        }).collect();
+        let mut now = T0;
+        let mut seen: HashSet<u64> = HashSet::new();
+        let mut in_flight: Vec<(usize, u32, Answer)> = Vec::new();
+        let mut out = vec![0u64; 5000];
+        let mut minted_under: HashMap<(u32, u64), usize> = HashMap::new();
+        // (worker, generation) -> first and last time unit minted under it.
+        let mut ranges: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
+
+        for op in ops {
+            match op {
+                Op::Tick(ms) => now += ms,
+                Op::Step(n, d) => if let Some(node) = nodes.get_mut(n) { node.offset += d },
+                Op::Poll(n, k) => {
+                    let Some(node) = nodes.get_mut(n) else { continue };
+                    let at = clock(now, node.offset);
+                    let lease_before = node.holder.lease().copied();
+                    let poll = match node.holder.poll(at, &mut out[..k]) {
+                        Ok(p) => p,
+                        Err(Error::LeaseExpired { .. } | Error::LeaseLost { .. }) => {
+                            prop_assert!(!lease_again, "a holder that leases again never stops");
+                            continue;
+                        }
+                        Err(Error::ClockMovedBackwards { .. } | Error::ClockBeforeEpoch { .. }) => continue,
+                        Err(e) => panic!("unexpected {e}"),
+                    };
+                    if poll.filled > 0 {
+                        let grant = node.holder.lease().copied().expect("minted without a lease");
+                        prop_assert_eq!(Some(grant), lease_before.filter(|g| g.generation == grant.generation).or(Some(grant)));
+                        prop_assert!(at < grant.expires_at_ms, "minted at {} under a lease that ended at {}", at, grant.expires_at_ms);
+                        prop_assert!(!node.refused.contains(&grant.generation), "minted after hearing a refusal");
+                        // One holder per grant, ever.
+                        let owner = *minted_under.entry((grant.worker_id, grant.generation)).or_insert(n);
+                        prop_assert_eq!(owner, n);
+                        let first_ms = LAYOUT.decompose(out[0]).unwrap().timestamp_ms;
+                        let last_ms = LAYOUT.decompose(out[poll.filled - 1]).unwrap().timestamp_ms;
+                        let range = ranges.entry((grant.worker_id, grant.generation)).or_insert((first_ms, last_ms));
+                        range.1 = last_ms;
+                        let (a, b) = *range;
+                        // Under one worker ID, grants mint in disjoint stretches of time.
+                        for (&(w, g), &(c, d)) in &ranges {
+                            prop_assert!(w != grant.worker_id || g == grant.generation || d < a || b < c,
+                                "worker {}: generation {} minted in {}..={}, generation {} in {}..={}", w, g, c, d, grant.generation, a, b);
+                        }
+                        for &id in &out[..poll.filled] {
+                            prop_assert!(seen.insert(id), "ID {} twice (node {})", id, n);
+                            prop_assert!(id > node.last_id, "node {}: {} after {}", n, id, node.last_id);
+                            prop_assert_eq!(LAYOUT.decompose(id).unwrap().worker_id, grant.worker_id);
+                            node.last_id = id;
+                        }
+                        node.saved = node.holder.state();
+                    }
+                    if let Some(r) = poll.renew {
+                        let answer = reg.renew(r.worker_id, r.generation, r.node_now_ms, r.last_timestamp_ms, now);
+                        in_flight.push((n, node.incarnation, Answer::Renew(r.generation, answer)));
+                    }
+                    if let HolderNext::Lease(ask) = poll.next {
+                        let answer = reg.lease(&format!("node-{n}"), ask.node_now_ms, now, ask.previous);
+                        in_flight.push((n, node.incarnation, Answer::Lease(answer)));
+                    }
+                }
+                Op::Deliver(k) | Op::Lose(k) if in_flight.is_empty() => { let _ = k; }
+                Op::Lose(k) => { in_flight.remove(k % in_flight.len()); }
+                Op::Deliver(k) => {
+                    let (n, incarnation, answer) = in_flight.remove(k % in_flight.len());
+                    let node = &mut nodes[n];
+                    if node.incarnation != incarnation {
+                        continue; // the process that asked is gone
+                    }
+                    let at = clock(now, node.offset);
+                    match answer {
+                        Answer::Lease(Ok(lease)) => { let _ = node.holder.granted(Grant::from_lease(&lease, LAYOUT), at); }
+                        Answer::Lease(Err(e)) => { node.holder.lease_failed(Some(e.error_code()), at); }
+                        Answer::Renew(_, Ok(lease)) => node.holder.renewed(Grant::from_lease(&lease, LAYOUT), at),
+                        Answer::Renew(generation, Err(e)) => {
+                            if matches!(e, Error::LeaseNotHeld { .. } | Error::LeaseExpired { .. }
+                                | Error::ClockSkew { .. } | Error::ClockBehindLastReport { .. })
+                                && node.holder.lease().is_some_and(|g| g.generation == generation) {
+                                node.refused.insert(generation);
+                            }
+                            node.holder.renewal_failed(generation, Some(e.error_code()), at);
+                        }
+                    }
+                    node.saved = node.holder.state();
+                }
+                Op::Restart(n) => {
+                    let Some(node) = nodes.get_mut(n) else { continue };
+                    let at = clock(now, node.offset);
+                    match SnowflakeHolder::restore(config(lease_again), SplitMix64::new(at), node.saved, at) {
+                        Ok(h) => {
+                            node.holder = h;
+                            node.incarnation += 1;
+                        }
+                        Err(Error::ClockBehindLastReport { .. }) => {
+                            prop_assert!(at < node.saved.last_timestamp_ms);
+                        }
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Without any answer, a holder that lost its registry mints until its lease
+/// ends by its own clock and not a millisecond later, even with the clock
+/// stepping forward past the end and back before it.
+#[test]
+fn an_unanswered_holder_stops_at_the_lapse_even_if_the_clock_steps_back() {
+    let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+    let _ = h.poll(T0, &mut []);
+    h.granted(
+        Grant {
+            worker_id: 1,
+            generation: 1,
+            expires_at_ms: T0 + 10_000,
+            issue_after_ms: 0,
+            ttl_ms: 10_000,
+            layout: LAYOUT,
+        },
+        T0,
+    )
+    .unwrap();
+    let mut out = [0u64; 1];
+    assert_eq!(h.poll(T0 + 9_999, &mut out).unwrap().filled, 1);
+    assert!(h.poll(T0 + 10_000, &mut out).is_err());
+    // The clock steps back: the lease is gone for good.
+    assert!(h.poll(T0 + 9_000, &mut out).is_err());
+}
+
+/// A recycled worker ID: the old holder minted up to its lease's end; the new
+/// holder's clock steps back 2.5 s right after its grant. `issue_after_ms`
+/// keeps it out of the old holder's stretch of time.
+#[test]
+fn a_recycled_worker_id_never_mints_into_the_previous_holders_time() {
+    let cfg = RegistryConfig {
+        capacity: 1,
+        ttl_ms: 10_000,
+        grace_ms: 2_000,
+        max_skew_ms: 1_000,
+    };
+    let mut reg = Registry::new(cfg).unwrap();
+    let lease = |reg: &mut Registry, key: &str, now: u64| {
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        let HolderNext::Lease(ask) = h.poll(now, &mut []).unwrap().next else {
+            panic!()
+        };
+        let l = reg.lease(key, ask.node_now_ms, now, ask.previous).unwrap();
+        h.granted(Grant::from_lease(&l, LAYOUT), now).unwrap();
+        h
+    };
+    let mut a = lease(&mut reg, "a", T0);
+    let end = a.lease().unwrap().expires_at_ms;
+    let mut out = [0u64; 1];
+    assert_eq!(a.poll(end - 1, &mut out).unwrap().filled, 1);
+    let a_last = LAYOUT.decompose(out[0]).unwrap().timestamp_ms;
+    let mut b = lease(&mut reg, "b", end + cfg.grace_ms);
+    // b's clock steps back 2.5 s: it must wait, not mint at or before a_last.
+    for back in [2_500u64, 2_000, 1_000, 0] {
+        let at = end + cfg.grace_ms - back;
+        if let Ok(p) = b.poll(at, &mut out) {
+            if p.filled == 1 {
+                let ms = LAYOUT.decompose(out[0]).unwrap().timestamp_ms;
+                assert!(ms > a_last, "b minted at {ms}, a up to {a_last}");
+            }
+        }
+    }
+}
