@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'segment_buffer_full'
   | 'segment_fetch_failed'
   | 'random_unavailable'
+  | 'internal'
   // From the service, through EdgeleafClient:
   | 'not_found'
   | 'unauthorized'
@@ -32,6 +33,7 @@ export type ErrorCode =
   | 'invalid_request_id'
   | 'monotonic_tag'
   | 'monotonic_immutable'
+  | 'not_monotonic'
   | 'tag_exhausted'
   | 'store_unavailable'
   | 'store_error'

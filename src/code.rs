@@ -13,7 +13,8 @@ macro_rules! codes {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-        #[non_exhaustive]
+        // Not `non_exhaustive`: every host must give every code a meaning (the
+        // Worker's status table is an exhaustive match).
         pub enum ErrorCode {
             $( $(#[$doc])* $name, )*
         }
@@ -109,8 +110,8 @@ codes! {
     StoreError = "store_error", true;
     /// A setting of the service is invalid.
     ConfigInvalid = "config_invalid", true;
-    /// A bug: something that should not happen did.
-    Internal = "internal", true;
+    /// A bug in the bindings: something that should not happen did.
+    Internal = "internal", false;
 
     // ---- the JS package's own
     /// A bad options object (wrong type, unknown key).

@@ -9,10 +9,13 @@ use worker::{
 };
 
 use crate::api::{body, json, ApiError, ApiResult};
+use crate::stores::create_tables;
 
 #[durable_object]
 pub struct Catalog {
     sql: SqlStorage,
+    /// Set when the table could not be created: every call answers it.
+    broken: Option<ApiError>,
 }
 
 #[derive(Deserialize)]
@@ -40,14 +43,18 @@ impl Catalog {
 impl DurableObject for Catalog {
     fn new(state: State, _env: Env) -> Self {
         let sql = state.storage().sql();
-        let _ = sql.exec(
-            "CREATE TABLE IF NOT EXISTS tags(biz_tag TEXT PRIMARY KEY)",
-            None,
-        );
-        Catalog { sql }
+        let broken = create_tables(
+            &sql,
+            &["CREATE TABLE IF NOT EXISTS tags(biz_tag TEXT PRIMARY KEY)"],
+        )
+        .err();
+        Catalog { sql, broken }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        if let Some(e) = &self.broken {
+            return Ok(e.response());
+        }
         let result = match req.method() {
             Method::Get => self.list(),
             Method::Put => match body::<Change>(&mut req).await {

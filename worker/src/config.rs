@@ -1,7 +1,7 @@
 //! The service's settings, from `wrangler.toml` `[vars]` and secrets, checked
 //! once per isolate at the first request.
 
-use edgeleaf::{Layout, LayoutSpec, RegistryConfig, StepPolicy};
+use edgeleaf::{ErrorCode, Layout, LayoutSpec, RegistryConfig, StepPolicy};
 use worker::Env;
 
 use crate::api::ApiError;
@@ -43,7 +43,7 @@ fn number(env: &Env, name: &str, default: u64) -> Result<u64, ApiError> {
 
 fn invalid(name: &str, what: &str) -> ApiError {
     ApiError::unavailable(
-        "config_invalid",
+        ErrorCode::ConfigInvalid,
         format!("configuration {name}: expected {what}"),
         60_000,
     )

@@ -1,20 +1,22 @@
-//! What one Worker isolate keeps in memory between requests: a segment double
-//! buffer per tag (fed from the tag's Durable Object), its leased snowflake
-//! generator, and counters for `/v1/monitor`.
+//! What one Worker isolate keeps in memory between requests: a segment driver
+//! per tag (fed from the tag's Durable Object), a snowflake holder under a
+//! leased worker ID, and counters for `/v1/monitor`. The rules — when to load
+//! and with which step, when to lease, renew or stop minting — are the core's
+//! (`SegmentDriver`, `SnowflakeHolder`); this file carries their requests to
+//! the Durable Objects and their answers back, and runs one wait loop each.
 //!
 //! Requests interleave at every await, so state is borrowed only between
 //! awaits. A request may not await I/O that another request started (Workers
-//! refuse it), so a load is done by the request that needs it; others that
-//! find one in flight await short timers and look again. A load marked in
-//! flight for longer than `TAKE_OVER_MS` (its request was cancelled) is taken
-//! over.
+//! refuse it), so a load or lease is done by the request the core asked; the
+//! others wait on short timers and poll again.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    Lease, SegmentBuffer, SegmentSnapshot, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
-    StepPolicy, Wait,
+    ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, Renewal, SegmentDriver,
+    SegmentSnapshot, SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy,
+    DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::Serialize;
@@ -32,8 +34,6 @@ use crate::tag_store::{AllocateRequest, SegmentLease};
 const MAX_WAIT_MS: u64 = 1000;
 /// Longest a request waits for another request's load before answering 503.
 const MAX_LOAD_WAIT_MS: u64 = 5000;
-/// A load in flight this long is presumed lost with its request.
-const TAKE_OVER_MS: u64 = 3000;
 /// How often a waiting request looks again.
 const POLL_MS: u64 = 2;
 
@@ -48,43 +48,31 @@ pub struct Counters {
     pub errors: u64,
 }
 
-#[derive(Default)]
 struct TagState {
-    buffer: Option<SegmentBuffer>,
-    /// When the load in flight started (registry of in-flight work, not I/O).
-    loading_since: Option<u64>,
+    driver: SegmentDriver,
     monotonic: bool,
 }
 
-/// Claims the right to start work marked by `since`: true when none is in
-/// flight or the one in flight is presumed lost.
-fn claim(since: &mut Option<u64>, now: u64) -> bool {
-    match *since {
-        Some(t) if now.saturating_sub(t) < TAKE_OVER_MS => false,
-        _ => {
-            *since = Some(now);
-            true
+impl Default for TagState {
+    fn default() -> Self {
+        TagState {
+            // The floor of the dynamic step is the tag's own step, which the
+            // store applies to every request (TagRecord::grant_step).
+            driver: SegmentDriver::new(StepPolicy {
+                min_step: 1,
+                max_step: MAX_STEP,
+                duration_ms: DEFAULT_SEGMENT_DURATION_MS,
+            }),
+            monotonic: false,
         }
     }
-}
-
-struct Leased {
-    gen: SnowflakeGenerator<SplitMix64>,
-    lease: Lease,
-    renew_at_ms: u64,
-    renewing: bool,
 }
 
 #[derive(Default)]
 struct Isolate {
     tags: BTreeMap<String, TagState>,
-    snowflake: Option<Leased>,
-    leasing_since: Option<u64>,
+    snowflake: Option<SnowflakeHolder<SplitMix64>>,
     node_key: Option<String>,
-    /// The last grant, to ask for the same worker ID again; and the last
-    /// timestamp issued under any grant, to resume after it.
-    previous: Option<Previous>,
-    last_issued_ms: u64,
     counters: Counters,
     started_ms: u64,
 }
@@ -104,57 +92,34 @@ pub fn count_error() {
 
 // ---------------------------------------------------------------- segments
 
-enum Step {
-    Done,
-    Monotonic,
-    LoadNow,
-    Wait,
-}
-
-/// Loads the next segment of `tag` from its Durable Object into this
-/// isolate's buffer. Runs in the context of the request that claimed it.
-async fn load_segment(env: Env, tag: String) -> ApiResult<()> {
-    let step = with(|i| {
-        i.counters.store_calls += 1;
-        i.tags
-            .get(&tag)
-            .and_then(|t| t.buffer.as_ref())
-            .map(|b| b.step_for_next_load(now_ms()))
-    });
+/// Loads a segment of `tag` with `step` from its Durable Object into this
+/// isolate's driver. Runs in the context of the request the driver asked.
+async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
+    with(|i| i.counters.store_calls += 1);
     let answer: ApiResult<SegmentLease> = call(
         &env,
         Store::Tag(&tag),
         Method::Post,
         "/allocate",
         Some(&AllocateRequest {
-            step,
+            step: Some(step),
             request_id: None,
         }),
     )
     .await;
     with(|i| {
         let t = i.tags.entry(tag.clone()).or_default();
-        t.loading_since = None;
-        let installed = answer.and_then(|lease| {
-            let alloc = lease.allocation()?;
-            let buf = match t.buffer.as_mut() {
-                Some(b) => b,
-                None => t
-                    .buffer
-                    .insert(SegmentBuffer::new(StepPolicy::new(lease.min_step)?)),
-            };
-            Ok(buf.load(alloc, now_ms())?)
-        });
+        let installed = answer
+            .and_then(|lease| lease.allocation())
+            .and_then(|alloc| Ok(t.driver.loaded(alloc, now_ms())?));
         match installed {
             Ok(()) => i.counters.refills += 1,
             Err(e) => {
-                if e.code == "monotonic_tag" {
+                t.driver.load_failed();
+                if e.code == ErrorCode::MonotonicTag {
                     t.monotonic = true;
                 }
-                if let Some(b) = t.buffer.as_mut() {
-                    b.load_failed();
-                }
-                if e.status == 404 {
+                if e.code == ErrorCode::NotFound {
                     // Unknown (or deleted) tag: keep no state for it, so
                     // made-up names cannot grow this map.
                     i.tags.remove(&tag);
@@ -177,46 +142,39 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
         let step = with(|i| {
             let t = i.tags.entry(tag.to_owned()).or_default();
             if t.monotonic {
-                return Step::Monotonic;
+                return None;
             }
-            let mut wants_load = false;
-            if let Some(buf) = t.buffer.as_mut() {
-                let take = buf.take(&mut out[filled..]);
-                filled += take.filled;
-                wants_load = take.load;
-            }
-            if filled == out.len() {
-                if wants_load && claim(&mut t.loading_since, now) {
+            let poll = t.driver.poll(now, &mut out[filled..]);
+            filled += poll.filled;
+            match poll.next {
+                SegmentStep::Done {
+                    prefetch: Some(step),
+                } => {
                     // Prefetch at 10%: in the background of this request.
-                    ctx.wait_until(load_segment(env.clone(), tag.to_owned()).map(|_| ()));
+                    ctx.wait_until(load_segment(env.clone(), tag.to_owned(), step).map(|_| ()));
                 }
-                return Step::Done;
+                SegmentStep::LoadNow { .. } => i.counters.refills_that_blocked += 1,
+                _ => {}
             }
-            // Both halves empty (or never loaded): this request must wait.
-            if claim(&mut t.loading_since, now) {
-                i.counters.refills_that_blocked += 1;
-                Step::LoadNow
-            } else {
-                Step::Wait
-            }
+            Some(poll.next)
         });
         match step {
-            Step::Done => {
+            None => return monotonic_ids(env, tag, count).await,
+            Some(SegmentStep::Done { .. }) => {
                 with(|i| i.counters.segment_ids += out.len() as u64);
                 return Ok(out);
             }
-            Step::Monotonic => return monotonic_ids(env, tag, count).await,
-            Step::LoadNow => {
-                if let Err(e) = load_segment(env.clone(), tag.to_owned()).await {
-                    if e.code != "monotonic_tag" {
+            Some(SegmentStep::LoadNow { step }) => {
+                if let Err(e) = load_segment(env.clone(), tag.to_owned(), step).await {
+                    if e.code != ErrorCode::MonotonicTag {
                         return Err(e);
                     }
                 }
             }
-            Step::Wait => {
+            Some(SegmentStep::Wait) => {
                 waited += POLL_MS;
                 if waited > MAX_LOAD_WAIT_MS {
-                    return Err(ApiError::unavailable("store_unavailable", format!("segment {tag}: expected a segment within {MAX_LOAD_WAIT_MS} ms, found none"), 1000));
+                    return Err(ApiError::unavailable(ErrorCode::StoreUnavailable, format!("segment {tag}: expected a segment within {MAX_LOAD_WAIT_MS} ms, found none"), 1000));
                 }
                 sleep_ms(POLL_MS).await;
             }
@@ -243,7 +201,7 @@ async fn monotonic_ids(env: &Env, tag: &str, count: usize) -> ApiResult<Vec<u64>
         .iter()
         .map(|s| {
             s.parse()
-                .map_err(|_| ApiError::unavailable("store_error", "store: bad ID", 1000))
+                .map_err(|_| ApiError::store_error(format!("store: ID {s:?} is not a number")))
         })
         .collect::<ApiResult<Vec<u64>>>()?;
     with(|i| i.counters.segment_ids += ids.len() as u64);
@@ -257,65 +215,55 @@ pub fn forget_tag(tag: &str) {
 
 // ---------------------------------------------------------------- snowflake
 
-/// Leases a worker ID for this isolate from the registry. Runs in the
-/// context of the request that claimed it.
-async fn lease_worker_id(env: &Env, config: &Config) -> ApiResult<()> {
-    let (node_key, previous) = with(|i| {
+/// No answer is not a refusal: the holder treats `None` as "retry".
+fn cause(e: &ApiError) -> Option<ErrorCode> {
+    (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
+}
+
+/// Leases a worker ID for this isolate. Runs in the context of the request
+/// the holder asked.
+async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult<()> {
+    let node_key = with(|i| {
         i.counters.store_calls += 1;
-        let key = i
-            .node_key
+        i.node_key
             .get_or_insert_with(|| format!("isolate-{:016x}", random_u64()))
-            .clone();
-        (key, i.previous)
+            .clone()
     });
     let request = LeaseRequest {
         node_key,
-        node_time: now_ms(),
-        previous,
+        node_time: ask.node_now_ms,
+        previous: ask.previous.map(|(worker_id, generation)| Previous {
+            worker_id,
+            generation,
+        }),
     };
     let answer: ApiResult<Lease> =
         call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await;
     with(|i| {
-        i.leasing_since = None;
-        let lease = answer?;
-        let mut cfg = SnowflakeConfig::new(config.layout, lease.worker_id);
-        cfg.max_backward_ms = config.max_backward_ms;
-        // Issue only after everything earlier holders of this worker ID
-        // (and this isolate) may have issued.
-        let after = lease
-            .issue_after_ms
-            .max(i.last_issued_ms)
-            .max(config.layout.epoch_ms());
-        let gen = SnowflakeGenerator::resume_after(cfg, SplitMix64::new(random_u64()), after)?;
-        i.previous = Some(Previous {
-            worker_id: lease.worker_id,
-            generation: lease.generation,
-        });
-        let renew_at_ms = now_ms() + lease.ttl_ms / 2;
-        i.snowflake = Some(Leased {
-            gen,
-            lease,
-            renew_at_ms,
-            renewing: false,
-        });
-        Ok(())
+        let holder = i
+            .snowflake
+            .as_mut()
+            .ok_or_else(|| ApiError::new(ErrorCode::StoreError, "snowflake: holder missing"))?;
+        match answer {
+            Ok(lease) => Ok(holder.granted(Grant::from_lease(&lease, config.layout), now_ms())?),
+            Err(e) => {
+                holder.lease_failed(cause(&e), now_ms());
+                Err(e)
+            }
+        }
     })
 }
 
-fn start_renewal(
-    env: &Env,
-    worker_id: u32,
-    generation: u64,
-    last_timestamp: u64,
-) -> LocalBoxFuture<'static, ()> {
+fn renew(env: &Env, config: &Config, r: Renewal) -> LocalBoxFuture<'static, ()> {
     let env = env.clone();
+    let layout = config.layout;
     async move {
         with(|i| i.counters.store_calls += 1);
         let request = RenewRequest {
-            worker_id,
-            generation,
-            node_time: now_ms(),
-            last_timestamp,
+            worker_id: r.worker_id,
+            generation: r.generation,
+            node_time: r.node_now_ms,
+            last_timestamp: r.last_timestamp_ms,
         };
         let answer: ApiResult<Lease> = call(
             &env,
@@ -326,34 +274,16 @@ fn start_renewal(
         )
         .await;
         with(|i| {
-            let Some(l) = i
-                .snowflake
-                .as_mut()
-                .filter(|l| l.lease.generation == generation)
-            else {
+            let Some(holder) = i.snowflake.as_mut() else {
                 return;
             };
-            l.renewing = false;
             match answer {
-                Ok(lease) => {
-                    l.renew_at_ms = now_ms() + lease.ttl_ms / 2;
-                    l.lease = lease;
-                }
-                // Lost or lapsed: stop issuing now; the next request leases again.
-                Err(e) if e.status == 409 => i.snowflake = None,
-                // The registry is unreachable: try again on a later request;
-                // the lease still lapses on time if it never answers.
-                Err(_) => {}
+                Ok(lease) => holder.renewed(Grant::from_lease(&lease, layout), now_ms()),
+                Err(e) => holder.renewal_failed(r.generation, cause(&e), now_ms()),
             }
         });
     }
     .boxed_local()
-}
-
-enum Mint {
-    Done,
-    LeaseNow,
-    Wait(u64),
 }
 
 /// `count` snowflake IDs under this isolate's leased worker ID.
@@ -368,55 +298,47 @@ pub async fn snowflake_ids(
     let mut waited = 0;
     loop {
         let now = now_ms();
-        let step = with(|i| -> ApiResult<Mint> {
-            if i.snowflake
-                .as_ref()
-                .is_some_and(|l| now >= l.lease.expires_at_ms)
-            {
-                // The lease lapsed: never mint under it.
-                i.snowflake = None;
-            }
-            let Some(l) = i.snowflake.as_mut() else {
-                // Another request may be leasing: then wait a little and look again.
-                return Ok(if claim(&mut i.leasing_since, now) {
-                    Mint::LeaseNow
-                } else {
-                    Mint::Wait(POLL_MS)
-                });
+        let next = with(|i| -> ApiResult<HolderNext> {
+            let holder = match i.snowflake.as_mut() {
+                Some(h) => h,
+                None => {
+                    let holder_config = HolderConfig {
+                        max_backward_ms: config.max_backward_ms,
+                        // An isolate has no store to restart from: after a
+                        // lapse or refusal it simply leases again.
+                        lease_again: true,
+                        ..HolderConfig::default()
+                    };
+                    let h =
+                        SnowflakeHolder::with_rand(holder_config, SplitMix64::new(random_u64()))?;
+                    i.snowflake.insert(h)
+                }
             };
-            let fill = l.gen.fill(now, &mut out[filled..])?;
-            filled += fill.filled;
-            i.last_issued_ms = i.last_issued_ms.max(l.gen.state().last_ms);
-            if now >= l.renew_at_ms && !l.renewing {
-                l.renewing = true;
-                ctx.wait_until(start_renewal(
-                    env,
-                    l.lease.worker_id,
-                    l.lease.generation,
-                    l.gen.state().last_ms,
-                ));
+            let poll = holder.poll(now, &mut out[filled..])?;
+            filled += poll.filled;
+            if let Some(r) = poll.renew {
+                ctx.wait_until(renew(env, config, r));
             }
-            Ok(match fill.retry_after {
-                None => Mint::Done,
-                Some((ms, Wait::SequenceExhausted | Wait::ClockBehind)) => Mint::Wait(ms),
-            })
+            Ok(poll.next)
         })?;
-        match step {
-            Mint::Done if filled == out.len() => {
+        let wait = match next {
+            HolderNext::Done => {
                 with(|i| i.counters.snowflake_ids += out.len() as u64);
                 return Ok(out);
             }
-            Mint::Done => {}
-            Mint::LeaseNow => lease_worker_id(env, config).await?,
-            Mint::Wait(ms) => {
-                waited += ms;
-                if waited > MAX_WAIT_MS {
-                    return Err(ApiError::unavailable("sequence_exhausted", format!("snowflake: expected to mint {count} IDs within {MAX_WAIT_MS} ms, found only {filled}"), ms));
-                }
-                // Date.now() moves only across I/O and timers: await one.
-                sleep_ms(ms).await;
+            HolderNext::Lease(ask) => {
+                lease_worker_id(env, config, ask).await?;
+                continue;
             }
+            HolderNext::LeaseInFlight => POLL_MS,
+            HolderNext::RetryAfter { ms, .. } => ms,
+        };
+        waited += wait;
+        if waited > MAX_WAIT_MS {
+            return Err(ApiError::unavailable(ErrorCode::SequenceExhausted, format!("snowflake: expected to mint {count} IDs within {MAX_WAIT_MS} ms, found only {filled}"), wait));
         }
+        // Date.now() moves only across I/O and timers: await one.
+        sleep_ms(wait).await;
     }
 }
 
@@ -431,8 +353,8 @@ pub fn monitor() -> serde_json::Value {
             .tags
             .iter()
             .map(|(tag, t)| {
-                let snap: Option<SegmentSnapshot> = t.buffer.as_ref().map(SegmentBuffer::snapshot);
-                let view = snap.map(|s| {
+                let s: SegmentSnapshot = t.driver.snapshot();
+                let view = s.initialized.then(|| {
                     json!({
                         "initialized": s.initialized, "currentPos": s.current_pos, "nextReady": s.next_ready,
                         "loading": s.loading, "step": s.step,
@@ -444,11 +366,13 @@ pub fn monitor() -> serde_json::Value {
                 (tag, json!({ "monotonic": t.monotonic, "buffer": view }))
             })
             .collect();
-        let lease = i.snowflake.as_ref().map(|l| {
-            json!({
-                "workerId": l.lease.worker_id, "generation": l.lease.generation, "nodeKey": l.lease.node_key,
-                "expiresAtMs": l.lease.expires_at_ms, "renewAtMs": l.renew_at_ms,
-                "lastIssuedMs": l.gen.state().last_ms,
+        let lease = i.snowflake.as_ref().and_then(|h| {
+            h.lease().map(|g| {
+                json!({
+                    "workerId": g.worker_id, "generation": g.generation, "nodeKey": i.node_key,
+                    "expiresAtMs": g.expires_at_ms, "renewAtMs": g.renew_at_ms(),
+                    "lastIssuedMs": h.last_timestamp_ms(),
+                })
             })
         });
         json!({ "buffers": buffers, "snowflake": lease, "counters": i.counters, "isolateSinceMs": i.started_ms })

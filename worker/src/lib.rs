@@ -14,7 +14,7 @@ mod tag_store;
 
 use std::cell::RefCell;
 
-use edgeleaf::{check_tag, Lease};
+use edgeleaf::{check_tag, ErrorCode, Lease};
 use serde::Deserialize;
 use serde_json::json;
 use worker::{event, Context, Env, Method, Request, Response};
@@ -53,27 +53,143 @@ enum Access {
     Admin,
 }
 
-/// The routes, by path shape; `None` for an unknown path.
-fn route(path: &str) -> Option<(Access, &'static [Method])> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    Some(match parts.as_slice() {
-        ["api", "segment", "get", _] | ["api", "snowflake", "get", _] => {
-            (Access::Client, &[Method::Get])
+/// What a route does; `dispatch` runs it.
+#[derive(Clone, Copy)]
+enum Op {
+    Dashboard,
+    Ping,
+    Health,
+    SegmentText,
+    SnowflakeText,
+    SegmentIds,
+    SegmentLease,
+    SnowflakeIds,
+    Decode,
+    WorkerLease,
+    WorkerRenew,
+    WorkerRelease,
+    Workers,
+    Tags,
+    TagGet,
+    TagPut,
+    TagDelete,
+    Monitor,
+}
+
+struct Route {
+    method: Method,
+    /// `/`-separated; `{name}` matches one non-empty segment. Where two
+    /// patterns match a path, the earlier one wins.
+    path: &'static str,
+    access: Access,
+    op: Op,
+}
+
+const fn route(method: Method, path: &'static str, access: Access, op: Op) -> Route {
+    Route {
+        method,
+        path,
+        access,
+        op,
+    }
+}
+
+/// Every route of the service, once. `worker/openapi.yaml` documents exactly
+/// these (checked by tests/js/service.test.mjs through `/v1/health`).
+const ROUTES: &[Route] = &[
+    route(Method::Get, "/", Access::Open, Op::Dashboard),
+    route(Method::Get, "/index.html", Access::Open, Op::Dashboard),
+    route(Method::Get, "/v1/ping", Access::Open, Op::Ping),
+    route(Method::Get, "/v1/health", Access::Open, Op::Health),
+    route(
+        Method::Get,
+        "/api/segment/get/{tag}",
+        Access::Client,
+        Op::SegmentText,
+    ),
+    route(
+        Method::Get,
+        "/api/snowflake/get/{tag}",
+        Access::Client,
+        Op::SnowflakeText,
+    ),
+    route(
+        Method::Get,
+        "/v1/segment/{tag}",
+        Access::Client,
+        Op::SegmentIds,
+    ),
+    route(
+        Method::Post,
+        "/v1/segment/{tag}/lease",
+        Access::Client,
+        Op::SegmentLease,
+    ),
+    route(
+        Method::Get,
+        "/v1/snowflake",
+        Access::Client,
+        Op::SnowflakeIds,
+    ),
+    route(
+        Method::Get,
+        "/v1/snowflake/{id}",
+        Access::Client,
+        Op::Decode,
+    ),
+    route(
+        Method::Post,
+        "/v1/workers/lease",
+        Access::Admin,
+        Op::WorkerLease,
+    ),
+    route(
+        Method::Post,
+        "/v1/workers/{id}/renew",
+        Access::Admin,
+        Op::WorkerRenew,
+    ),
+    route(
+        Method::Delete,
+        "/v1/workers/{id}",
+        Access::Admin,
+        Op::WorkerRelease,
+    ),
+    route(Method::Get, "/v1/workers", Access::Admin, Op::Workers),
+    route(Method::Get, "/v1/tags", Access::Admin, Op::Tags),
+    route(Method::Get, "/v1/tags/{tag}", Access::Admin, Op::TagGet),
+    route(Method::Put, "/v1/tags/{tag}", Access::Admin, Op::TagPut),
+    route(
+        Method::Delete,
+        "/v1/tags/{tag}",
+        Access::Admin,
+        Op::TagDelete,
+    ),
+    route(Method::Get, "/v1/monitor", Access::Admin, Op::Monitor),
+];
+
+fn segments(path: &str) -> Vec<&str> {
+    path.trim_matches('/').split('/').collect()
+}
+
+/// The path parameters if `pattern` matches `parts`.
+fn captures<'a>(pattern: &str, parts: &[&'a str]) -> Option<Vec<&'a str>> {
+    let pat = segments(pattern);
+    if pat.len() != parts.len() {
+        return None;
+    }
+    let mut args = Vec::new();
+    for (p, part) in pat.iter().zip(parts) {
+        if p.starts_with('{') {
+            if part.is_empty() {
+                return None;
+            }
+            args.push(*part);
+        } else if p != part {
+            return None;
         }
-        ["v1", "segment", _] | ["v1", "snowflake"] | ["v1", "snowflake", _] => {
-            (Access::Client, &[Method::Get])
-        }
-        ["v1", "segment", _, "lease"] => (Access::Client, &[Method::Post]),
-        ["v1", "workers"] => (Access::Admin, &[Method::Get]),
-        ["v1", "workers", "lease"] => (Access::Admin, &[Method::Post]),
-        ["v1", "workers", _, "renew"] => (Access::Admin, &[Method::Post]),
-        ["v1", "workers", _] => (Access::Admin, &[Method::Delete]),
-        ["v1", "tags"] => (Access::Admin, &[Method::Get]),
-        ["v1", "tags", _] => (Access::Admin, &[Method::Get, Method::Put, Method::Delete]),
-        ["v1", "monitor"] => (Access::Admin, &[Method::Get]),
-        ["v1", "health"] | ["v1", "ping"] | [""] | ["index.html"] => (Access::Open, &[Method::Get]),
-        _ => return None,
-    })
+    }
+    Some(args)
 }
 
 #[event(fetch)]
@@ -90,37 +206,41 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response>
 
 async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response> {
     let path = req.path();
-    let Some((access, methods)) = route(&path) else {
+    let parts = segments(&path);
+    let Some((pattern, args)) = ROUTES
+        .iter()
+        .find_map(|r| captures(r.path, &parts).map(|args| (r.path, args)))
+    else {
         return Err(ApiError::not_found(format!(
             "route: expected one of the documented paths (see /v1/health), found {path}"
         )));
     };
     let method = req.method();
-    if !methods.contains(&method) {
-        let allowed: Vec<String> = methods.iter().map(|m| m.to_string()).collect();
+    let Some(route) = ROUTES
+        .iter()
+        .find(|r| r.path == pattern && r.method == method)
+    else {
+        let allowed: Vec<String> = ROUTES
+            .iter()
+            .filter(|r| r.path == pattern)
+            .map(|r| r.method.to_string())
+            .collect();
         let e = ApiError::new(
-            405,
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             format!("{path}: expected {}, found {method}", allowed.join(" or ")),
         );
         let mut res = e.response();
         let _ = res.headers_mut().set("Allow", &allowed.join(", "));
         return Ok(res);
-    }
-    match path.trim_matches('/') {
-        "v1/ping" => return json(200, &json!({ "ok": true })),
-        // The dashboard: a static page that talks to this API with the token
-        // its user types in.
-        "" | "index.html" => {
-            let mut res = Response::ok(DASHBOARD)?;
-            res.headers_mut()
-                .set("Content-Type", "text/html; charset=utf-8")?;
-            return Ok(res);
-        }
-        _ => {}
+    };
+    let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+    if matches!(route.op, Op::Ping | Op::Dashboard) {
+        // Answered before the settings are read: they work even when a
+        // setting is invalid.
+        return dispatch(route.op, &args, &mut req, env, ctx, None).await;
     }
     let config = config(env)?;
-    match access {
+    match route.access {
         Access::Open => {}
         Access::Client => {
             // The client token first (the common case); the admin token opens
@@ -136,39 +256,65 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
         Access::Admin => {
             if config.admin_token.is_none() {
                 return Err(ApiError::new(
-                    403,
-                    "forbidden",
+                    ErrorCode::Forbidden,
                     "admin API: expected ADMIN_TOKEN to be configured, found none",
                 ));
             }
             authorize(req.headers(), config.admin_token.as_deref(), "admin")?;
         }
     }
-    let parts: Vec<String> = path
-        .trim_matches('/')
-        .split('/')
-        .map(str::to_owned)
-        .collect();
-    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    match (method, parts.as_slice()) {
-        (Method::Get, ["api", "segment", "get", tag]) => {
-            let tag = tag_arg(tag)?;
+    dispatch(route.op, &args, &mut req, env, ctx, Some(&config)).await
+}
+
+async fn dispatch(
+    op: Op,
+    args: &[String],
+    req: &mut Request,
+    env: &Env,
+    ctx: &Context,
+    config: Option<&Config>,
+) -> ApiResult<Response> {
+    let arg = || args.first().map_or("", String::as_str);
+    let config =
+        || config.ok_or_else(|| ApiError::new(ErrorCode::ConfigInvalid, "configuration: not read"));
+    match op {
+        Op::Ping => json(200, &json!({ "ok": true })),
+        // The dashboard: a static page that talks to this API with the token
+        // its user types in.
+        Op::Dashboard => {
+            let mut res = Response::ok(DASHBOARD)?;
+            res.headers_mut()
+                .set("Content-Type", "text/html; charset=utf-8")?;
+            Ok(res)
+        }
+        Op::Health => {
+            let routes: Vec<String> = ROUTES
+                .iter()
+                .map(|r| format!("{} {}", r.method, r.path))
+                .collect();
+            json(
+                200,
+                &json!({ "ok": true, "layout": layout_json(config()?), "routes": routes }),
+            )
+        }
+        Op::SegmentText => {
+            let tag = tag_arg(arg())?;
             let id = isolate::segment_ids(env, ctx, &tag, 1).await?;
             text_id(id[0])
         }
-        (Method::Get, ["api", "snowflake", "get", key]) => {
-            tag_arg(key)?;
-            let id = isolate::snowflake_ids(env, ctx, &config, 1).await?;
+        Op::SnowflakeText => {
+            tag_arg(arg())?;
+            let id = isolate::snowflake_ids(env, ctx, config()?, 1).await?;
             text_id(id[0])
         }
-        (Method::Get, ["v1", "segment", tag]) => {
-            let tag = tag_arg(tag)?;
+        Op::SegmentIds => {
+            let tag = tag_arg(arg())?;
             let ids = isolate::segment_ids(env, ctx, &tag, count(&req.url()?)?).await?;
             ids_json(&ids)
         }
-        (Method::Post, ["v1", "segment", tag, "lease"]) => {
-            let tag = tag_arg(tag)?;
-            let request: AllocateRequest = body(&mut req).await?;
+        Op::SegmentLease => {
+            let tag = tag_arg(arg())?;
+            let request: AllocateRequest = body(req).await?;
             let lease: SegmentLease = call(
                 env,
                 Store::Tag(&tag),
@@ -182,27 +328,27 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
                 &json!({ "start": lease.start, "end": lease.end, "step": lease.step, "minStep": lease.min_step }),
             )
         }
-        (Method::Get, ["v1", "snowflake"]) => {
-            let ids = isolate::snowflake_ids(env, ctx, &config, count(&req.url()?)?).await?;
+        Op::SnowflakeIds => {
+            let ids = isolate::snowflake_ids(env, ctx, config()?, count(&req.url()?)?).await?;
             ids_json(&ids)
         }
-        (Method::Get, ["v1", "snowflake", id]) => decode(&config, id),
-        (Method::Post, ["v1", "workers", "lease"]) => {
-            let request: LeaseRequest = body(&mut req).await?;
+        Op::Decode => decode(config()?, arg()),
+        Op::WorkerLease => {
+            let request: LeaseRequest = body(req).await?;
             let lease: Lease =
                 call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await?;
-            lease_json(&config, &lease)
+            lease_json(config()?, &lease)
         }
-        (Method::Post, ["v1", "workers", id, "renew"]) => {
-            let mut request: RenewRequest = body(&mut req).await?;
-            request.worker_id = worker_arg(id)?;
+        Op::WorkerRenew => {
+            let mut request: RenewRequest = body(req).await?;
+            request.worker_id = worker_arg(arg())?;
             let lease: Lease =
                 call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await?;
-            lease_json(&config, &lease)
+            lease_json(config()?, &lease)
         }
-        (Method::Delete, ["v1", "workers", id]) => {
-            let mut request: RenewRequest = body(&mut req).await?;
-            request.worker_id = worker_arg(id)?;
+        Op::WorkerRelease => {
+            let mut request: RenewRequest = body(req).await?;
+            request.worker_id = worker_arg(arg())?;
             let answer: serde_json::Value = call(
                 env,
                 Store::Registry,
@@ -213,43 +359,28 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
             .await?;
             json(200, &answer)
         }
-        (Method::Get, ["v1", "workers"]) => {
+        Op::Workers => {
             let answer: serde_json::Value =
                 call(env, Store::Registry, Method::Get, "/list", None::<&()>).await?;
             json(200, &answer)
         }
-        (Method::Get, ["v1", "tags"]) => list_tags(env).await,
-        (Method::Get, ["v1", "tags", tag]) => {
-            let tag = tag_arg(tag)?;
+        Op::Tags => list_tags(env).await,
+        Op::TagGet => {
+            let tag = tag_arg(arg())?;
             let view: TagView =
                 call(env, Store::Tag(&tag), Method::Get, "/tag", None::<&()>).await?;
             json(200, &view)
         }
-        (Method::Put, ["v1", "tags", tag]) => put_tag(env, &config, &tag_arg(tag)?, &mut req).await,
-        (Method::Delete, ["v1", "tags", tag]) => {
-            let tag = tag_arg(tag)?;
+        Op::TagPut => put_tag(env, config()?, &tag_arg(arg())?, req).await,
+        Op::TagDelete => {
+            let tag = tag_arg(arg())?;
             let view: TagView =
                 call(env, Store::Tag(&tag), Method::Delete, "/tag", None::<&()>).await?;
             catalog(env, Method::Delete, &tag).await?;
             isolate::forget_tag(&tag);
             json(200, &json!({ "deleted": view }))
         }
-        (Method::Get, ["v1", "monitor"]) => json(200, &isolate::monitor()),
-        (Method::Get, ["v1", "health"]) => json(
-            200,
-            &json!({
-                "ok": true,
-                "layout": layout_json(&config),
-                "routes": [
-                    "GET /api/segment/get/{tag}", "GET /api/snowflake/get/{key}", "GET /v1/segment/{tag}?count=N",
-                    "POST /v1/segment/{tag}/lease", "GET /v1/snowflake?count=N", "GET /v1/snowflake/{id}",
-                    "POST /v1/workers/lease", "POST /v1/workers/{id}/renew", "DELETE /v1/workers/{id}", "GET /v1/workers",
-                    "PUT /v1/tags/{tag}", "GET /v1/tags", "GET /v1/tags/{tag}", "DELETE /v1/tags/{tag}",
-                    "GET /v1/monitor", "GET /v1/health",
-                ],
-            }),
-        ),
-        _ => Err(ApiError::not_found(format!("route: no handler for {path}"))),
+        Op::Monitor => json(200, &isolate::monitor()),
     }
 }
 
@@ -261,8 +392,8 @@ fn tag_arg(tag: &str) -> ApiResult<String> {
 
 fn worker_arg(id: &str) -> ApiResult<u32> {
     id.parse().map_err(|_| {
-        ApiError::bad_request(
-            "out_of_range",
+        ApiError::new(
+            ErrorCode::OutOfRange,
             format!("worker id: expected a whole number, found {id:?}"),
         )
     })
@@ -274,8 +405,8 @@ fn count(url: &worker::Url) -> ApiResult<usize> {
         return Ok(1);
     };
     let n: u64 = raw.parse().map_err(|_| {
-        ApiError::bad_request(
-            "out_of_range",
+        ApiError::new(
+            ErrorCode::OutOfRange,
             format!("count: expected 1..={MAX_COUNT}, found {raw:?}"),
         )
     })?;
@@ -320,8 +451,8 @@ fn decode(config: &Config, raw: &str) -> ApiResult<Response> {
         .ok()
         .filter(|_| raw.bytes().all(|b| b.is_ascii_digit()))
         .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_id",
+            ApiError::new(
+                ErrorCode::InvalidId,
                 format!(
                     "id: expected a decimal integer in 0..={}, found {raw:?}",
                     layout.max_id()
@@ -355,8 +486,8 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
         Some(serde_json::Value::String(s)) => Some(s),
         Some(serde_json::Value::Number(n)) if n.is_u64() => Some(n.to_string()),
         Some(other) => {
-            return Err(ApiError::bad_request(
-                "out_of_range",
+            return Err(ApiError::new(
+                ErrorCode::OutOfRange,
                 format!("maxId: expected a decimal string, found {other}"),
             ));
         }

@@ -16,10 +16,13 @@ use worker::{
 use crate::api::{body, json, ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
+use crate::stores::{create_tables, stored_u64};
 
 #[durable_object]
 pub struct WorkerRegistry {
     sql: SqlStorage,
+    /// Set when the tables could not be created: every call answers it.
+    broken: Option<ApiError>,
     env: Env,
     registry: RefCell<Option<Registry>>,
 }
@@ -74,10 +77,6 @@ struct Meta {
     v: i64,
 }
 
-fn unsigned(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
 impl WorkerRegistry {
     fn config(&self) -> ApiResult<RegistryConfig> {
         Ok(Config::from_env(&self.env)?.registry)
@@ -96,22 +95,39 @@ impl WorkerRegistry {
                 .sql
                 .exec("SELECT v FROM meta WHERE k = 'next_generation'", None)?
                 .to_array()?;
-            let slots = rows.into_iter().map(|r| WorkerSlot {
-                worker_id: u32::try_from(r.worker_id).unwrap_or(u32::MAX),
-                node_key: r.node_key,
-                generation: unsigned(r.generation),
-                expires_at_ms: unsigned(r.expires_at),
-                released: r.released != 0,
-                last_timestamp_ms: unsigned(r.last_timestamp),
-                reported_clock_ms: unsigned(r.reported_clock),
-                reported_at_ms: unsigned(r.reported_at),
-            });
-            let next = meta.first().map_or(1, |m| unsigned(m.v));
-            *cell = Some(Registry::from_parts(self.config()?, next, slots)?);
+            let slots = rows
+                .into_iter()
+                .map(|r| {
+                    Ok(WorkerSlot {
+                        worker_id: u32::try_from(r.worker_id).map_err(|_| {
+                            ApiError::store_error(format!(
+                                "registry: worker_id {} out of range",
+                                r.worker_id
+                            ))
+                        })?,
+                        node_key: r.node_key,
+                        generation: stored_u64("generation", r.generation)?,
+                        expires_at_ms: stored_u64("expires_at", r.expires_at)?,
+                        released: r.released != 0,
+                        last_timestamp_ms: stored_u64("last_timestamp", r.last_timestamp)?,
+                        reported_clock_ms: stored_u64("reported_clock", r.reported_clock)?,
+                        reported_at_ms: stored_u64("reported_at", r.reported_at)?,
+                    })
+                })
+                .collect::<ApiResult<Vec<WorkerSlot>>>()?;
+            let next = match meta.first() {
+                Some(m) => stored_u64("next_generation", m.v)?,
+                None => 1,
+            };
+            // The core checks every slot (worker ID in range, generation
+            // below the counter, node key); a row that fails is an error.
+            let registry = Registry::from_parts(self.config()?, next, slots)
+                .map_err(|e| ApiError::store_error(format!("registry: stored rows: {e}")))?;
+            *cell = Some(registry);
         }
         let registry = cell
             .as_mut()
-            .ok_or_else(|| ApiError::unavailable("store_error", "registry: not loaded", 1000))?;
+            .ok_or_else(|| ApiError::store_error("registry: not loaded"))?;
         let (value, changed) = op(registry, now_ms())?;
         if let Some(slot) = changed.and_then(|id| registry.slot(id)) {
             if let Err(e) = self.persist(slot, registry.next_generation()) {
@@ -183,22 +199,25 @@ fn lease_json(lease: &Lease) -> ApiResult<Response> {
 impl DurableObject for WorkerRegistry {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        for ddl in [
+        let broken = create_tables(&sql, &[
             "CREATE TABLE IF NOT EXISTS slots(worker_id INTEGER PRIMARY KEY, node_key TEXT NOT NULL,
                generation INTEGER NOT NULL, expires_at INTEGER NOT NULL, released INTEGER NOT NULL,
                last_timestamp INTEGER NOT NULL, reported_clock INTEGER NOT NULL, reported_at INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL)",
-        ] {
-            let _ = sql.exec(ddl, None);
-        }
+        ])
+        .err();
         WorkerRegistry {
             sql,
+            broken,
             env,
             registry: RefCell::new(None),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        if let Some(e) = &self.broken {
+            return Ok(e.response());
+        }
         let path = req.path();
         let result = match (req.method(), path.as_str()) {
             (Method::Get, "/list") => self.list(),

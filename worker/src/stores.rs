@@ -3,7 +3,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
-use worker::{Env, Headers, Method, Request, RequestInit};
+use worker::{Env, Headers, Method, Request, RequestInit, SqlStorage};
 
 use crate::api::{ApiError, ApiResult};
 
@@ -38,9 +38,8 @@ pub async fn call<T: DeserializeOwned>(
     let mut init = RequestInit::new();
     init.with_method(method);
     if let Some(body) = body {
-        let text = serde_json::to_string(body).map_err(|e| {
-            ApiError::unavailable("store_error", format!("store request: {e}"), 1000)
-        })?;
+        let text = serde_json::to_string(body)
+            .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
         let headers = Headers::new();
         headers.set("Content-Type", "application/json")?;
         init.with_headers(headers)
@@ -53,5 +52,22 @@ pub async fn call<T: DeserializeOwned>(
     }
     res.json()
         .await
-        .map_err(|e| ApiError::unavailable("store_error", format!("store answer: {e}"), 1000))
+        .map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+}
+
+/// Runs a Durable Object's `CREATE TABLE`s; the first failure is kept by the
+/// object and answered to every call (it must not run on a half-made schema).
+pub fn create_tables(sql: &SqlStorage, ddl: &[&str]) -> ApiResult<()> {
+    for statement in ddl {
+        sql.exec(statement, None)
+            .map_err(|e| ApiError::store_error(format!("store: creating tables: {e}")))?;
+    }
+    Ok(())
+}
+
+/// An integer column read back from SQLite: negative is a broken row, never
+/// read as 0.
+pub fn stored_u64(what: &str, v: i64) -> ApiResult<u64> {
+    u64::try_from(v)
+        .map_err(|_| ApiError::store_error(format!("store: {what}: expected 0 or more, found {v}")))
 }

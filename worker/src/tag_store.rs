@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 
-use edgeleaf::{Allocation, SegmentBuffer, StepPolicy, TagRecord, MAX_STEP};
+use edgeleaf::{Allocation, ErrorCode, SegmentDriver, SegmentStep, StepPolicy, TagRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -20,6 +20,7 @@ use worker::{
 
 use crate::api::{body, checked_count, json, ApiError, ApiResult};
 use crate::clock::now_ms;
+use crate::stores::{create_tables, stored_u64};
 
 /// How long a lease's request ID is remembered for retries.
 const REQUEST_ID_TTL_MS: u64 = 3_600_000;
@@ -71,11 +72,7 @@ impl SegmentLease {
     pub fn allocation(&self) -> ApiResult<Allocation> {
         let parse = |s: &str| {
             s.parse::<u64>().map_err(|_| {
-                ApiError::unavailable(
-                    "store_error",
-                    format!("store: segment bound {s:?} is not a number"),
-                    1000,
-                )
+                ApiError::store_error(format!("store: segment bound {s:?} is not a number"))
             })
         };
         Ok(Allocation::new(parse(&self.start)?, parse(&self.end)?)?)
@@ -109,12 +106,10 @@ struct Stored {
 #[durable_object]
 pub struct TagStore {
     sql: SqlStorage,
+    /// Set when the tables could not be created: every call answers it.
+    broken: Option<ApiError>,
     /// Monotonic tags only: the IDs this object serves itself.
-    buffer: RefCell<Option<SegmentBuffer>>,
-}
-
-fn unsigned(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
+    driver: RefCell<Option<SegmentDriver>>,
 }
 
 impl TagStore {
@@ -127,16 +122,21 @@ impl TagStore {
             return Ok(None);
         };
         let max_id = row.max_id.parse().map_err(|_| {
-            ApiError::unavailable("store_error", "store: max_id is not a number", 1000)
+            ApiError::store_error(format!("store: max_id {:?} is not a number", row.max_id))
         })?;
+        let record = TagRecord {
+            biz_tag: row.biz_tag,
+            max_id,
+            step: stored_u64("step", row.step)?,
+            description: row.description,
+            update_time: stored_u64("update_time", row.update_time)?,
+        };
+        // A row that breaks the core's rules is an error, never used.
+        record
+            .validate()
+            .map_err(|e| ApiError::store_error(format!("store: tag row: {e}")))?;
         Ok(Some(Stored {
-            record: TagRecord {
-                biz_tag: row.biz_tag,
-                max_id,
-                step: unsigned(row.step),
-                description: row.description,
-                update_time: unsigned(row.update_time),
-            },
+            record,
             monotonic: row.monotonic != 0,
             deleted: row.deleted != 0,
         }))
@@ -189,7 +189,7 @@ impl TagStore {
         let max_id = req
             .max_id
             .as_deref()
-            .map(|m| m.parse::<u64>().map_err(|_| ApiError::bad_request("out_of_range", format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
+            .map(|m| m.parse::<u64>().map_err(|_| ApiError::new(ErrorCode::OutOfRange, format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
             .transpose()?;
         let existing = self.load()?;
         let (record, created) = match &existing {
@@ -220,7 +220,7 @@ impl TagStore {
             if was != want {
                 // Isolates may still hold segments of a non-monotonic tag (or
                 // the object its buffer): switching would break the promise.
-                return Err(ApiError::new(409, "monotonic_immutable", format!("monotonic: expected {was} (fixed when the tag was first created), found {want}")));
+                return Err(ApiError::new(ErrorCode::MonotonicImmutable, format!("monotonic: expected {was} (fixed when the tag was first created), found {want}")));
             }
         }
         let monotonic = req.monotonic.or(was).unwrap_or(false);
@@ -234,9 +234,8 @@ impl TagStore {
     }
 
     fn allocate(&self, stored: &Stored, step: Option<u64>) -> ApiResult<(Allocation, TagRecord)> {
-        // The caller's dynamic step, kept between the tag's step and Leaf's cap.
-        let step = step.map(|s| s.clamp(stored.record.step, MAX_STEP));
-        let (alloc, next) = stored.record.allocate(step, now_ms())?;
+        let step = stored.record.grant_step(step);
+        let (alloc, next) = stored.record.allocate(Some(step), now_ms())?;
         self.save(&next, stored.monotonic, false)?;
         Ok((alloc, next))
     }
@@ -245,15 +244,14 @@ impl TagStore {
         let stored = self.live()?;
         if stored.monotonic {
             return Err(ApiError::new(
-                409,
-                "monotonic_tag",
+                ErrorCode::MonotonicTag,
                 format!("biz_tag {}: expected a tag whose segments may leave the service, found a monotonic tag (its IDs are served by GET /v1/segment/{{tag}} only)", stored.record.biz_tag),
             ));
         }
         if let Some(id) = &req.request_id {
             if id.is_empty() || id.len() > 128 {
-                return Err(ApiError::bad_request(
-                    "invalid_request_id",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidRequestId,
                     format!("requestId: expected 1..=128 characters, found {}", id.len()),
                 ));
             }
@@ -271,7 +269,7 @@ impl TagStore {
                     &SegmentLease {
                         start: row.start,
                         end: row.end,
-                        step: unsigned(row.step),
+                        step: stored_u64("lease step", row.step)?,
                         min_step: stored.record.step,
                     },
                 );
@@ -316,28 +314,45 @@ impl TagStore {
         let stored = self.live()?;
         if !stored.monotonic {
             return Err(ApiError::new(
-                409,
-                "not_monotonic",
+                ErrorCode::NotMonotonic,
                 "biz_tag: expected a monotonic tag",
             ));
         }
-        let policy = StepPolicy::new(stored.record.step)?;
-        let mut buffer = self.buffer.borrow_mut();
-        let buf = buffer.get_or_insert_with(|| SegmentBuffer::new(policy));
+        let mut driver = self.driver.borrow_mut();
+        let driver = match driver.as_mut() {
+            Some(d) => d,
+            None => driver.insert(SegmentDriver::new(StepPolicy::new(stored.record.step)?)),
+        };
         let mut out = vec![0u64; count];
         let mut filled = 0;
         let mut record = stored;
-        while filled < out.len() {
-            filled += buf.take(&mut out[filled..]).filled;
-            if filled < out.len() {
-                // Both halves dry. The store is this object's own storage, so
-                // the load is synchronous: no prefetch needed.
-                let (alloc, next) =
-                    self.allocate(&record, Some(buf.step_for_next_load(now_ms())))?;
-                record.record = next;
-                if let Err(e) = buf.load(alloc, now_ms()) {
-                    buf.load_failed();
-                    return Err(e.into());
+        loop {
+            let poll = driver.poll(now_ms(), &mut out[filled..]);
+            filled += poll.filled;
+            match poll.next {
+                // The store is this object's own storage: loads are
+                // synchronous, so a prefetch is done at once too.
+                SegmentStep::Done { prefetch: None } => break,
+                SegmentStep::Done {
+                    prefetch: Some(step),
+                }
+                | SegmentStep::LoadNow { step } => {
+                    let loaded = self
+                        .allocate(&record, Some(step))
+                        .and_then(|(alloc, next)| {
+                            record.record = next;
+                            Ok(driver.loaded(alloc, now_ms())?)
+                        });
+                    if let Err(e) = loaded {
+                        driver.load_failed();
+                        return Err(e);
+                    }
+                }
+                SegmentStep::Wait => {
+                    return Err(ApiError::new(
+                        ErrorCode::StoreError,
+                        "monotonic tag: a load marked in flight in a synchronous store",
+                    ))
                 }
             }
         }
@@ -349,23 +364,25 @@ impl TagStore {
 impl DurableObject for TagStore {
     fn new(state: State, _env: Env) -> Self {
         let sql = state.storage().sql();
-        for ddl in [
+        let broken = create_tables(&sql, &[
             "CREATE TABLE IF NOT EXISTS tag(id INTEGER PRIMARY KEY CHECK (id = 1), biz_tag TEXT NOT NULL,
                max_id TEXT NOT NULL, step INTEGER NOT NULL, description TEXT NOT NULL,
                update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
                end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
-        ] {
-            // Creating tables in a fresh SQLite database does not fail.
-            let _ = sql.exec(ddl, None);
-        }
+        ])
+        .err();
         TagStore {
             sql,
-            buffer: RefCell::new(None),
+            broken,
+            driver: RefCell::new(None),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        if let Some(e) = &self.broken {
+            return Ok(e.response());
+        }
         let path = req.path();
         let result = match (req.method(), path.as_str()) {
             (Method::Put, "/tag") => match body::<TagUpsert>(&mut req).await {
@@ -374,7 +391,7 @@ impl DurableObject for TagStore {
             },
             (Method::Get, "/tag") => self.live().and_then(|s| json(200, &Self::view(&s))),
             (Method::Delete, "/tag") => self.live().and_then(|s| {
-                *self.buffer.borrow_mut() = None;
+                *self.driver.borrow_mut() = None;
                 self.save(&s.record, s.monotonic, true)?;
                 json(200, &Self::view(&s))
             }),
