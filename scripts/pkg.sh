@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the npm package in pkg/: the wasm for Node (nodejs target) and for
-# browsers/workerd (web target), and api.cjs, the CommonJS copy of api.mjs.
+# browsers/workerd (web target), and api.cjs, the CommonJS bundle of api.mjs
+# and the modules it imports.
 # The hand-written files of pkg/ are in git; what this makes is not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ for target in nodejs web; do
   rm -f "pkg/$out/.gitignore"
 done
 echo '{ "type": "module" }' > pkg/web/package.json
-esbuild pkg/api.mjs --format=cjs --platform=neutral --outfile=pkg/api.cjs --log-level=warning
+# --bundle: api.mjs imports its siblings; api.cjs carries them all.
+esbuild pkg/api.mjs --bundle --format=cjs --platform=neutral --outfile=pkg/api.cjs --log-level=warning
 ls -l pkg/web/edgeleaf_bg.wasm | awk '{print "pkg: web wasm " $5 " bytes"}'
 echo "pkg: web wasm $(gzip -9c pkg/web/edgeleaf_bg.wasm | wc -c) bytes gzipped"

@@ -410,6 +410,16 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// The renewal to send now, if one is due and none is in flight (for
     /// callers that renew on a timer; [`SnowflakeHolder::poll`] calls it too).
     pub fn renewal(&mut self, now_ms: u64) -> Option<Renewal> {
+        self.claim_renewal(now_ms, true)
+    }
+
+    /// A renewal to send now even if it is not due yet (an owner's "renew
+    /// now"), unless one is in flight.
+    pub fn renewal_now(&mut self, now_ms: u64) -> Option<Renewal> {
+        self.claim_renewal(now_ms, false)
+    }
+
+    fn claim_renewal(&mut self, now_ms: u64, only_when_due: bool) -> Option<Renewal> {
         let last_timestamp_ms = self.last_timestamp_ms();
         let take_over_ms = self.config.take_over_ms;
         let Phase::Holding {
@@ -421,7 +431,8 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         else {
             return None;
         };
-        if now_ms < grant.renew_at_ms().max(*renew_not_before)
+        let due = now_ms >= grant.renew_at_ms().max(*renew_not_before);
+        if (only_when_due && !due)
             || now_ms >= grant.expires_at_ms
             || !claim(renewing_since, now_ms, take_over_ms)
         {
@@ -666,10 +677,14 @@ mod tests {
     fn renews_at_half_the_ttl_and_stops_at_the_lapse() {
         let mut h = holding(HolderConfig::default());
         assert_eq!(one(&mut h, T).unwrap().renew, None);
+        // Asked for before it is due, it is sent; its answer clears it.
+        let early = h.renewal_now(T + 1).unwrap();
+        h.renewed(grant(early.generation, T), T + 2);
         let r = one(&mut h, T + 5_000).unwrap().renew.unwrap();
         assert_eq!((r.worker_id, r.generation), (7, 1));
-        // One renewal in flight at a time.
+        // One renewal in flight at a time, even when asked for.
         assert_eq!(one(&mut h, T + 5_001).unwrap().renew, None);
+        assert_eq!(h.renewal_now(T + 5_002), None);
         // No answer, no renewal: at the lapse minting stops, for good.
         assert_eq!(one(&mut h, T + 9_999).unwrap().filled, 1);
         let lapsed = Error::LeaseExpired {

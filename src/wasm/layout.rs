@@ -136,6 +136,12 @@ pub(crate) fn parts_object(layout: &Layout, id: u64) -> Result<JsValue, JsValue>
     Ok(obj.into())
 }
 
+/// Throws `invalid_key` (naming the node key) unless `key` follows the key rule.
+#[wasm_bindgen(js_name = checkNodeKey)]
+pub fn check_node_key(key: &str) -> Result<(), JsValue> {
+    crate::check_key("node_key", key).map_err(|e| from_core(&e))
+}
+
 /// Throws `invalid_key` unless `tag` is 1–128 characters of `[A-Za-z0-9._:-]`.
 #[wasm_bindgen(js_name = checkTag)]
 pub fn check_tag(tag: &str) -> Result<(), JsValue> {

@@ -109,6 +109,24 @@ impl Options {
         })
     }
 
+    /// Checks that an optional key holds a function (JS calls it; the
+    /// bindings only check it).
+    pub fn function(&self, key: &'static str) -> Result<(), JsValue> {
+        let value = self.get(key);
+        if value.is_undefined() || value.is_function() {
+            return Ok(());
+        }
+        Err(coded(
+            "invalid_option",
+            &format!(
+                "{} {key}: expected a function, found {}",
+                self.what,
+                describe(&value)
+            ),
+            &[],
+        ))
+    }
+
     /// A whole number that must fit `T` (else `out_of_range`).
     pub fn small<T: TryFrom<u64>>(&self, key: &'static str, max: T) -> Result<Option<T>, JsValue>
     where
@@ -133,10 +151,13 @@ impl Options {
     }
 }
 
-/// A JS number or bigint that is a whole number in 0..=2^53.
+/// A JS number, bigint or Date (its Unix ms) that is a whole number in 0..=2^53.
 fn whole_value(value: &JsValue) -> Option<u64> {
     if let Some(n) = value.as_f64() {
         return super::error::whole(n);
+    }
+    if let Some(date) = value.dyn_ref::<js_sys::Date>() {
+        return super::error::whole(date.get_time());
     }
     let n = u64::try_from(value.dyn_ref::<js_sys::BigInt>()?.clone()).ok()?;
     (n <= 1 << 53).then_some(n)

@@ -1,4 +1,4 @@
-//! The engine of the JS `SegmentGenerator` class: the core's double buffer.
+//! The engine of the JS `SegmentGenerator` class: the core's segment driver.
 
 use std::{vec, vec::Vec};
 
@@ -6,29 +6,57 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{from_core, ms};
 use super::options::{set, Options};
-use crate::{Allocation, SegmentBuffer, SegmentNext, SegmentView, StepPolicy};
+use crate::{Allocation, SegmentBuffer, SegmentDriver, SegmentStep, SegmentView, StepPolicy};
 
-/// Bit 63 of `nextId()`'s answer: "start loading the next segment". Segment
-/// IDs never reach it (they stay below 2^63).
+/// Bit 63 of `nextId()`'s answer: "start loading the next segment" (with
+/// `loadStep`). Segment IDs never reach it (they stay below 2^63).
 const LOAD: u64 = 1 << 63;
 
-/// A segment double buffer.
+/// A segment driver.
 #[wasm_bindgen]
 pub struct SegmentCore {
-    buf: SegmentBuffer,
-    load_requested: bool,
+    driver: SegmentDriver,
+    /// The step of the load the last call asked for; 0: none.
+    load_step: u64,
 }
 
 #[wasm_bindgen]
 impl SegmentCore {
-    /// Validates `{ step?, maxStep?, segmentDurationMs?, prefetchPercent? }`.
+    /// Validates `{ tag, fetchSegment, now?, step?, maxStep?, segmentDurationMs?, prefetchPercent? }`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<SegmentCore, JsValue> {
         let o = Options::new(
             "SegmentGenerator options",
             &options,
-            &["step", "maxStep", "segmentDurationMs", "prefetchPercent"],
+            &[
+                "tag",
+                "fetchSegment",
+                "now",
+                "step",
+                "maxStep",
+                "segmentDurationMs",
+                "prefetchPercent",
+            ],
         )?;
+        let tag = o.get("tag").as_string().ok_or_else(|| {
+            super::error::coded(
+                "invalid_key",
+                &std::format!(
+                    "biz_tag: expected a string, found {}",
+                    super::options::describe(&o.get("tag"))
+                ),
+                &[],
+            )
+        })?;
+        crate::check_tag(&tag).map_err(|e| from_core(&e))?;
+        if o.get("fetchSegment").is_undefined() {
+            return Err(super::error::invalid_option(
+                "SegmentGenerator options",
+                "expected fetchSegment, found none",
+            ));
+        }
+        o.function("fetchSegment")?;
+        o.function("now")?;
         let mut policy =
             StepPolicy::new(o.number("step")?.unwrap_or(1000)).map_err(|e| from_core(&e))?;
         if let Some(v) = o.number("maxStep")? {
@@ -44,70 +72,77 @@ impl SegmentCore {
         )
         .map_err(|e| from_core(&e))?;
         Ok(SegmentCore {
-            buf,
-            load_requested: false,
+            driver: SegmentDriver::with_buffer(buf),
+            load_step: 0,
         })
     }
 
-    /// An ID (`LOAD` bit set: also start the next load); 0: empty, start a
-    /// load; `LOAD` alone: empty, a load is in flight.
+    fn poll(&mut self, now: f64, out: &mut [u64]) -> (usize, SegmentStep) {
+        // A clock that is not whole ms reads as 0: it only shapes the
+        // dynamic step and the take-over of a lost load, never an ID.
+        let now = super::error::whole(now).unwrap_or(0);
+        let poll = self.driver.poll(now, out);
+        self.load_step = match poll.next {
+            SegmentStep::Done {
+                prefetch: Some(step),
+            }
+            | SegmentStep::LoadNow { step } => step,
+            _ => 0,
+        };
+        (poll.filled, poll.next)
+    }
+
+    /// An ID (`LOAD` bit set: also start a load with `loadStep`); 0: empty,
+    /// start a load with `loadStep`; `LOAD` alone: empty, a load is in flight.
     #[wasm_bindgen(js_name = nextId)]
-    pub fn next_id(&mut self) -> u64 {
-        match self.buf.next_id() {
-            SegmentNext::Id {
-                id,
-                prefetch: false,
-            } => id,
-            SegmentNext::Id { id, prefetch: true } => id | LOAD,
-            SegmentNext::Exhausted { load: true } => 0,
-            SegmentNext::Exhausted { load: false } => LOAD,
+    pub fn next_id(&mut self, now: f64) -> u64 {
+        let mut out = [0u64; 1];
+        match self.poll(now, &mut out) {
+            (1, SegmentStep::Done { prefetch: None }) => out[0],
+            (1, _) => out[0] | LOAD,
+            (_, SegmentStep::Wait) => LOAD,
+            _ => 0,
         }
     }
 
-    /// Up to `n` IDs; afterwards `loadRequested` says whether to start a load.
-    pub fn take(&mut self, n: u32) -> Vec<u64> {
+    /// Up to `n` IDs; afterwards `loadStep` says whether to start a load.
+    pub fn take(&mut self, now: f64, n: u32) -> Vec<u64> {
         let mut out = vec![0u64; n as usize];
-        let t = self.buf.take(&mut out);
-        out.truncate(t.filled);
-        self.load_requested = t.load;
+        let (filled, _) = self.poll(now, &mut out);
+        out.truncate(filled);
         out
     }
 
-    /// Whether the last `take` asked for a load.
-    #[wasm_bindgen(getter, js_name = loadRequested)]
-    pub fn load_requested(&self) -> bool {
-        self.load_requested
-    }
-
-    /// The step to ask the store for (Leaf's dynamic step).
-    #[wasm_bindgen(js_name = stepForNextLoad)]
+    /// The step of the load the last call asked for, or 0 for none.
+    #[wasm_bindgen(getter, js_name = loadStep)]
     #[allow(clippy::cast_precision_loss)] // steps are at most 1,000,000
-    pub fn step_for_next_load(&self, now: f64) -> Result<f64, JsValue> {
-        let now = ms("now()", now)?;
-        Ok(self.buf.step_for_next_load(now) as f64)
+    pub fn load_step(&self) -> f64 {
+        self.load_step as f64
     }
 
-    /// Marks a load in flight (a warm-up nobody asked for); false if one is
-    /// already in flight or there is no room.
-    #[wasm_bindgen(js_name = beginLoad)]
-    pub fn begin_load(&mut self) -> bool {
-        self.buf.begin_load()
+    /// Starts a load nobody asked for (a warm-up): its step, or 0 when one
+    /// is already in flight or there is no room.
+    #[wasm_bindgen(js_name = warmUp)]
+    #[allow(clippy::cast_precision_loss)] // steps are at most 1,000,000
+    pub fn warm_up(&mut self, now: f64) -> Result<f64, JsValue> {
+        let now = ms("now()", now)?;
+        Ok(self.driver.warm_up(now).unwrap_or(0) as f64)
     }
 
     /// Installs the segment `start..=end` the store allocated.
-    pub fn load(&mut self, start: u64, end: u64, now: f64) -> Result<(), JsValue> {
+    pub fn loaded(&mut self, start: u64, end: u64, now: f64) -> Result<(), JsValue> {
         let now = ms("now()", now)?;
         let alloc = Allocation::new(start, end).map_err(|e| {
-            self.buf.load_failed();
+            self.driver.load_failed();
             from_core(&e)
         })?;
-        self.buf.load(alloc, now).map_err(|e| from_core(&e))
+        self.driver.loaded(alloc, now).map_err(|e| from_core(&e))
     }
 
     /// The load in flight failed.
     #[wasm_bindgen(js_name = loadFailed)]
     pub fn load_failed(&mut self) {
-        self.buf.load_failed();
+        self.driver.load_failed();
     }
 
     /// Leaf's cache view.
@@ -115,7 +150,7 @@ impl SegmentCore {
     /// segment `{ value, max, step }` (bigints) or `null`.
     #[allow(clippy::cast_precision_loss)] // steps are at most 1,000,000
     pub fn snapshot(&self) -> JsValue {
-        let snap = self.buf.snapshot();
+        let snap = self.driver.snapshot();
         let obj = js_sys::Object::new();
         set(&obj, "initialized", snap.initialized);
         set(&obj, "currentPos", snap.current_pos);

@@ -10,11 +10,49 @@ use super::options::{set, Options};
 use crate::{Error, Next, SnowflakeConfig, SnowflakeGenerator, SplitMix64, Wait};
 
 /// Why the last call gave no ID.
-enum Outcome {
+pub(crate) enum Outcome {
     None,
     Wait(u64, Wait),
     Failed(Error),
     BadClock(f64),
+}
+
+impl Outcome {
+    /// Milliseconds to wait, or 0 when waiting will not help.
+    #[allow(clippy::cast_precision_loss)] // waits are at most a minute
+    pub(crate) fn retry_after_ms(&self) -> f64 {
+        match self {
+            Outcome::Wait(ms, _) => *ms as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// The error a synchronous call throws.
+    #[allow(clippy::cast_precision_loss)] // waits are at most a minute
+    pub(crate) fn error(&self) -> JsValue {
+        match self {
+            Outcome::None => coded("internal", "no failure recorded", &[]),
+            Outcome::Failed(e) => from_core(e),
+            Outcome::BadClock(v) => coded(
+                "invalid_clock",
+                &format!(
+                    "now(): expected whole Unix milliseconds in 0..=2^53, found {}",
+                    super::options::describe(&JsValue::from_f64(*v))
+                ),
+                &[],
+            ),
+            Outcome::Wait(ms, Wait::SequenceExhausted) => coded(
+                "sequence_exhausted",
+                &format!("sequence: expected an unused number in this time unit, found all used; retry after {ms} ms (or await next())"),
+                &[("retryAfterMs", *ms as f64)],
+            ),
+            Outcome::Wait(ms, Wait::ClockBehind) => coded(
+                "clock_behind",
+                &format!("clock: expected at least the last issued time, found {ms} ms behind; retry after {ms} ms (or await next())"),
+                &[("retryAfterMs", *ms as f64)],
+            ),
+        }
+    }
 }
 
 /// A snowflake generator driven by a clock read in JS.
@@ -40,8 +78,10 @@ impl SnowflakeCore {
                 "sequenceStartBound",
                 "maxBorrowMs",
                 "resumeAfter",
+                "now",
             ],
         )?;
+        o.function("now")?;
         let layout = resolve(&o.get("layout"), o.number("epoch")?)?;
         let worker_id = o.required("workerId")?;
         let worker_id = u32::try_from(worker_id).map_err(|_| {
@@ -137,39 +177,13 @@ impl SnowflakeCore {
 
     /// After a 0: milliseconds to wait, or 0 when waiting will not help.
     #[wasm_bindgen(js_name = retryAfterMs)]
-    #[allow(clippy::cast_precision_loss)] // waits are at most an hour
     pub fn retry_after_ms(&self) -> f64 {
-        match self.outcome {
-            Outcome::Wait(ms, _) => ms as f64,
-            _ => 0.0,
-        }
+        self.outcome.retry_after_ms()
     }
 
     /// After a 0: the error to throw from a synchronous call.
-    #[allow(clippy::cast_precision_loss)] // waits are at most an hour
     pub fn failure(&self) -> JsValue {
-        match &self.outcome {
-            Outcome::None => coded("internal", "no failure recorded", &[]),
-            Outcome::Failed(e) => from_core(e),
-            Outcome::BadClock(v) => coded(
-                "invalid_clock",
-                &format!(
-                    "now(): expected whole Unix milliseconds in 0..=2^53, found {}",
-                    super::options::describe(&JsValue::from_f64(*v))
-                ),
-                &[],
-            ),
-            Outcome::Wait(ms, Wait::SequenceExhausted) => coded(
-                "sequence_exhausted",
-                &format!("sequence: expected an unused number in this time unit, found all used; retry after {ms} ms (or await next())"),
-                &[("retryAfterMs", *ms as f64)],
-            ),
-            Outcome::Wait(ms, Wait::ClockBehind) => coded(
-                "clock_behind",
-                &format!("clock: expected at least the last issued time, found {ms} ms behind; retry after {ms} ms (or await next())"),
-                &[("retryAfterMs", *ms as f64)],
-            ),
-        }
+        self.outcome.error()
     }
 
     /// The worker ID.

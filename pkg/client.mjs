@@ -1,0 +1,219 @@
+// `EdgeleafClient`: the service's HTTP API, segment generators fed by its
+// leases, and snowflakes under worker IDs leased from its registry. The
+// holder's rules are the core's (`HolderCore`); this file carries requests
+// and answers, saves the holder's state, and sets the renewal timer.
+import { Minter } from './snowflake.mjs';
+import { codedError, describe, fn, options, sleep } from './errors.mjs';
+
+/** Turns an HTTP error answer of the service into a coded Error. */
+async function httpError(res, what) {
+  let code = 'http_error';
+  let message = `${what}: the service answered ${res.status}`;
+  try {
+    const body = await res.json();
+    if (body?.error?.code) ({ code, message } = body.error);
+  } catch { /* not JSON */ }
+  const retry = Number(res.headers.get('retry-after'));
+  return codedError(code, message, { status: res.status, ...(retry > 0 ? { retryAfterMs: retry * 1000 } : {}) });
+}
+
+function randomHex(bytes) {
+  const b = new Uint8Array(bytes);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// The registry's answer as the holder reads it (the layout without expiresAt).
+function grantOf(lease) {
+  const l = lease.layout;
+  return {
+    workerId: lease.workerId, generation: lease.generation, expiresAtMs: lease.expiresAtMs,
+    issueAfterMs: lease.issueAfterMs, ttlMs: lease.ttlMs,
+    layout: { timestampBits: l.timestampBits, workerBits: l.workerBits, sequenceBits: l.sequenceBits, epoch: l.epoch, unitMs: l.unitMs },
+  };
+}
+
+// No answer at all is not a refusal: the holder decides what each means.
+const causeOf = (e) => (e.code === 'registry_unreachable' ? undefined : e.code);
+
+export function makeClient(wasm, { SegmentGenerator }) {
+  /**
+   * A Snowflake under a worker ID leased from the service's registry. It
+   * renews the lease when half its TTL has passed and stops issuing (throws
+   * `lease_expired` / `lease_lost`) the moment the lease is gone.
+   */
+  class LeasedSnowflake {
+    #client;
+    #core;
+    #mint;
+    #store;
+    #now;
+    #nodeKey;
+    #timer = null;
+
+    constructor(client, nodeKey, core, store, now) {
+      this.#client = client;
+      this.#nodeKey = nodeKey;
+      this.#core = core;
+      this.#mint = new Minter(core, now);
+      this.#store = store;
+      this.#now = now;
+      this.#schedule();
+    }
+
+    static async open(client, opts) {
+      const { nodeKey, store, now = Date.now } = options('snowflake options', opts, '{ nodeKey: "host-1:8080", store }');
+      fn('now', now);
+      const key = nodeKey ?? `node-${randomHex(8)}`;
+      wasm.checkNodeKey(key);
+      if (store !== undefined && (typeof store?.load !== 'function' || typeof store?.save !== 'function')) {
+        throw codedError('invalid_option', `store: expected { load(): Promise<state | undefined>, save(state): Promise<void> }, found ${describe(store)}`);
+      }
+      const cached = store ? await store.load() : undefined;
+      let saved;
+      if (cached !== undefined && cached !== null) {
+        const { nodeKey: _savedKey, ...state } = cached;
+        saved = state;
+      }
+      // Restarting from the store applies the restart rules (a clock behind
+      // the saved last timestamp is refused).
+      const core = new wasm.HolderCore(saved, now());
+      const ask = core.leaseAsk(now());
+      try {
+        const lease = await client.request('POST', '/v1/workers/lease', { nodeKey: key, ...ask });
+        core.granted(grantOf(lease), now());
+      } catch (e) {
+        // The registry is unreachable: a saved lease that has not lapsed is still ours.
+        if (typeof e?.code !== 'string' || !core.leaseFailed(causeOf(e), now())) throw e;
+      }
+      const leased = new LeasedSnowflake(client, key, core, store, now);
+      await leased.#save();
+      return leased;
+    }
+
+    #schedule() {
+      const due = this.#core.renewDueIn(this.#now());
+      if (due < 0) return;
+      this.#timer = setTimeout(() => { this.#renew(false).catch(() => {}); }, due);
+      this.#timer.unref?.();
+    }
+
+    async #save() {
+      if (this.#store) await this.#store.save({ nodeKey: this.#nodeKey, ...this.#core.state() });
+    }
+
+    async #renew(force) {
+      clearTimeout(this.#timer);
+      const r = this.#core.takeRenewal(this.#now(), force);
+      if (r === null) return this.#schedule();
+      const { workerId, ...body } = r;
+      try {
+        const lease = await this.#client.request('POST', `/v1/workers/${workerId}/renew`, body);
+        this.#core.renewed(grantOf(lease), this.#now());
+        await this.#save();
+      } catch (e) {
+        this.#core.renewalFailed(r.generation, causeOf(e), this.#now());
+      } finally {
+        this.#schedule();
+      }
+    }
+
+    /** Renews the lease now (done on a timer at half the TTL). */
+    renew() { return this.#renew(true); }
+
+    nextId() { return this.#mint.nextId(); }
+    nextIdString() { return this.#mint.nextId().toString(); }
+    nextIds(n) { return this.#mint.nextIds(n); }
+    next() { return this.#mint.next(); }
+    decompose(id) { return this.#mint.decompose(id); }
+    get workerId() { return this.#core.state().workerId; }
+    get layout() { return this.#core.layout(); }
+    /** `{ workerId, generation, expiresAtMs, ttlMs, nodeKey }`. */
+    get lease() {
+      const { workerId, generation, expiresAtMs, ttlMs } = this.#core.state();
+      return { workerId, generation, expiresAtMs, ttlMs, nodeKey: this.#nodeKey };
+    }
+
+    /** Stops renewing and gives the worker ID back. */
+    async close() {
+      clearTimeout(this.#timer);
+      const release = this.#core.close(this.#now());
+      await this.#save();
+      if (release === null) return;
+      const { workerId, generation, lastTimestamp } = release;
+      await this.#client.request('DELETE', `/v1/workers/${workerId}`, { generation, lastTimestamp }).catch(() => {});
+    }
+  }
+
+  /** A client of the edgeleaf service (the Worker). */
+  class EdgeleafClient {
+    #url;
+    #token;
+    #fetch;
+
+    constructor(opts) {
+      const { url, token, fetch: fetchFn } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token }');
+      let parsed;
+      try { parsed = new URL(url); } catch { parsed = null; }
+      if (!parsed || !/^https?:$/.test(parsed.protocol)) {
+        throw codedError('invalid_option', `url: expected an http(s) URL, found ${describe(url)}`);
+      }
+      if (token !== undefined && typeof token !== 'string') throw codedError('invalid_option', `token: expected a string, found ${describe(token)}`);
+      this.#url = parsed.href.replace(/\/$/, '');
+      this.#token = token;
+      this.#fetch = fetchFn === undefined ? globalThis.fetch.bind(globalThis) : fn('fetch', fetchFn);
+    }
+
+    /** One JSON request; throws coded Errors (`registry_unreachable` / `service_unreachable` when no answer). */
+    async request(method, path, body) {
+      let res;
+      try {
+        res = await this.#fetch(`${this.#url}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      } catch (cause) {
+        const code = path.startsWith('/v1/workers') ? 'registry_unreachable' : 'service_unreachable';
+        throw codedError(code, `${method} ${path}: no answer from ${this.#url}: ${cause?.message ?? cause}`, { cause });
+      }
+      if (!res.ok) throw await httpError(res, `${method} ${path}`);
+      return res.json();
+    }
+
+    /**
+     * A SegmentGenerator for `tag` fed by the service's segment leases: IDs are
+     * generated in this process. Each lease carries a request ID, so a retry
+     * after a lost answer gets the same range (nothing burnt, nothing twice).
+     */
+    segment(tag, opts) {
+      const fetchSegment = async (t, step) => {
+        const requestId = `${t}-${randomHex(12)}`;
+        let last;
+        for (let attempt = 0; attempt < 3; attempt++) {
+          try {
+            return await this.request('POST', `/v1/segment/${t}/lease`, { step, requestId });
+          } catch (e) {
+            last = e;
+            if (e.code !== 'service_unreachable' && !(e.status >= 500)) throw e;
+            await sleep(Math.min(1000, e.retryAfterMs ?? 50 * 2 ** attempt));
+          }
+        }
+        throw last;
+      };
+      // Not an object: handed on as is, for the bindings to refuse.
+      const o = opts === undefined ? {} : opts;
+      return new SegmentGenerator(o !== null && typeof o === 'object' ? { ...o, tag, fetchSegment } : o);
+    }
+
+    /**
+     * A Snowflake under a worker ID leased from the registry (needs the admin
+     * token). `store` keeps the last lease and timestamp across restarts.
+     */
+    snowflake(opts) {
+      return LeasedSnowflake.open(this, opts);
+    }
+  }
+
+  return { EdgeleafClient };
+}

@@ -1,0 +1,130 @@
+// Snowflake IDs: the `Snowflake` class, and the one wait loop every minting
+// core (a plain generator, or a leased holder) runs under.
+import { codedError, count, options, sleep, toId } from './errors.mjs';
+
+function withDate(parts) {
+  parts.date = new Date(parts.timestamp);
+  return parts;
+}
+
+/**
+ * Minting over a core with `nextId(now)`, `nextIds(now, n)`, `retryAfterMs()`
+ * and `failure()`: answers now, or awaits the timer the core asks for.
+ */
+export class Minter {
+  #core;
+  #now;
+
+  constructor(core, now) {
+    this.#core = core;
+    this.#now = now;
+  }
+
+  nextId() {
+    const id = this.#core.nextId(this.#now());
+    if (id !== 0n) return id;
+    throw this.#core.failure();
+  }
+
+  nextIds(n) {
+    const ids = this.#core.nextIds(this.#now(), count(n));
+    if (ids.length === n) return ids;
+    const err = this.#core.failure();
+    err.ids = ids;
+    throw err;
+  }
+
+  async next() {
+    for (;;) {
+      const id = this.#core.nextId(this.#now());
+      if (id !== 0n) return id;
+      const wait = this.#core.retryAfterMs();
+      if (wait === 0) throw this.#core.failure();
+      await sleep(wait);
+    }
+  }
+
+  async nextIdsAsync(n) {
+    const out = new BigUint64Array(count(n));
+    let filled = 0;
+    for (;;) {
+      const ids = this.#core.nextIds(this.#now(), n - filled);
+      out.set(ids, filled);
+      filled += ids.length;
+      if (filled === n) return out;
+      const wait = this.#core.retryAfterMs();
+      if (wait === 0) throw this.#core.failure();
+      await sleep(wait);
+    }
+  }
+
+  decompose(id) {
+    return withDate(this.#core.decompose(toId(id)));
+  }
+}
+
+export function makeSnowflake(wasm) {
+  // Layout options travel as two values (a name or object, and an epoch):
+  // this is the one place the `{ layout, epoch }` object is read.
+  function layoutArgs(opts) {
+    const o = options('layout options', opts, '{ layout: "leaf", epoch: 1288834974657 }');
+    for (const key of Object.keys(o)) {
+      if (key !== 'layout' && key !== 'epoch') {
+        throw codedError('invalid_option', `layout options: expected only layout and epoch, found ${JSON.stringify(key)}`);
+      }
+    }
+    return [o.layout, o.epoch instanceof Date ? o.epoch.getTime() : o.epoch];
+  }
+
+  /** Snowflake IDs (bigint) for one worker ID. */
+  class Snowflake {
+    #core;
+    #mint;
+
+    constructor(opts) {
+      // The bindings check every option, `now` included.
+      this.#core = new wasm.SnowflakeCore(opts ?? null);
+      this.#mint = new Minter(this.#core, opts.now ?? Date.now);
+    }
+
+    /** The next ID. Throws `sequence_exhausted` / `clock_behind` (with `retryAfterMs`) rather than wait. */
+    nextId() { return this.#mint.nextId(); }
+    /** The next ID as a decimal string (for JSON). */
+    nextIdString() { return this.#mint.nextId().toString(); }
+    /** `n` IDs in one call. Throws like `nextId()` when they can't all be had now; the error's `ids` holds those that were. */
+    nextIds(n) { return this.#mint.nextIds(n); }
+    /** The next ID, awaiting a timer when the sequence ran out or the clock went back a little. */
+    next() { return this.#mint.next(); }
+    /** `n` IDs, awaiting across time units as needed. */
+    nextIdsAsync(n) { return this.#mint.nextIdsAsync(n); }
+    /** `{ timestamp, date, workerId, sequence }` of an ID under this generator's layout. */
+    decompose(id) { return this.#mint.decompose(id); }
+    /** `{ timestampBits, workerBits, sequenceBits, epoch, unitMs, expiresAt, maxWorkerId, maxSequence, maxId }`. */
+    get layout() { return this.#core.layout(); }
+    get workerId() { return this.#core.workerId; }
+    /** `{ lastMs, sequence }` of the last issued ID: persist `lastMs` to restart safely. */
+    state() { return this.#core.state(); }
+
+    /** An ID from `{ timestamp, workerId, sequence }` under a layout (default Leaf's). */
+    static compose(parts, layoutOptions) {
+      const p = options('parts', parts ?? null, '{ timestamp: Date.now(), workerId: 1, sequence: 0 }');
+      const [layout, epoch] = layoutArgs(layoutOptions);
+      const timestamp = p.timestamp instanceof Date ? p.timestamp.getTime() : p.timestamp;
+      return wasm.compose(layout, epoch, timestamp, p.workerId, p.sequence);
+    }
+
+    /** `{ timestamp, date, workerId, sequence }` of an ID under a layout (default Leaf's). */
+    static decompose(id, layoutOptions) {
+      const [layout, epoch] = layoutArgs(layoutOptions);
+      return withDate(wasm.decompose(layout, epoch, toId(id)));
+    }
+  }
+
+  /** The layout's facts, as `Snowflake#layout` gives them. */
+  function layoutInfo(layoutOptions) {
+    const [layout, epoch] = layoutArgs(layoutOptions);
+    return wasm.layoutInfo(layout, epoch);
+  }
+
+  return { Snowflake, layoutInfo };
+}
