@@ -8,5 +8,6 @@ scripts/setup.sh bench
 scripts/pkg.sh
 scripts/worker.sh
 cargo bench --bench generators "$@"
-/usr/bin/node bench/node.bench.mjs
+# The system Node (first on PATH here), the floor the package supports.
+"$(command -v node)" bench/node.bench.mjs
 node_modules/.bin/node bench/http.bench.mjs

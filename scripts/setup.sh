@@ -37,7 +37,7 @@ npm_packages() {
 wasm() {
   core
   have wasm-pack "$WASM_PACK" || { say "cargo install wasm-pack $WASM_PACK"; cargo install wasm-pack --version "$WASM_PACK" --locked; }
-  # not --locked: its lockfile wants a crate version the registry mirror lacks (shared/TOOLCHAIN.md)
+  # not --locked: its lockfile pins a crate version the registry mirror here lacks
   have wasm-bindgen "$WASM_BINDGEN" || { say "cargo install wasm-bindgen-cli $WASM_BINDGEN"; cargo install wasm-bindgen-cli --version "$WASM_BINDGEN"; }
   npm_packages
 }

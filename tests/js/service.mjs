@@ -4,11 +4,27 @@
 // 127.0.0.1 port (`spawnService`), which a test can kill -9.
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import * as MF from 'miniflare';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ADMIN = 'test-admin-token';
 export const CLIENT = 'test-client-token';
+
+const wranglerToml = () => readFileSync(join(ROOT, 'worker/wrangler.toml'), 'utf8');
+
+/** The `[vars]` of worker/wrangler.toml (`KEY = "value"  # comment` lines). */
+export function wranglerVars() {
+  const toml = wranglerToml();
+  const section = toml.slice(toml.indexOf('\n[vars]\n') + 1).split(/\n\[/)[0];
+  const vars = {};
+  for (const line of section.split('\n').slice(1)) {
+    const m = /^([A-Z_]+)\s*=\s*"([^"]*)"/.exec(line);
+    if (m) vars[m[1]] = m[2];
+  }
+  if (!vars.LAYOUT) throw new Error('worker/wrangler.toml: no [vars] LAYOUT found');
+  return vars;
+}
 
 /** Miniflare options for the Worker; `vars` override wrangler.toml's. */
 export function options({ persist, vars = {}, port } = {}) {
@@ -19,16 +35,13 @@ export function options({ persist, vars = {}, port } = {}) {
       { type: 'ESModule', path: join(build, 'index.js') },
       { type: 'CompiledWasm', path: join(build, 'index_bg.wasm') },
     ],
-    compatibilityDate: '2026-04-01',
+    compatibilityDate: /^compatibility_date = "([0-9-]+)"/m.exec(wranglerToml())[1],
     durableObjects: {
       TAGS: { className: 'TagStore', useSQLite: true },
       CATALOG: { className: 'Catalog', useSQLite: true },
       REGISTRY: { className: 'WorkerRegistry', useSQLite: true },
     },
-    bindings: {
-      LAYOUT: 'leaf', EPOCH_MS: '', DEFAULT_STEP: '1000', LEASE_TTL_MS: '60000', LEASE_GRACE_MS: '10000',
-      MAX_SKEW_MS: '2000', MAX_BACKWARD_MS: '5', ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars,
-    },
+    bindings: { ...wranglerVars(), ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars },
     ...(persist ? { resourcePersistencePath: persist } : {}),
     ...(port !== undefined ? { host: '127.0.0.1', port } : {}),
     cf: false,
