@@ -49,5 +49,8 @@ fn index_d_ts_names_every_code() {
 #[test]
 fn openapi_names_the_codes_of_the_wire() {
     let yaml = read("worker/openapi.yaml");
-    assert_eq!(names(&yaml, "error codes (src/code.rs", "message:", '\''), codes(true));
+    assert_eq!(
+        names(&yaml, "error codes (src/code.rs", "message:", '\''),
+        codes(true)
+    );
 }
