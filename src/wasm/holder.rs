@@ -7,7 +7,7 @@ use std::{format, string::String, vec, vec::Vec};
 use wasm_bindgen::prelude::*;
 
 use super::error::{coded, from_core, ms, whole};
-use super::layout::{info, parts_object, resolve};
+use super::layout::{info, parts_object, resolve, spec_object};
 use super::options::{set, Options};
 use super::snowflake::Outcome;
 use crate::{
@@ -298,13 +298,7 @@ impl HolderCore {
             set(&obj, "expiresAtMs", l.expires_at_ms as f64);
             set(&obj, "ttlMs", l.ttl_ms as f64);
             if let Some(layout) = l.layout {
-                let spec = js_sys::Object::new();
-                set(&spec, "timestampBits", layout.timestamp_bits());
-                set(&spec, "workerBits", layout.worker_bits());
-                set(&spec, "sequenceBits", layout.sequence_bits());
-                set(&spec, "epoch", layout.epoch_ms() as f64);
-                set(&spec, "unitMs", layout.unit_ms() as f64);
-                set(&obj, "layout", spec);
+                set(&obj, "layout", spec_object(&layout));
             }
         }
         obj.into()

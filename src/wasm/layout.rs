@@ -60,16 +60,23 @@ pub fn resolve(layout: &JsValue, epoch: Option<u64>) -> Result<Layout, JsValue> 
     }
 }
 
-/// A layout as a JS object: widths, `epoch`, `unitMs`, `expiresAt` (Unix ms,
-/// numbers) and `maxId` (bigint).
-#[allow(clippy::cast_precision_loss)] // epoch and expiry are below 2^53 ms for real layouts
-pub(crate) fn info(layout: &Layout) -> Result<JsValue, JsValue> {
+/// A layout as the object `resolve` reads back: widths, `epoch`, `unitMs`.
+#[allow(clippy::cast_precision_loss)] // epochs are below 2^53 ms for real layouts
+pub(crate) fn spec_object(layout: &Layout) -> js_sys::Object {
     let obj = js_sys::Object::new();
     set(&obj, "timestampBits", layout.timestamp_bits());
     set(&obj, "workerBits", layout.worker_bits());
     set(&obj, "sequenceBits", layout.sequence_bits());
     set(&obj, "epoch", layout.epoch_ms() as f64);
     set(&obj, "unitMs", layout.unit_ms() as f64);
+    obj
+}
+
+/// A layout as a JS object: its spec, `expiresAt` (Unix ms, a number) and
+/// `maxId` (bigint).
+#[allow(clippy::cast_precision_loss)] // expiry is below 2^53 ms for real layouts
+pub(crate) fn info(layout: &Layout) -> Result<JsValue, JsValue> {
+    let obj = spec_object(layout);
     set(&obj, "expiresAt", layout.expires_at() as f64);
     set(&obj, "maxWorkerId", layout.max_worker_id());
     set(&obj, "maxSequence", layout.max_sequence());

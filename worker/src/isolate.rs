@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 
 use edgeleaf::{
     ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, Renewal, SegmentDriver,
-    SegmentSnapshot, SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy,
-    DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
+    SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::Serialize;
@@ -48,9 +47,9 @@ pub struct Counters {
     pub errors: u64,
 }
 
-struct TagState {
-    driver: SegmentDriver,
-    monotonic: bool,
+pub(crate) struct TagState {
+    pub(crate) driver: SegmentDriver,
+    pub(crate) monotonic: bool,
 }
 
 impl Default for TagState {
@@ -69,19 +68,19 @@ impl Default for TagState {
 }
 
 #[derive(Default)]
-struct Isolate {
-    tags: BTreeMap<String, TagState>,
-    snowflake: Option<SnowflakeHolder<SplitMix64>>,
-    node_key: Option<String>,
-    counters: Counters,
-    started_ms: u64,
+pub(crate) struct Isolate {
+    pub(crate) tags: BTreeMap<String, TagState>,
+    pub(crate) snowflake: Option<SnowflakeHolder<SplitMix64>>,
+    pub(crate) node_key: Option<String>,
+    pub(crate) counters: Counters,
+    pub(crate) started_ms: u64,
 }
 
 thread_local! {
     static ISOLATE: RefCell<Isolate> = RefCell::new(Isolate::default());
 }
 
-fn with<T>(f: impl FnOnce(&mut Isolate) -> T) -> T {
+pub(crate) fn with<T>(f: impl FnOnce(&mut Isolate) -> T) -> T {
     ISOLATE.with(|i| f(&mut i.borrow_mut()))
 }
 
@@ -340,41 +339,4 @@ pub async fn snowflake_ids(
         // Date.now() moves only across I/O and timers: await one.
         sleep_ms(wait).await;
     }
-}
-
-/// What `/v1/monitor` shows: Leaf's cache view of every buffer, the
-/// snowflake lease, and the counters.
-pub fn monitor() -> serde_json::Value {
-    with(|i| {
-        if i.started_ms == 0 {
-            i.started_ms = now_ms();
-        }
-        let buffers: BTreeMap<&String, serde_json::Value> = i
-            .tags
-            .iter()
-            .map(|(tag, t)| {
-                let s: SegmentSnapshot = t.driver.snapshot();
-                let view = s.initialized.then(|| {
-                    json!({
-                        "initialized": s.initialized, "currentPos": s.current_pos, "nextReady": s.next_ready,
-                        "loading": s.loading, "step": s.step,
-                        "segments": s.segments.iter().map(|seg| seg.map(|v| json!({
-                            "value": v.value.to_string(), "max": v.max.to_string(), "step": v.step,
-                        }))).collect::<Vec<_>>(),
-                    })
-                });
-                (tag, json!({ "monotonic": t.monotonic, "buffer": view }))
-            })
-            .collect();
-        let lease = i.snowflake.as_ref().and_then(|h| {
-            h.lease().map(|g| {
-                json!({
-                    "workerId": g.worker_id, "generation": g.generation, "nodeKey": i.node_key,
-                    "expiresAtMs": g.expires_at_ms, "renewAtMs": g.renew_at_ms(),
-                    "lastIssuedMs": h.last_timestamp_ms(),
-                })
-            })
-        });
-        json!({ "buffers": buffers, "snowflake": lease, "counters": i.counters, "isolateSinceMs": i.started_ms })
-    })
 }

@@ -8,6 +8,7 @@ mod catalog;
 mod clock;
 mod config;
 mod isolate;
+mod monitor;
 mod registry_store;
 mod stores;
 mod tag_store;
@@ -96,76 +97,27 @@ const fn route(method: Method, path: &'static str, access: Access, op: Op) -> Ro
 
 /// Every route of the service, once. `worker/openapi.yaml` documents exactly
 /// these (checked by tests/js/service.test.mjs through `/v1/health`).
+#[rustfmt::skip]
 const ROUTES: &[Route] = &[
-    route(Method::Get, "/", Access::Open, Op::Dashboard),
-    route(Method::Get, "/index.html", Access::Open, Op::Dashboard),
-    route(Method::Get, "/v1/ping", Access::Open, Op::Ping),
-    route(Method::Get, "/v1/health", Access::Open, Op::Health),
-    route(
-        Method::Get,
-        "/api/segment/get/{tag}",
-        Access::Client,
-        Op::SegmentText,
-    ),
-    route(
-        Method::Get,
-        "/api/snowflake/get/{tag}",
-        Access::Client,
-        Op::SnowflakeText,
-    ),
-    route(
-        Method::Get,
-        "/v1/segment/{tag}",
-        Access::Client,
-        Op::SegmentIds,
-    ),
-    route(
-        Method::Post,
-        "/v1/segment/{tag}/lease",
-        Access::Client,
-        Op::SegmentLease,
-    ),
-    route(
-        Method::Get,
-        "/v1/snowflake",
-        Access::Client,
-        Op::SnowflakeIds,
-    ),
-    route(
-        Method::Get,
-        "/v1/snowflake/{id}",
-        Access::Client,
-        Op::Decode,
-    ),
-    route(
-        Method::Post,
-        "/v1/workers/lease",
-        Access::Admin,
-        Op::WorkerLease,
-    ),
-    route(
-        Method::Post,
-        "/v1/workers/{id}/renew",
-        Access::Admin,
-        Op::WorkerRenew,
-    ),
-    route(
-        Method::Delete,
-        "/v1/workers/{id}",
-        Access::Admin,
-        Op::WorkerRelease,
-    ),
-    route(Method::Get, "/v1/workers", Access::Admin, Op::Workers),
-    route(Method::Get, "/v1/tags", Access::Admin, Op::Tags),
-    route(Method::Get, "/v1/tags/{tag}", Access::Admin, Op::TagGet),
-    route(Method::Put, "/v1/tags/{tag}", Access::Admin, Op::TagPut),
-    route(
-        Method::Delete,
-        "/v1/tags/{tag}",
-        Access::Admin,
-        Op::TagDelete,
-    ),
-    route(Method::Get, "/v1/monitor", Access::Admin, Op::Monitor),
+    route(Method::Get,    "/",                          Access::Open,   Op::Dashboard),
+    route(Method::Get,    "/index.html",                Access::Open,   Op::Dashboard),
+    route(Method::Get,    "/v1/ping",                   Access::Open,   Op::Ping),
+    route(Method::Get,    "/v1/health",                 Access::Open,   Op::Health),
+    route(Method::Get,    "/api/segment/get/{tag}",     Access::Client, Op::SegmentText),
+    route(Method::Get,    "/api/snowflake/get/{tag}",   Access::Client, Op::SnowflakeText),
+    route(Method::Get,    "/v1/segment/{tag}",          Access::Client, Op::SegmentIds),
+    route(Method::Post,   "/v1/segment/{tag}/lease",    Access::Client, Op::SegmentLease),
+    route(Method::Get,    "/v1/snowflake",              Access::Client, Op::SnowflakeIds),
+    route(Method::Get,    "/v1/snowflake/{id}",         Access::Client, Op::Decode),
+    route(Method::Post,   "/v1/workers/lease",          Access::Admin,  Op::WorkerLease),
+    route(Method::Post,   "/v1/workers/{id}/renew",     Access::Admin,  Op::WorkerRenew),
+    route(Method::Delete, "/v1/workers/{id}",           Access::Admin,  Op::WorkerRelease),
+    route(Method::Get,    "/v1/workers",                Access::Admin,  Op::Workers),
+    route(Method::Get,    "/v1/tags",                   Access::Admin,  Op::Tags),
+    route(Method::Get,    "/v1/tags/{tag}",             Access::Admin,  Op::TagGet),
+    route(Method::Put,    "/v1/tags/{tag}",             Access::Admin,  Op::TagPut),
+    route(Method::Delete, "/v1/tags/{tag}",             Access::Admin,  Op::TagDelete),
+    route(Method::Get,    "/v1/monitor",                Access::Admin,  Op::Monitor),
 ];
 
 fn segments(path: &str) -> Vec<&str> {
@@ -380,7 +332,7 @@ async fn dispatch(
             isolate::forget_tag(&tag);
             json(200, &json!({ "deleted": view }))
         }
-        Op::Monitor => json(200, &isolate::monitor()),
+        Op::Monitor => json(200, &monitor::monitor()),
     }
 }
 

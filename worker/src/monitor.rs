@@ -1,0 +1,47 @@
+//! `/v1/monitor`: Leaf's cache view of this isolate's buffers, its snowflake
+//! lease, and its counters.
+
+use std::collections::BTreeMap;
+
+use edgeleaf::SegmentSnapshot;
+use serde_json::json;
+
+use crate::clock::now_ms;
+use crate::isolate::with;
+
+/// What `/v1/monitor` shows: Leaf's cache view of every buffer, the
+/// snowflake lease, and the counters.
+pub fn monitor() -> serde_json::Value {
+    with(|i| {
+        if i.started_ms == 0 {
+            i.started_ms = now_ms();
+        }
+        let buffers: BTreeMap<&String, serde_json::Value> = i
+            .tags
+            .iter()
+            .map(|(tag, t)| {
+                let s: SegmentSnapshot = t.driver.snapshot();
+                let view = s.initialized.then(|| {
+                    json!({
+                        "initialized": s.initialized, "currentPos": s.current_pos, "nextReady": s.next_ready,
+                        "loading": s.loading, "step": s.step,
+                        "segments": s.segments.iter().map(|seg| seg.map(|v| json!({
+                            "value": v.value.to_string(), "max": v.max.to_string(), "step": v.step,
+                        }))).collect::<Vec<_>>(),
+                    })
+                });
+                (tag, json!({ "monotonic": t.monotonic, "buffer": view }))
+            })
+            .collect();
+        let lease = i.snowflake.as_ref().and_then(|h| {
+            h.lease().map(|g| {
+                json!({
+                    "workerId": g.worker_id, "generation": g.generation, "nodeKey": i.node_key,
+                    "expiresAtMs": g.expires_at_ms, "renewAtMs": g.renew_at_ms(),
+                    "lastIssuedMs": h.last_timestamp_ms(),
+                })
+            })
+        });
+        json!({ "buffers": buffers, "snowflake": lease, "counters": i.counters, "isolateSinceMs": i.started_ms })
+    })
+}
