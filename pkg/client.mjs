@@ -1,7 +1,7 @@
 // `EdgeleafClient`: the service's HTTP API, segment generators fed by its
 // leases, and snowflakes under worker IDs leased from its registry. The
 // holder's rules are the core's (`HolderCore`); this file carries requests
-// and answers, saves the holder's state, and sets the renewal timer.
+// and answers, saves what the holder asks to save, and sets the timers.
 import { Minter } from './snowflake.mjs';
 import { codedError, describe, fn, options, sleep } from './errors.mjs';
 
@@ -36,6 +36,10 @@ function grantOf(lease) {
 // No answer at all is not a refusal: the holder decides what each means.
 const causeOf = (e) => (e.code === 'registry_unreachable' ? undefined : e.code);
 
+// With a store, the holder mints only below a timestamp reserved this far
+// ahead and saved; a restart waits at most this long.
+const RESERVE_MS = 3000;
+
 export function makeClient(wasm, { SegmentGenerator }) {
   /**
    * A Snowflake under a worker ID leased from the service's registry. It
@@ -50,6 +54,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
     #now;
     #nodeKey;
     #timer = null;
+    #saveTimer = null;
+    #saving = null;
 
     constructor(client, nodeKey, core, store, now) {
       this.#client = client;
@@ -77,7 +83,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
       }
       // Restarting from the store applies the restart rules (a clock behind
       // the saved last timestamp is refused).
-      const core = new wasm.HolderCore(saved, now());
+      const core = new wasm.HolderCore(saved, now(), store ? RESERVE_MS : 0);
       const ask = core.leaseAsk(now());
       try {
         const lease = await client.request('POST', '/v1/workers/lease', { nodeKey: key, ...ask });
@@ -88,6 +94,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
       }
       const leased = new LeasedSnowflake(client, key, core, store, now);
       await leased.#save();
+      leased.#scheduleSave();
       return leased;
     }
 
@@ -98,8 +105,36 @@ export function makeClient(wasm, { SegmentGenerator }) {
       this.#timer.unref?.();
     }
 
-    async #save() {
-      if (this.#store) await this.#store.save({ nodeKey: this.#nodeKey, ...this.#core.state() });
+    // Saves what the holder asks (one save at a time); a failure is the
+    // holder's to know, and is thrown to whoever awaited it.
+    #save() {
+      if (!this.#store) return Promise.resolve();
+      if (this.#saving) return this.#saving.catch(() => {}).then(() => this.#save());
+      const state = this.#core.saveRequest(this.#now());
+      if (state === null) return Promise.resolve();
+      this.#saving = (async () => {
+        try {
+          await this.#store.save({ nodeKey: this.#nodeKey, ...state });
+          this.#core.saved();
+        } catch (e) {
+          this.#core.saveFailed();
+          throw e;
+        } finally {
+          this.#saving = null;
+        }
+      })();
+      return this.#saving;
+    }
+
+    // Keeps the reservation ahead of the clock while the lease is held.
+    #scheduleSave() {
+      clearTimeout(this.#saveTimer);
+      const due = this.#core.saveDueIn(this.#now());
+      if (due < 0) return;
+      this.#saveTimer = setTimeout(() => {
+        this.#save().catch(() => {}).finally(() => this.#scheduleSave());
+      }, due);
+      this.#saveTimer.unref?.();
     }
 
     async #renew(force) {
@@ -137,6 +172,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
     /** Stops renewing and gives the worker ID back. */
     async close() {
       clearTimeout(this.#timer);
+      clearTimeout(this.#saveTimer);
       const release = this.#core.close(this.#now());
       await this.#save();
       if (release === null) return;

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'clock_before_epoch'
   | 'clock_moved_backwards'
   | 'clock_behind'
+  | 'save_pending'
   | 'sequence_exhausted'
   | 'invalid_segment'
   | 'segment_overlap'

@@ -122,6 +122,9 @@ codes! {
     InvalidClock = "invalid_clock", false;
     /// The clock is a little behind the last ID: retry after `retryAfterMs`.
     ClockBehind = "clock_behind", false;
+    /// A leased snowflake waits for its store to save a later reservation:
+    /// retry after `retryAfterMs`.
+    SavePending = "save_pending", false;
     /// `fetchSegment` failed.
     SegmentFetchFailed = "segment_fetch_failed", false;
     /// `crypto.getRandomValues` is missing.

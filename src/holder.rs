@@ -15,6 +15,11 @@
 //! - a holder restored from saved state refuses a clock behind the saved last
 //!   timestamp, and issues only after the moment it was restored (its previous
 //!   incarnation may have issued past what it saved);
+//! - a holder that saves its state (`reserve_ms` > 0) mints only below a
+//!   reserved timestamp its store has saved, and asks for a later one about
+//!   every third of `reserve_ms`: a restart resumes after the reservation, so
+//!   a store written a while ago cannot let it repeat IDs even under a clock
+//!   that went back across the restart;
 //! - when the registry is unreachable, start from a saved lease that has not
 //!   lapsed.
 //!
@@ -31,6 +36,8 @@ use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_
 pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
 /// After a renewal that got no answer, the next try waits this long.
 pub const RENEW_RETRY_MS: u64 = 1_000;
+/// While waiting for a save, poll again after this long.
+pub const SAVE_POLL_MS: u64 = 5;
 
 /// A lease as the holder needs it: the registry's grant or renewal, and the
 /// layout to mint under.
@@ -119,6 +126,10 @@ pub struct HolderConfig {
     pub lease_again: bool,
     /// A lease or renewal in flight longer than this is presumed lost.
     pub take_over_ms: u64,
+    /// For holders whose state is saved (a store): mint only below a
+    /// timestamp reserved this far ahead and saved first (0: no reservation,
+    /// for holders that never restore). A restart waits at most this long.
+    pub reserve_ms: u64,
 }
 
 impl Default for HolderConfig {
@@ -129,6 +140,7 @@ impl Default for HolderConfig {
             max_borrow_ms: 0,
             lease_again: false,
             take_over_ms: DEFAULT_TAKE_OVER_MS,
+            reserve_ms: 0,
         }
     }
 }
@@ -195,6 +207,8 @@ enum Phase<R: RandSource> {
     Holding {
         grant: Grant,
         gen: SnowflakeGenerator<R>,
+        /// The first instant an ID may be minted at (Unix ms).
+        first_ms: u64,
         /// A renewal is in flight since, or failed and may be retried after.
         renew_not_before: u64,
         renewing_since: Option<u64>,
@@ -231,6 +245,9 @@ pub struct SnowflakeHolder<R: RandSource + Clone = NoRandom> {
     floor_ms: u64,
     saved: Option<SavedLease>,
     leasing_since: Option<u64>,
+    /// The reservation the store has saved: mint below it (with `reserve_ms`).
+    reserved_ms: u64,
+    saving_since: Option<u64>,
 }
 
 fn claim(since: &mut Option<u64>, now_ms: u64, take_over_ms: u64) -> bool {
@@ -268,6 +285,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         )?;
         check_range("max_borrow_ms", config.max_borrow_ms, 0, MAX_TOLERANCE_MS)?;
         check_range("take_over_ms", config.take_over_ms, 1, MAX_TOLERANCE_MS)?;
+        check_range("reserve_ms", config.reserve_ms, 0, MAX_TOLERANCE_MS)?;
         Ok(SnowflakeHolder {
             config,
             phase: Phase::Idle,
@@ -275,6 +293,8 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             floor_ms: 0,
             saved: None,
             leasing_since: None,
+            reserved_ms: 0,
+            saving_since: None,
         })
     }
 
@@ -283,17 +303,20 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// `now_ms`: its previous incarnation may have issued up to the moment it
     /// died, past what it saved.
     ///
+    /// A saved reservation up to `reserve_ms` ahead of the clock is waited
+    /// for, not refused.
+    ///
     /// # Errors
     /// As [`SnowflakeHolder::with_rand`]; [`Error::ClockBehindLastReport`]
-    /// when the clock is behind the saved last timestamp (it went back:
-    /// minting now could repeat IDs issued before).
+    /// when the clock is behind the saved last timestamp by more than
+    /// `reserve_ms` (it went back: minting now could repeat IDs issued before).
     pub fn restore(
         config: HolderConfig,
         rand: R,
         state: HolderState,
         now_ms: u64,
     ) -> Result<Self, Error> {
-        if now_ms < state.last_timestamp_ms {
+        if now_ms.saturating_add(config.reserve_ms) < state.last_timestamp_ms {
             return Err(Error::ClockBehindLastReport {
                 worker_id: state.lease.map(|l| l.worker_id),
                 last_timestamp_ms: state.last_timestamp_ms,
@@ -301,17 +324,61 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             });
         }
         let mut holder = Self::with_rand(config, rand)?;
-        holder.floor_ms = now_ms;
+        holder.floor_ms = now_ms.max(state.last_timestamp_ms);
         holder.saved = state.lease;
         Ok(holder)
     }
 
-    /// What to save: the last timestamp and the last grant.
+    /// What to save: the last timestamp (or the saved reservation, if later)
+    /// and the last grant. Holders with `reserve_ms` save what
+    /// [`SnowflakeHolder::save_request`] gives instead.
     pub fn state(&self) -> HolderState {
         HolderState {
-            last_timestamp_ms: self.last_timestamp_ms(),
+            last_timestamp_ms: self.last_timestamp_ms().max(self.reserved_ms),
             lease: self.saved,
         }
+    }
+
+    /// The state to save now, with a reservation `reserve_ms` ahead, while
+    /// holding a lease; `None` while another save is in flight. Report the
+    /// outcome with [`SnowflakeHolder::saved`] or
+    /// [`SnowflakeHolder::save_failed`].
+    pub fn save_request(&mut self, now_ms: u64) -> Option<HolderState> {
+        if !claim(&mut self.saving_since, now_ms, self.config.take_over_ms) {
+            return None;
+        }
+        let mut state = self.state();
+        if self.config.reserve_ms > 0 && self.lease().is_some() {
+            state.last_timestamp_ms = state
+                .last_timestamp_ms
+                .max(now_ms.saturating_add(self.config.reserve_ms));
+        }
+        Some(state)
+    }
+
+    /// The store saved `state` (from [`SnowflakeHolder::save_request`]).
+    pub fn saved(&mut self, state: &HolderState) {
+        self.saving_since = None;
+        if self.config.reserve_ms > 0 && self.stopped().is_none() {
+            self.reserved_ms = self.reserved_ms.max(state.last_timestamp_ms);
+        }
+    }
+
+    /// The store failed to save; the next request asks again.
+    pub fn save_failed(&mut self) {
+        self.saving_since = None;
+    }
+
+    /// Milliseconds until the reservation should be extended (0: now), or
+    /// `None` without a reservation to keep.
+    pub fn save_due_in(&self, now_ms: u64) -> Option<u64> {
+        if self.config.reserve_ms == 0 || self.lease().is_none() {
+            return None;
+        }
+        let due = self
+            .reserved_ms
+            .saturating_sub(self.config.reserve_ms * 2 / 3);
+        Some(due.saturating_sub(now_ms))
     }
 
     /// The start of the latest time unit issued, Unix ms (0: none).
@@ -390,7 +457,33 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                     next,
                 })
             }
-            Phase::Holding { gen, .. } => {
+            Phase::Holding { gen, first_ms, .. } => {
+                let reserve_ms = self.config.reserve_ms;
+                let wait = if now_ms < *first_ms
+                    && *first_ms - now_ms <= reserve_ms.max(self.config.max_backward_ms)
+                {
+                    // Resuming after a timestamp a little ahead of the clock
+                    // (a saved reservation): wait for it.
+                    Some((*first_ms - now_ms, Wait::ClockBehind))
+                } else if reserve_ms > 0
+                    && now_ms.saturating_add(self.config.max_borrow_ms) > self.reserved_ms
+                {
+                    Some((SAVE_POLL_MS, Wait::Saving))
+                } else {
+                    None
+                };
+                if let Some((ms, reason)) = wait {
+                    let renew = self.renewal(now_ms);
+                    return Ok(HolderPoll {
+                        filled: 0,
+                        renew,
+                        next: if out.is_empty() {
+                            HolderNext::Done
+                        } else {
+                            HolderNext::RetryAfter { ms, reason }
+                        },
+                    });
+                }
                 let fill = gen.fill(now_ms, out)?;
                 let next = match fill.retry_after {
                     Some((ms, reason)) if fill.filled < out.len() => {
@@ -497,6 +590,10 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             .max(grant.layout.epoch_ms());
         let gen = SnowflakeGenerator::resume_after(cfg, self.rand.clone(), after)?;
         self.rand.next_u32();
+        let layout = grant.layout;
+        let first_ms = layout
+            .tick(after)
+            .map_or(after, |t| layout.tick_start_ms(t.saturating_add(1)));
         self.saved = Some(SavedLease {
             worker_id: grant.worker_id,
             generation: grant.generation,
@@ -507,6 +604,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         self.phase = Phase::Holding {
             grant,
             gen,
+            first_ms,
             renew_not_before: 0,
             renewing_since: None,
         };
@@ -614,6 +712,9 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         });
         let (worker_id, generation) = self.saved.map_or((0, 0), |s| (s.worker_id, s.generation));
         self.floor_ms = self.last_timestamp_ms();
+        // Closed: nothing more will be minted, so the exact last timestamp
+        // is saved and a restart need not wait out the reservation.
+        self.reserved_ms = 0;
         self.phase = Phase::Stopped(Error::LeaseLost {
             worker_id,
             generation,

@@ -59,6 +59,9 @@ pub enum Wait {
     SequenceExhausted,
     /// The clock went back a little (within `max_backward_ms`).
     ClockBehind,
+    /// A lease holder waits for its store to save a later reservation
+    /// ([`HolderConfig::reserve_ms`](crate::HolderConfig::reserve_ms)).
+    Saving,
 }
 
 /// The answer of [`SnowflakeGenerator::next_id`].

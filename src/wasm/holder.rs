@@ -22,6 +22,8 @@ pub struct HolderCore {
     outcome: Outcome,
     /// A renewal a mint call claimed; the JS timer sends it.
     pending: Option<Renewal>,
+    /// The state handed to the store by the last `saveRequest`.
+    saving: Option<HolderState>,
 }
 
 fn seed() -> Result<SplitMix64, JsValue> {
@@ -115,13 +117,34 @@ fn code(code: Option<String>) -> Option<ErrorCode> {
     code.map(|c| ErrorCode::parse(&c).unwrap_or(ErrorCode::HttpError))
 }
 
+/// A holder state as the store keeps it.
+#[allow(clippy::cast_precision_loss)] // Unix ms, generations and TTLs stay below 2^53
+fn state_object(state: &HolderState) -> JsValue {
+    let obj = js_sys::Object::new();
+    set(&obj, "lastTimestamp", state.last_timestamp_ms as f64);
+    if let Some(l) = state.lease {
+        set(&obj, "workerId", l.worker_id);
+        set(&obj, "generation", l.generation as f64);
+        set(&obj, "expiresAtMs", l.expires_at_ms as f64);
+        set(&obj, "ttlMs", l.ttl_ms as f64);
+        if let Some(layout) = l.layout {
+            set(&obj, "layout", spec_object(&layout));
+        }
+    }
+    obj.into()
+}
+
 #[wasm_bindgen]
 impl HolderCore {
     /// A holder; with `saved` (from the store), restarted from it at `now`.
+    /// `reserveMs`: how far ahead the store's reservation runs (0: no store).
     #[wasm_bindgen(constructor)]
-    pub fn new(saved: JsValue, now: f64) -> Result<HolderCore, JsValue> {
+    pub fn new(saved: JsValue, now: f64, reserve_ms: f64) -> Result<HolderCore, JsValue> {
         let now = ms("now()", now)?;
-        let config = HolderConfig::default();
+        let config = HolderConfig {
+            reserve_ms: ms("reserveMs", reserve_ms)?,
+            ..HolderConfig::default()
+        };
         let holder = if saved.is_undefined() || saved.is_null() {
             SnowflakeHolder::with_rand(config, seed()?)
         } else {
@@ -132,6 +155,7 @@ impl HolderCore {
             holder,
             outcome: Outcome::None,
             pending: None,
+            saving: None,
         })
     }
 
@@ -286,22 +310,40 @@ impl HolderCore {
             .map_or(JsValue::NULL, renewal_object))
     }
 
-    /// What to save: `{ lastTimestamp, workerId?, generation?, expiresAtMs?, ttlMs?, layout? }`.
-    #[allow(clippy::cast_precision_loss)] // Unix ms, generations and TTLs stay below 2^53
-    pub fn state(&self) -> JsValue {
-        let state = self.holder.state();
-        let obj = js_sys::Object::new();
-        set(&obj, "lastTimestamp", state.last_timestamp_ms as f64);
-        if let Some(l) = state.lease {
-            set(&obj, "workerId", l.worker_id);
-            set(&obj, "generation", l.generation as f64);
-            set(&obj, "expiresAtMs", l.expires_at_ms as f64);
-            set(&obj, "ttlMs", l.ttl_ms as f64);
-            if let Some(layout) = l.layout {
-                set(&obj, "layout", spec_object(&layout));
-            }
+    /// The state to save now (with a reservation ahead, while holding), or
+    /// null while a save is in flight; then `saved()` or `saveFailed()`.
+    #[wasm_bindgen(js_name = saveRequest)]
+    pub fn save_request(&mut self, now: f64) -> Result<JsValue, JsValue> {
+        let now = ms("now()", now)?;
+        self.saving = self.holder.save_request(now);
+        Ok(self.saving.as_ref().map_or(JsValue::NULL, state_object))
+    }
+
+    /// The store saved what `saveRequest` gave.
+    pub fn saved(&mut self) {
+        if let Some(state) = self.saving.take() {
+            self.holder.saved(&state);
         }
-        obj.into()
+    }
+
+    /// The store failed to save.
+    #[wasm_bindgen(js_name = saveFailed)]
+    pub fn save_failed(&mut self) {
+        self.saving = None;
+        self.holder.save_failed();
+    }
+
+    /// Milliseconds until the next save is due, or -1 when none is needed.
+    #[wasm_bindgen(js_name = saveDueIn)]
+    #[allow(clippy::cast_precision_loss)] // at most a reservation
+    pub fn save_due_in(&self, now: f64) -> Result<f64, JsValue> {
+        let now = ms("now()", now)?;
+        Ok(self.holder.save_due_in(now).map_or(-1.0, |d| d as f64))
+    }
+
+    /// The current state: `{ lastTimestamp, workerId?, generation?, expiresAtMs?, ttlMs?, layout? }`.
+    pub fn state(&self) -> JsValue {
+        state_object(&self.holder.state())
     }
 
     /// The layout minted under (as `layoutInfo` gives it), or null.

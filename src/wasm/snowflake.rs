@@ -46,6 +46,11 @@ impl Outcome {
                 &format!("sequence: expected an unused number in this time unit, found all used; retry after {ms} ms (or await next())"),
                 &[("retryAfterMs", *ms as f64)],
             ),
+            Outcome::Wait(ms, Wait::Saving) => coded(
+                "save_pending",
+                &format!("store: expected a saved reservation past the clock, found the save still pending; retry after {ms} ms (or await next())"),
+                &[("retryAfterMs", *ms as f64)],
+            ),
             Outcome::Wait(ms, Wait::ClockBehind) => coded(
                 "clock_behind",
                 &format!("clock: expected at least the last issued time, found {ms} ms behind; retry after {ms} ms (or await next())"),

@@ -128,3 +128,20 @@ test('errors from the service arrive as coded Errors', async () => {
   assert.throws(() => client().segment('bad tag'), { code: 'invalid_key' });
   await assert.rejects(client(ADMIN).snowflake({ nodeKey: 'bad key' }), { code: 'invalid_key' });
 });
+
+test('snowflake(): the store holds a reservation ahead of every ID, and the exact last timestamp after close', async () => {
+  const store = memoryStore();
+  const sf = await client(ADMIN).snowflake({ nodeKey: 'host-8', store });
+  const reserved = store.state.lastTimestamp;
+  assert.ok(reserved >= Date.now() + 2000, `reserved ${reserved - Date.now()} ms ahead`);
+  const id = await sf.next();
+  assert.ok(sf.decompose(id).timestamp <= reserved, 'no ID past the saved reservation');
+  await sf.close();
+  assert.equal(store.state.lastTimestamp, sf.decompose(id).timestamp);
+  // A restart right after a clean close need not wait out a reservation.
+  const started = Date.now();
+  const again = await client(ADMIN).snowflake({ nodeKey: 'host-8', store });
+  assert.ok((await again.next()) > id);
+  assert.ok(Date.now() - started < 2000);
+  await again.close();
+});

@@ -73,6 +73,7 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::InvalidArgument
         | C::InvalidClock
         | C::ClockBehind
+        | C::SavePending
         | C::SegmentFetchFailed
         | C::RandomUnavailable
         | C::ServiceUnreachable
