@@ -213,15 +213,17 @@ export interface EdgeleafClientOptions {
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
 }
 
-/** What a LeasedSnowflake saves to its store (Leaf's local cache, with the last timestamp). */
+/** What a LeasedSnowflake saves to its store (Leaf's local cache, with the fix: the last timestamp, reserved ahead). */
 export interface LeaseState {
   nodeKey: string;
-  workerId: number;
-  generation: number;
-  expiresAtMs: number;
-  ttlMs: number;
-  layout: LayoutInfo;
+  /** Unix ms no ID of this node goes past: a reservation ~3 s ahead while it holds a lease, the exact last timestamp after `close()`. */
   lastTimestamp: number;
+  /** The last grant (absent before the first one). */
+  workerId?: number;
+  generation?: number;
+  expiresAtMs?: number;
+  ttlMs?: number;
+  layout?: CustomLayout;
 }
 
 export interface LeaseStore {
@@ -236,7 +238,11 @@ export interface LeasedSnowflakeOptions {
   now?: () => number;
 }
 
-/** A Snowflake under a worker ID leased from the service; throws `lease_lost` / `lease_expired` once the lease is gone. */
+/**
+ * A Snowflake under a worker ID leased from the service; throws `lease_lost` / `lease_expired` once the lease is gone.
+ * With a store, `nextId()` may throw `save_pending` (with `retryAfterMs`) if the store has not saved a new reservation
+ * in time (a save is due about every second; `next()` waits for it).
+ */
 export declare class LeasedSnowflake {
   nextId(): bigint;
   nextIdString(): string;
