@@ -58,4 +58,4 @@ step "service: build the Worker (worker-build)"
 scripts/worker.sh
 
 step "service: every route, concurrency, registry, restarts, the JS client, kill -9, the dashboard in Chromium (Miniflare/workerd; Node $($NODE22 --version))"
-"$NODE22" --test tests/js/service.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs
+"$NODE22" --test tests/js/service.test.mjs tests/js/opaque.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs

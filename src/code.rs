@@ -102,6 +102,13 @@ codes! {
     MonotonicImmutable = "monotonic_immutable", true;
     /// `/ids` asked of a tag that is not monotonic.
     NotMonotonic = "not_monotonic", true;
+    /// Not for opaque tags: segment leases to outside clients (the key would
+    /// have to leave), or an opaque tag that is also monotonic.
+    OpaqueTag = "opaque_tag", true;
+    /// `reveal` asked of a tag that is not opaque.
+    NotOpaque = "not_opaque", true;
+    /// `opaque` is fixed when a tag is created.
+    OpaqueImmutable = "opaque_immutable", true;
     /// A snowflake sequence that stayed used up for longer than a request waits.
     SequenceExhausted = "sequence_exhausted", true;
     /// A Durable Object did not answer, or no segment came in time.

@@ -6,6 +6,7 @@ use alloc::string::String;
 
 use crate::error::{check_range, Error};
 use crate::key::check_tag;
+use crate::opaque::OpaqueDomain;
 use crate::segment::{Allocation, MAX_SEGMENT_ID, MAX_STEP};
 
 /// The longest description kept with a tag, in bytes.
@@ -25,6 +26,10 @@ pub struct TagRecord {
     pub description: String,
     /// When the record last changed, Unix ms.
     pub update_time: u64,
+    /// An opaque tag's domain: its counters (and so `max_id`) end at the
+    /// domain's last ID. Fixed when the tag is created.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub opaque: Option<OpaqueDomain>,
 }
 
 impl TagRecord {
@@ -48,6 +53,7 @@ impl TagRecord {
             step,
             description: description.into(),
             update_time: now_ms,
+            opaque: None,
         };
         record.validate()?;
         Ok(record)
@@ -60,7 +66,10 @@ impl TagRecord {
     pub fn validate(&self) -> Result<(), Error> {
         check_tag(&self.biz_tag)?;
         check_range("step", self.step, 1, MAX_STEP)?;
-        check_range("max_id", self.max_id, 0, MAX_SEGMENT_ID)?;
+        if let Some(d) = self.opaque {
+            d.validate()?;
+        }
+        check_range("max_id", self.max_id, 0, self.last_id())?;
         check_range(
             "description length",
             self.description.len() as u64,
@@ -68,6 +77,23 @@ impl TagRecord {
             MAX_DESCRIPTION_LEN as u64,
         )?;
         Ok(())
+    }
+
+    /// The same record as an opaque tag over `domain` (at creation).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a domain outside the allowed widths or a
+    /// `max_id` already past its end.
+    pub fn with_opaque(mut self, domain: OpaqueDomain) -> Result<Self, Error> {
+        self.opaque = Some(domain);
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The last ID (for an opaque tag: counter) the tag may hand out:
+    /// 2^63 − 1, or the end of its opaque domain.
+    pub fn last_id(&self) -> u64 {
+        self.opaque.map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
     }
 
     /// The step granted to a caller that asks for `requested` (its dynamic
@@ -81,7 +107,8 @@ impl TagRecord {
     ///
     /// # Errors
     /// [`Error::OutOfRange`] for a step outside 1..=1,000,000;
-    /// [`Error::TagExhausted`] when the segment would pass 2^63 − 1.
+    /// [`Error::TagExhausted`] when the segment would pass
+    /// [`TagRecord::last_id`].
     pub fn allocate(
         &self,
         step: Option<u64>,
@@ -91,7 +118,7 @@ impl TagRecord {
         let end = self
             .max_id
             .checked_add(step)
-            .filter(|end| *end <= MAX_SEGMENT_ID)
+            .filter(|end| *end <= self.last_id())
             .ok_or(Error::TagExhausted {
                 max_id: self.max_id,
                 step,
@@ -119,7 +146,7 @@ impl TagRecord {
         now_ms: u64,
     ) -> Result<TagRecord, Error> {
         let max_id = match max_id {
-            Some(m) => check_range("max_id", m, self.max_id, MAX_SEGMENT_ID)?,
+            Some(m) => check_range("max_id", m, self.max_id, self.last_id())?,
             None => self.max_id,
         };
         let next = TagRecord {
@@ -128,6 +155,7 @@ impl TagRecord {
             step,
             description: description.into(),
             update_time: now_ms,
+            opaque: self.opaque,
         };
         next.validate()?;
         Ok(next)
@@ -169,6 +197,25 @@ mod tests {
                 step: 10
             })
         );
+    }
+
+    #[test]
+    fn an_opaque_tag_ends_at_its_domain() {
+        let d = OpaqueDomain::Bits(32);
+        let r = TagRecord::new("o", 10, d.max_id() - 10, "", 0)
+            .unwrap()
+            .with_opaque(d)
+            .unwrap();
+        let (a, r2) = r.allocate(None, 0).unwrap();
+        assert_eq!(a.end, d.max_id());
+        assert!(matches!(
+            r2.allocate(Some(1), 0),
+            Err(Error::TagExhausted { .. })
+        ));
+        assert!(TagRecord::new("o", 10, d.max_id() + 1, "", 0)
+            .unwrap()
+            .with_opaque(d)
+            .is_err());
     }
 
     #[test]

@@ -54,7 +54,10 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::ClockSkew
         | C::MonotonicTag
         | C::MonotonicImmutable
-        | C::NotMonotonic => 409,
+        | C::NotMonotonic
+        | C::OpaqueTag
+        | C::NotOpaque
+        | C::OpaqueImmutable => 409,
         // Waiting mends these, or they are the service's own trouble (its
         // clock before the epoch or past the layout's end, its settings, its
         // stores), not the caller's.

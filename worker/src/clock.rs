@@ -20,10 +20,20 @@ pub async fn sleep_ms(ms: u64) {
     worker::Delay::from(Duration::from_millis(ms)).await;
 }
 
-/// 64 random bits from crypto.getRandomValues (only ever called inside a request).
+/// 64 random bits from crypto.getRandomValues (only ever called inside a
+/// request). Seeds and node keys only: a failure leaves them less random,
+/// never unsafe.
 pub fn random_u64() -> u64 {
     let mut b = [0u8; 8];
-    // getrandom's JS backend fails only where crypto is missing; a Worker has it.
     let _ = getrandom::fill(&mut b);
     u64::from_le_bytes(b)
+}
+
+/// Key material from crypto.getRandomValues (the platform's CSPRNG); an
+/// error, never a weak key, when it is missing.
+pub fn random_bytes<const N: usize>() -> crate::api::ApiResult<[u8; N]> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b)
+        .map_err(|e| crate::api::ApiError::store_error(format!("crypto.getRandomValues: {e}")))?;
+    Ok(b)
 }

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, Renewal, SegmentDriver,
+    ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, OpaqueIds, Renewal, SegmentDriver,
     SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
 use futures::future::{FutureExt, LocalBoxFuture};
@@ -50,6 +50,9 @@ pub struct Counters {
 pub(crate) struct TagState {
     pub(crate) driver: SegmentDriver,
     pub(crate) monotonic: bool,
+    /// An opaque tag's permutation: the driver hands out counters, and
+    /// this turns them into the IDs served.
+    pub(crate) opaque: Option<OpaqueIds>,
 }
 
 impl Default for TagState {
@@ -63,6 +66,7 @@ impl Default for TagState {
                 duration_ms: DEFAULT_SEGMENT_DURATION_MS,
             }),
             monotonic: false,
+            opaque: None,
         }
     }
 }
@@ -103,14 +107,18 @@ async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
         Some(&AllocateRequest {
             step: Some(step),
             request_id: None,
+            for_isolate: true,
         }),
     )
     .await;
     with(|i| {
         let t = i.tags.entry(tag.clone()).or_default();
-        let installed = answer
-            .and_then(|lease| lease.allocation())
-            .and_then(|alloc| Ok(t.driver.loaded(alloc, now_ms())?));
+        let installed = answer.and_then(|lease| {
+            if let (Some(grant), None) = (&lease.opaque, &t.opaque) {
+                t.opaque = Some(grant.ids()?);
+            }
+            Ok(t.driver.loaded(lease.allocation()?, now_ms())?)
+        });
         match installed {
             Ok(()) => i.counters.refills += 1,
             Err(e) => {
@@ -160,7 +168,13 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
         match step {
             None => return monotonic_ids(env, tag, count).await,
             Some(SegmentStep::Done { .. }) => {
-                with(|i| i.counters.segment_ids += out.len() as u64);
+                with(|i| -> ApiResult<()> {
+                    i.counters.segment_ids += out.len() as u64;
+                    if let Some(ids) = i.tags.get(tag).and_then(|t| t.opaque.as_ref()) {
+                        ids.encode_all(&mut out)?;
+                    }
+                    Ok(())
+                })?;
                 return Ok(out);
             }
             Some(SegmentStep::LoadNow { step }) => {

@@ -24,7 +24,7 @@ use api::{authorize, body, checked_count, json, ApiError, ApiResult, MAX_COUNT};
 use config::Config;
 use registry_store::{LeaseRequest, RenewRequest};
 use stores::{call, Store};
-use tag_store::{AllocateRequest, SegmentLease, TagUpsert, TagView};
+use tag_store::{AllocateRequest, LeaseBody, SegmentLease, TagUpsert, TagView};
 
 pub use catalog::Catalog;
 pub use registry_store::WorkerRegistry;
@@ -74,6 +74,7 @@ enum Op {
     TagGet,
     TagPut,
     TagDelete,
+    TagReveal,
     Monitor,
 }
 
@@ -117,6 +118,7 @@ const ROUTES: &[Route] = &[
     route(Method::Get,    "/v1/tags/{tag}",             Access::Admin,  Op::TagGet),
     route(Method::Put,    "/v1/tags/{tag}",             Access::Admin,  Op::TagPut),
     route(Method::Delete, "/v1/tags/{tag}",             Access::Admin,  Op::TagDelete),
+    route(Method::Post,   "/v1/tags/{tag}/reveal",      Access::Admin,  Op::TagReveal),
     route(Method::Get,    "/v1/monitor",                Access::Admin,  Op::Monitor),
 ];
 
@@ -266,7 +268,12 @@ async fn dispatch(
         }
         Op::SegmentLease => {
             let tag = tag_arg(arg())?;
-            let request: AllocateRequest = body(req).await?;
+            let LeaseBody { step, request_id } = body(req).await?;
+            let request = AllocateRequest {
+                step,
+                request_id,
+                for_isolate: false,
+            };
             let lease: SegmentLease = call(
                 env,
                 Store::Tag(&tag),
@@ -331,6 +338,19 @@ async fn dispatch(
             catalog(env, Method::Delete, &tag).await?;
             isolate::forget_tag(&tag);
             json(200, &json!({ "deleted": view }))
+        }
+        Op::TagReveal => {
+            let tag = tag_arg(arg())?;
+            let request: RevealBody = body(req).await?;
+            let answer: serde_json::Value = call(
+                env,
+                Store::Tag(&tag),
+                Method::Post,
+                "/reveal",
+                Some(&request),
+            )
+            .await?;
+            json(200, &answer)
         }
         Op::Monitor => json(200, &monitor::monitor()),
     }
@@ -429,6 +449,16 @@ struct TagPut {
     max_id: Option<serde_json::Value>,
     description: Option<String>,
     monotonic: Option<bool>,
+    /// `{"bits": 32..=63}` or `{"digits": 6..=18}`, at creation.
+    opaque: Option<edgeleaf::OpaqueDomain>,
+}
+
+/// `POST /v1/tags/{tag}/reveal`.
+#[derive(Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+struct RevealBody {
+    /// A decimal string (or a number below 2^53).
+    id: serde_json::Value,
 }
 
 async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> ApiResult<Response> {
@@ -450,6 +480,10 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
         max_id,
         description: put.description,
         monotonic: put.monotonic,
+        opaque: put
+            .opaque
+            .map(edgeleaf::OpaqueDomain::validate)
+            .transpose()?,
         default_step: config.default_step,
     };
     let view: TagView = call(env, Store::Tag(tag), Method::Put, "/tag", Some(&upsert)).await?;

@@ -11,7 +11,10 @@
 
 use std::cell::RefCell;
 
-use edgeleaf::{Allocation, ErrorCode, SegmentDriver, SegmentStep, StepPolicy, TagRecord};
+use edgeleaf::{
+    Allocation, ErrorCode, OpaqueDomain, OpaqueIds, SegmentDriver, SegmentStep, StepPolicy,
+    TagRecord, OPAQUE_KEY_BYTES,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -19,7 +22,7 @@ use worker::{
 };
 
 use crate::api::{body, checked_count, json, ApiError, ApiResult};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, random_bytes};
 use crate::stores::{create_tables, stored_u64};
 
 /// How long a lease's request ID is remembered for retries.
@@ -35,6 +38,8 @@ pub struct TagView {
     pub description: String,
     pub update_time: u64,
     pub monotonic: bool,
+    /// `{"bits": n}` or `{"digits": n}` for an opaque tag (its key never leaves the store).
+    pub opaque: Option<OpaqueDomain>,
 }
 
 /// `PUT /tag`: create, or update step/description (and raise max_id).
@@ -46,15 +51,58 @@ pub struct TagUpsert {
     pub max_id: Option<String>,
     pub description: Option<String>,
     pub monotonic: Option<bool>,
+    pub opaque: Option<OpaqueDomain>,
     pub default_step: u64,
 }
 
-/// `POST /allocate`.
+/// `POST /v1/segment/{tag}/lease`: what an outside client may ask.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseBody {
+    pub step: Option<u64>,
+    pub request_id: Option<String>,
+}
+
+/// `POST /allocate` (inside the service).
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllocateRequest {
     pub step: Option<u64>,
     pub request_id: Option<String>,
+    /// For one of the service's own isolates: an opaque tag's key comes
+    /// with the segment. Never set from a client's body.
+    #[serde(default)]
+    pub for_isolate: bool,
+}
+
+/// An opaque tag's permutation, for the service's own isolates.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpaqueGrant {
+    pub domain: OpaqueDomain,
+    /// Hex.
+    pub key: String,
+}
+
+impl OpaqueGrant {
+    pub fn ids(&self) -> ApiResult<OpaqueIds> {
+        let key = from_hex(&self.key)
+            .ok_or_else(|| ApiError::store_error("store: opaque key is not hex"))?;
+        OpaqueIds::new(self.domain, &key)
+            .map_err(|e| ApiError::store_error(format!("store: opaque key: {e}")))
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    hex.len().is_multiple_of(2).then_some(())?;
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// A segment as the API shows it.
@@ -66,6 +114,9 @@ pub struct SegmentLease {
     pub step: u64,
     /// The tag's configured step: the floor of the dynamic step.
     pub min_step: u64,
+    /// Only to the service's own isolates, for opaque tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<OpaqueGrant>,
 }
 
 impl SegmentLease {
@@ -97,10 +148,19 @@ struct LeaseRow {
     step: i64,
 }
 
+#[derive(Deserialize)]
+struct OpaqueRow {
+    radix: i64,
+    numerals: i64,
+    key: String,
+}
+
 struct Stored {
     record: TagRecord,
     monotonic: bool,
     deleted: bool,
+    /// An opaque tag's key (hex).
+    opaque_key: Option<String>,
 }
 
 #[durable_object]
@@ -130,6 +190,25 @@ impl TagStore {
             step: stored_u64("step", row.step)?,
             description: row.description,
             update_time: stored_u64("update_time", row.update_time)?,
+            opaque: None,
+        };
+        let opaque: Vec<OpaqueRow> = self
+            .sql
+            .exec("SELECT radix, numerals, key FROM opaque WHERE id = 1", None)?
+            .to_array()?;
+        let (record, opaque_key) = match opaque.into_iter().next() {
+            None => (record, None),
+            Some(o) => {
+                let n = u8::try_from(o.numerals).unwrap_or(0);
+                let domain = match o.radix {
+                    2 => OpaqueDomain::Bits(n),
+                    _ => OpaqueDomain::Digits(n),
+                };
+                let record = record
+                    .with_opaque(domain)
+                    .map_err(|e| ApiError::store_error(format!("store: opaque row: {e}")))?;
+                (record, Some(o.key))
+            }
         };
         // A row that breaks the core's rules is an error, never used.
         record
@@ -139,6 +218,7 @@ impl TagStore {
             record,
             monotonic: row.monotonic != 0,
             deleted: row.deleted != 0,
+            opaque_key,
         }))
     }
 
@@ -181,7 +261,27 @@ impl TagStore {
             description: s.record.description.clone(),
             update_time: s.record.update_time,
             monotonic: s.monotonic,
+            opaque: s.record.opaque,
         }
+    }
+
+    /// Makes the tag opaque over `domain` with a key from the platform's
+    /// CSPRNG (at creation only).
+    fn save_opaque(&self, domain: OpaqueDomain) -> ApiResult<String> {
+        let key = to_hex(&random_bytes::<OPAQUE_KEY_BYTES>()?);
+        let (radix, numerals) = match domain {
+            OpaqueDomain::Bits(b) => (2, b),
+            OpaqueDomain::Digits(d) => (10, d),
+        };
+        self.sql.exec(
+            "INSERT INTO opaque(id, radix, numerals, key) VALUES (1, ?, ?, ?)",
+            vec![
+                i64::from(radix).into(),
+                i64::from(numerals).into(),
+                key.as_str().into(),
+            ],
+        )?;
+        Ok(key)
     }
 
     fn upsert(&self, req: TagUpsert) -> ApiResult<Response> {
@@ -224,11 +324,34 @@ impl TagStore {
             }
         }
         let monotonic = req.monotonic.or(was).unwrap_or(false);
+        let had = existing.as_ref().map(|s| s.record.opaque);
+        if let (Some(had), Some(want)) = (had, req.opaque) {
+            if had != Some(want) {
+                // Isolates hold this tag's segments, plain or under its key.
+                return Err(ApiError::new(ErrorCode::OpaqueImmutable, format!("opaque: expected {had:?} (fixed when the tag was first created), found {want:?}")));
+            }
+        }
+        let opaque = req.opaque.or(had.flatten());
+        if monotonic && opaque.is_some() {
+            return Err(ApiError::new(
+                ErrorCode::OpaqueTag,
+                "biz_tag: expected monotonic or opaque, found both (opaque IDs have no order to keep)",
+            ));
+        }
+        let record = match opaque {
+            Some(d) => record.with_opaque(d)?,
+            None => record,
+        };
+        let mut opaque_key = existing.and_then(|s| s.opaque_key);
+        if let (Some(d), None) = (opaque, &opaque_key) {
+            opaque_key = Some(self.save_opaque(d)?);
+        }
         self.save(&record, monotonic, false)?;
         let stored = Stored {
             record,
             monotonic,
             deleted: false,
+            opaque_key,
         };
         json(if created { 201 } else { 200 }, &Self::view(&stored))
     }
@@ -242,6 +365,19 @@ impl TagStore {
 
     fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {
         let stored = self.live()?;
+        let opaque = match (&stored.opaque_key, stored.record.opaque) {
+            (Some(key), Some(domain)) if req.for_isolate => Some(OpaqueGrant {
+                domain,
+                key: key.clone(),
+            }),
+            (Some(_), _) => {
+                return Err(ApiError::new(
+                    ErrorCode::OpaqueTag,
+                    format!("biz_tag {}: expected a tag whose segments may leave the service, found an opaque tag (its key stays inside; its IDs are served by GET /v1/segment/{{tag}} and /api/segment/get/{{tag}})", stored.record.biz_tag),
+                ))
+            }
+            _ => None,
+        };
         if stored.monotonic {
             return Err(ApiError::new(
                 ErrorCode::MonotonicTag,
@@ -271,6 +407,7 @@ impl TagStore {
                         end: row.end,
                         step: stored_u64("lease step", row.step)?,
                         min_step: stored.record.step,
+                        opaque,
                     },
                 );
             }
@@ -303,7 +440,48 @@ impl TagStore {
                 end: alloc.end.to_string(),
                 step: alloc.step,
                 min_step: stored.record.step,
+                opaque,
             },
+        )
+    }
+
+    /// An opaque ID's counter, and whether the tag handed it out.
+    fn reveal(&self, id: &serde_json::Value) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let (Some(key), Some(domain)) = (&stored.opaque_key, stored.record.opaque) else {
+            return Err(ApiError::new(
+                ErrorCode::NotOpaque,
+                format!("biz_tag {}: expected an opaque tag, found a plain one (its IDs are their own counters)", stored.record.biz_tag),
+            ));
+        };
+        let raw = match id {
+            serde_json::Value::String(s)
+                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                s.parse::<u64>().ok()
+            }
+            serde_json::Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        let Some(id) = raw else {
+            return Err(ApiError::new(
+                ErrorCode::InvalidId,
+                format!(
+                    "id: expected a decimal string in 1..={}, found {id}",
+                    domain.max_id()
+                ),
+            ));
+        };
+        let ids = OpaqueGrant {
+            domain,
+            key: key.clone(),
+        }
+        .ids()?;
+        let counter = ids.decode(id).ok();
+        let belongs = counter.is_some_and(|c| c <= stored.record.max_id);
+        json(
+            200,
+            &json!({ "id": id.to_string(), "counter": counter.map(|c| c.to_string()), "belongs": belongs }),
         )
     }
 
@@ -370,6 +548,8 @@ impl DurableObject for TagStore {
                update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
                end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS opaque(id INTEGER PRIMARY KEY CHECK (id = 1),
+               radix INTEGER NOT NULL, numerals INTEGER NOT NULL, key TEXT NOT NULL)",
         ])
         .err();
         TagStore {
@@ -397,6 +577,10 @@ impl DurableObject for TagStore {
             }),
             (Method::Post, "/allocate") => match body::<AllocateRequest>(&mut req).await {
                 Ok(b) => self.lease(b),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/reveal") => match body::<serde_json::Value>(&mut req).await {
+                Ok(b) => self.reveal(b.get("id").unwrap_or(&serde_json::Value::Null)),
                 Err(e) => Err(e),
             },
             (Method::Post, "/ids") => match body::<serde_json::Value>(&mut req).await {

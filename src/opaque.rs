@@ -1,0 +1,303 @@
+//! Opaque IDs: a keyed, format-preserving permutation of a fixed domain, so
+//! that a tag's segment counter `n` comes out as an ID that reveals neither
+//! order nor volume. Distinct counters give distinct IDs because the map is a
+//! bijection: uniqueness is exactly that of segment mode.
+//!
+//! The construction is a Feistel network in the shape of NIST SP 800-38G's
+//! FF1 (alternating split of the numeral string into `u = ⌊n/2⌋` and
+//! `v = n − u` numerals, modular addition in radix^m, 10 rounds), with
+//! SipHash-2-4 (Aumasson and Bernstein, 2012) as the keyed round function
+//! instead of FF1's AES-CBC-MAC. A Feistel network over a pseudorandom
+//! function is a pseudorandom permutation (Luby and Rackoff, 1988); FF1's 10
+//! rounds keep a margin for the small domains of format-preserving encryption
+//! (Patarin's bounds). The domain is `radix^n` numerals: `bits` (radix 2) or
+//! decimal `digits` (radix 10), and the counter 0 is stepped over by
+//! cycle-walking (Black and Rogaway, 2002), so IDs run over `1..radix^n`.
+//!
+//! What it promises: without the key, IDs look like a random permutation of
+//! the domain — consecutive counters give unrelated IDs, so two IDs say
+//! nothing about how many were issued between them or in which order. What it
+//! does not: it is not a signature (anyone may guess an ID in the domain; a
+//! guess is right with probability issued/size), and whoever has the key can
+//! recover every counter.
+
+use siphasher::sip::SipHasher24;
+
+use crate::error::{check_range, Error};
+
+/// Feistel rounds (FF1's count).
+const ROUNDS: u8 = 10;
+
+/// An opaque ID domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub enum OpaqueDomain {
+    /// IDs below 2^bits, `bits` in 32..=63 (53 keeps them exact as JS numbers).
+    Bits(u8),
+    /// IDs of at most `digits` decimal digits, `digits` in 6..=18.
+    Digits(u8),
+}
+
+impl OpaqueDomain {
+    /// Checks the width.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for bits outside 32..=63 or digits outside 6..=18.
+    pub fn validate(self) -> Result<Self, Error> {
+        match self {
+            OpaqueDomain::Bits(b) => check_range("opaque bits", b.into(), 32, 63)?,
+            OpaqueDomain::Digits(d) => check_range("opaque digits", d.into(), 6, 18)?,
+        };
+        Ok(self)
+    }
+
+    fn radix_and_numerals(self) -> (u64, u32) {
+        match self {
+            OpaqueDomain::Bits(b) => (2, b.into()),
+            OpaqueDomain::Digits(d) => (10, d.into()),
+        }
+    }
+
+    /// The largest ID, and the largest counter: `radix^n − 1`.
+    pub fn max_id(self) -> u64 {
+        let (radix, n) = self.radix_and_numerals();
+        radix.pow(n) - 1
+    }
+}
+
+/// The key of an opaque tag: 128 bits from the host's random source.
+pub const OPAQUE_KEY_BYTES: usize = 16;
+
+/// The permutation for one domain and key.
+///
+/// ```
+/// use edgeleaf::{OpaqueDomain, OpaqueIds};
+///
+/// let ids = OpaqueIds::new(OpaqueDomain::Digits(12), &[7u8; 16])?;
+/// let a = ids.encode(1)?;
+/// let b = ids.encode(2)?;
+/// assert!(a <= 999_999_999_999 && b <= 999_999_999_999 && a != b);
+/// assert_eq!(ids.decode(a)?, 1);
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct OpaqueIds {
+    domain: OpaqueDomain,
+    k0: u64,
+    k1: u64,
+    /// radix^u and radix^v.
+    mod_u: u64,
+    mod_v: u64,
+    /// Binds the round function to the domain (radix, numerals).
+    domain_word: u64,
+}
+
+impl core::fmt::Debug for OpaqueIds {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never print the key.
+        f.debug_struct("OpaqueIds")
+            .field("domain", &self.domain)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpaqueIds {
+    /// The permutation of `domain` under `key` (16 bytes).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a domain outside the allowed widths or a key
+    /// that is not 16 bytes.
+    pub fn new(domain: OpaqueDomain, key: &[u8]) -> Result<Self, Error> {
+        let (radix, n) = domain.validate()?.radix_and_numerals();
+        Self::with_numerals(domain, radix, n, key)
+    }
+
+    /// Any radix and width (the tests use small ones to check the bijection
+    /// exhaustively).
+    fn with_numerals(domain: OpaqueDomain, radix: u64, n: u32, key: &[u8]) -> Result<Self, Error> {
+        let key: &[u8; OPAQUE_KEY_BYTES] = key.try_into().map_err(|_| Error::OutOfRange {
+            what: "opaque key bytes",
+            min: OPAQUE_KEY_BYTES as u64,
+            max: OPAQUE_KEY_BYTES as u64,
+            found: key.len() as u64,
+        })?;
+        let (k0, k1) = key.split_at(8);
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        let u = n / 2;
+        Ok(OpaqueIds {
+            domain,
+            k0: word(k0),
+            k1: word(k1),
+            mod_u: radix.pow(u),
+            mod_v: radix.pow(n - u),
+            domain_word: (radix << 8) | u64::from(n),
+        })
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> OpaqueDomain {
+        self.domain
+    }
+
+    fn size(&self) -> u64 {
+        self.mod_u * self.mod_v
+    }
+
+    /// The round function: SipHash-2-4 of (domain, round, half) mod `modulus`.
+    #[inline]
+    fn f(&self, round: u8, half: u64, modulus: u64) -> u64 {
+        let mut block = [0u8; 16];
+        block[..8].copy_from_slice(&(self.domain_word | (u64::from(round) << 56)).to_le_bytes());
+        block[8..].copy_from_slice(&half.to_le_bytes());
+        let y = SipHasher24::new_with_keys(self.k0, self.k1).hash(&block);
+        // modulus <= 2^32 (or 10^9): the bias of the reduction is below 2^-31.
+        y % modulus
+    }
+
+    fn permute(&self, x: u64) -> u64 {
+        let (mut a, mut b) = (x / self.mod_v, x % self.mod_v);
+        for round in 0..ROUNDS {
+            let m = if round % 2 == 0 {
+                self.mod_u
+            } else {
+                self.mod_v
+            };
+            let c = (a + self.f(round, b, m)) % m;
+            a = b;
+            b = c;
+        }
+        a * self.mod_v + b
+    }
+
+    fn unpermute(&self, x: u64) -> u64 {
+        let (mut a, mut b) = (x / self.mod_v, x % self.mod_v);
+        for round in (0..ROUNDS).rev() {
+            let m = if round % 2 == 0 {
+                self.mod_u
+            } else {
+                self.mod_v
+            };
+            let c = b;
+            b = a;
+            a = (c + m - self.f(round, b, m)) % m;
+        }
+        a * self.mod_v + b
+    }
+
+    /// The ID of counter `n` (1..=max).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a counter outside `1..=radix^n − 1`.
+    #[inline]
+    pub fn encode(&self, n: u64) -> Result<u64, Error> {
+        check_range("opaque counter", n, 1, self.size() - 1)?;
+        // Cycle-walk past 0: if n maps to 0, 0 maps to something else.
+        let id = self.permute(n);
+        Ok(if id == 0 { self.permute(0) } else { id })
+    }
+
+    /// The counter of an ID (the inverse of [`OpaqueIds::encode`]).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for an ID outside `1..=radix^n − 1`.
+    pub fn decode(&self, id: u64) -> Result<u64, Error> {
+        check_range("opaque id", id, 1, self.size() - 1)?;
+        let n = self.unpermute(id);
+        Ok(if n == 0 { self.unpermute(0) } else { n })
+    }
+
+    /// Encodes `out` in place (counters to IDs).
+    ///
+    /// # Errors
+    /// As [`OpaqueIds::encode`], for the first counter out of range; `out`
+    /// is then partly encoded and must not be used.
+    pub fn encode_all(&self, out: &mut [u64]) -> Result<(), Error> {
+        for x in out {
+            *x = self.encode(*x)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test domains and byte indices
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec;
+
+    const KEY: [u8; 16] = *b"edgeleaf-opaque!";
+
+    fn small(radix: u64, n: u32) -> OpaqueIds {
+        OpaqueIds::with_numerals(OpaqueDomain::Bits(0), radix, n, &KEY).unwrap()
+    }
+
+    #[test]
+    fn bijection_on_small_domains_exhaustively() {
+        for (radix, n) in [(2, 4), (2, 7), (2, 12), (2, 17), (10, 2), (10, 3), (10, 5)] {
+            let p = small(radix, n);
+            let size = radix.pow(n);
+            let mut seen = vec![false; size as usize];
+            for x in 1..size {
+                let y = p.encode(x).unwrap();
+                assert!((1..size).contains(&y), "{radix}^{n}: {x} -> {y}");
+                assert!(!seen[y as usize], "{radix}^{n}: {y} twice");
+                seen[y as usize] = true;
+                assert_eq!(p.decode(y).unwrap(), x);
+            }
+        }
+    }
+
+    #[test]
+    fn domains_keys_and_ranges_are_checked() {
+        assert!(OpaqueIds::new(OpaqueDomain::Bits(31), &KEY).is_err());
+        assert!(OpaqueIds::new(OpaqueDomain::Bits(64), &KEY).is_err());
+        assert!(OpaqueIds::new(OpaqueDomain::Digits(5), &KEY).is_err());
+        assert!(OpaqueIds::new(OpaqueDomain::Digits(19), &KEY).is_err());
+        assert!(OpaqueIds::new(OpaqueDomain::Bits(53), &KEY[..15]).is_err());
+        let p = OpaqueIds::new(OpaqueDomain::Bits(63), &KEY).unwrap();
+        assert!(p.encode(0).is_err());
+        assert!(p.encode(1 << 63).is_err(), "past the domain");
+        assert!(p.encode(i64::MAX as u64).is_ok(), "the last counter");
+        assert!(p.decode(0).is_err());
+        assert_eq!(OpaqueDomain::Digits(12).max_id(), 999_999_999_999);
+        assert_eq!(OpaqueDomain::Bits(53).max_id(), (1 << 53) - 1);
+        assert!(!std::format!("{p:?}").contains("101"), "no key in Debug");
+    }
+
+    /// Known answers: SipHash-2-4's own test vector (the paper's appendix),
+    /// then this construction's outputs under a fixed key, so that a change
+    /// of the permutation (which would change every tag's IDs) cannot pass
+    /// unnoticed.
+    #[test]
+    fn known_answers() {
+        let k: [u8; 16] = core::array::from_fn(|i| i as u8);
+        let msg: [u8; 15] = core::array::from_fn(|i| i as u8);
+        let (k0, k1) = (
+            u64::from_le_bytes(k[..8].try_into().unwrap()),
+            u64::from_le_bytes(k[8..].try_into().unwrap()),
+        );
+        assert_eq!(
+            SipHasher24::new_with_keys(k0, k1).hash(&msg),
+            0xa129_ca61_49be_45e5
+        );
+        let p = OpaqueIds::new(OpaqueDomain::Digits(12), &k).unwrap();
+        let q = OpaqueIds::new(OpaqueDomain::Bits(53), &k).unwrap();
+        let got: [u64; 4] = [
+            p.encode(1).unwrap(),
+            p.encode(2).unwrap(),
+            q.encode(1).unwrap(),
+            q.encode(2).unwrap(),
+        ];
+        assert_eq!(
+            got,
+            [
+                983_379_725_536,
+                452_506_246_391,
+                1_508_445_969_558_771,
+                676_789_354_264_846
+            ]
+        );
+    }
+}

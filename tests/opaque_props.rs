@@ -1,0 +1,107 @@
+//! Opaque IDs through the public API: a bijection (round trip and range by
+//! proptest on the real domains; exhaustively in the unit tests), and IDs of
+//! consecutive counters that look unrelated: over 1,000,000 consecutive
+//! counters each output bit is set 50% ± 0.5 points, consecutive IDs go up
+//! and down 50% ± 0.5 points, and the rank correlation between counter and
+//! ID is below 0.01 in magnitude.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use edgeleaf::{OpaqueDomain, OpaqueIds};
+use proptest::prelude::*;
+
+const N: u64 = 1_000_000;
+
+fn domain() -> impl Strategy<Value = OpaqueDomain> {
+    prop_oneof![
+        (32u8..=63).prop_map(OpaqueDomain::Bits),
+        (6u8..=18).prop_map(OpaqueDomain::Digits),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn encode_is_a_bijection_onto_the_domain(d in domain(), key in any::<[u8; 16]>(), x in any::<u64>(), y in any::<u64>()) {
+        let ids = OpaqueIds::new(d, &key).unwrap();
+        let max = d.max_id();
+        let (x, y) = (1 + x % max, 1 + y % max);
+        let (a, b) = (ids.encode(x).unwrap(), ids.encode(y).unwrap());
+        prop_assert!((1..=max).contains(&a));
+        prop_assert_eq!(ids.decode(a).unwrap(), x);
+        prop_assert_eq!(a == b, x == y);
+        prop_assert!(ids.encode(max + 1).is_err());
+    }
+}
+
+/// IDs of counters 1..=N under a fixed key.
+fn run(d: OpaqueDomain) -> Vec<u64> {
+    let ids = OpaqueIds::new(d, b"statistics-key!!").unwrap();
+    (1..=N).map(|n| ids.encode(n).unwrap()).collect()
+}
+
+fn spearman(ids: &[u64]) -> f64 {
+    // Ranks of the IDs (the counters' ranks are their positions).
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_unstable_by_key(|&i| ids[i]);
+    let mut rank = vec![0f64; ids.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r as f64;
+    }
+    let n = ids.len() as f64;
+    let mean = (n - 1.0) / 2.0;
+    let (mut cov, mut var) = (0f64, 0f64);
+    for (i, r) in rank.iter().enumerate() {
+        cov += (i as f64 - mean) * (r - mean);
+        var += (i as f64 - mean).powi(2);
+    }
+    cov / var
+}
+
+fn up_share(ids: &[u64]) -> f64 {
+    let ups = ids.windows(2).filter(|w| w[1] > w[0]).count();
+    ups as f64 / (ids.len() - 1) as f64
+}
+
+#[test]
+fn consecutive_counters_give_unrelated_ids() {
+    for d in [
+        OpaqueDomain::Bits(53),
+        OpaqueDomain::Bits(32),
+        OpaqueDomain::Digits(12),
+    ] {
+        let ids = run(d);
+        let up = up_share(&ids);
+        assert!((up - 0.5).abs() < 0.005, "{d:?}: {up} of steps go up");
+        let rho = spearman(&ids);
+        assert!(rho.abs() < 0.01, "{d:?}: rank correlation {rho}");
+        if let OpaqueDomain::Bits(bits) = d {
+            for bit in 0..bits {
+                let set = ids.iter().filter(|&&id| id >> bit & 1 == 1).count() as f64 / N as f64;
+                assert!((set - 0.5).abs() < 0.005, "{d:?}: bit {bit} set in {set}");
+            }
+        } else {
+            // Decimal domains: each leading digit (the value's tenth) ~10%.
+            let size = d.max_id() + 1;
+            let mut tenths = [0u64; 10];
+            for &id in &ids {
+                tenths[(id / (size / 10)) as usize] += 1;
+            }
+            for (t, c) in tenths.iter().enumerate() {
+                let share = *c as f64 / N as f64;
+                assert!(
+                    (share - 0.1).abs() < 0.005,
+                    "{d:?}: tenth {t} holds {share}"
+                );
+            }
+        }
+    }
+}
+
+/// The checks above can fail: the identity map (and a plain segment) fails
+/// every one of them.
+#[test]
+fn the_checks_catch_ordered_ids() {
+    let ordered: Vec<u64> = (1..=N).collect();
+    assert!(up_share(&ordered) > 0.99);
+    assert!(spearman(&ordered) > 0.99);
+}
