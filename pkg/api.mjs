@@ -7,10 +7,12 @@
 //   errors.mjs     coded errors, ID and count checks
 //   snowflake.mjs  Snowflake, layoutInfo, the minting wait loop
 //   segment.mjs    SegmentGenerator
+//   opaque.mjs     OpaqueIds (the keyed permutation of opaque IDs)
 //   client.mjs     EdgeleafClient (HTTP, leased snowflakes, segment leases)
 import { codedError, MAX_BATCH } from './errors.mjs';
 import { makeSnowflake } from './snowflake.mjs';
 import { makeSegmentGenerator } from './segment.mjs';
+import { makeOpaque } from './opaque.mjs';
 import { makeClient } from './client.mjs';
 
 export { codedError, MAX_BATCH };
@@ -18,6 +20,7 @@ export { codedError, MAX_BATCH };
 export function makeApi(wasm) {
   const { Snowflake, layoutInfo } = makeSnowflake(wasm);
   const { SegmentGenerator } = makeSegmentGenerator(wasm);
+  const { OpaqueIds } = makeOpaque(wasm);
   const { EdgeleafClient } = makeClient(wasm, { SegmentGenerator });
-  return { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, codedError, MAX_BATCH };
+  return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_BATCH };
 }

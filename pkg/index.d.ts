@@ -172,6 +172,8 @@ export interface SegmentGeneratorOptions {
   prefetchPercent?: number;
   /** The clock, Unix ms (for the dynamic step). Default `Date.now`. */
   now?: () => number;
+  /** Hand out opaque IDs: each counter from `fetchSegment` goes through `OpaqueIds` with this key and domain (ranges must stay inside it). */
+  opaque?: OpaqueOptions;
 }
 
 export interface SegmentView {
@@ -214,6 +216,29 @@ export interface EdgeleafClientOptions {
   token?: string;
   /** A fetch implementation (default `globalThis.fetch`). */
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
+}
+
+/** An opaque ID domain: IDs below 2^bits (32..=63; 53 keeps them exact as JS numbers), or of at most `digits` decimal digits (6..=18). */
+export type OpaqueDomain = { bits: number } | { digits: number };
+
+/** A key (16 bytes, or 32 hex digits) and a domain. */
+export type OpaqueOptions = OpaqueDomain & { key: Uint8Array | string };
+
+/**
+ * IDs that reveal neither order nor volume: a keyed permutation (a Feistel network over SipHash-2-4 in FF1's
+ * shape) of the domain, so distinct counters always give distinct IDs. IDs are bigint even for `bits <= 53`
+ * (one type for every domain; `Number(id)` is exact there). Not a signature: anyone may guess an ID in the domain.
+ */
+export declare class OpaqueIds {
+  constructor(options: OpaqueOptions);
+  /** The ID of counter `n` (1..=maxId). */
+  encode(n: IdLike): bigint;
+  /** The counter of `id`. */
+  decode(id: IdLike): bigint;
+  /** The largest ID (and counter). */
+  readonly maxId: bigint;
+  /** A new 128-bit key from crypto.getRandomValues. */
+  static generateKey(): Uint8Array;
 }
 
 /** What a LeasedSnowflake saves to its store (Leaf's local cache, with the fix: the last timestamp, reserved ahead). */

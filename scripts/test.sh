@@ -48,7 +48,7 @@ step "npm package: TypeScript declarations"
 tsc -p tests/ts/tsconfig.json
 
 step "npm package: Node $($NODE20 --version) (ESM + CJS) and Chromium"
-"$NODE20" --test tests/js/snowflake.test.mjs tests/js/segment.test.mjs tests/js/cjs.test.cjs tests/js/readme.test.mjs tests/js/pack.test.mjs \
+"$NODE20" --test tests/js/snowflake.test.mjs tests/js/segment.test.mjs tests/js/opaque-pkg.test.mjs tests/js/cjs.test.cjs tests/js/readme.test.mjs tests/js/pack.test.mjs \
   tests/js/browser.test.mjs
 
 step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version))"

@@ -89,7 +89,10 @@ pub struct OpaqueIds {
     /// radix^u and radix^v.
     mod_u: u64,
     mod_v: u64,
-    /// Binds the round function to the domain (radix, numerals).
+    /// Radix 2: reductions are masks.
+    binary: bool,
+    /// Binds the round function to the domain: radix and numerals, placed
+    /// above the round number and the half (see `f`).
     domain_word: u64,
 }
 
@@ -131,7 +134,8 @@ impl OpaqueIds {
             k1: word(k1),
             mod_u: radix.pow(u),
             mod_v: radix.pow(n - u),
-            domain_word: (radix << 8) | u64::from(n),
+            binary: radix == 2,
+            domain_word: (radix << 46) | (u64::from(n) << 40),
         })
     }
 
@@ -144,15 +148,20 @@ impl OpaqueIds {
         self.mod_u * self.mod_v
     }
 
-    /// The round function: SipHash-2-4 of (domain, round, half) mod `modulus`.
+    /// The round function: SipHash-2-4 of one word holding the half (below
+    /// 2^32), the round (bits 32..36), and the domain (bits 40..50), reduced
+    /// mod `modulus`. The packing is injective, so each (domain, round, half)
+    /// is a distinct message.
     #[inline]
     fn f(&self, round: u8, half: u64, modulus: u64) -> u64 {
-        let mut block = [0u8; 16];
-        block[..8].copy_from_slice(&(self.domain_word | (u64::from(round) << 56)).to_le_bytes());
-        block[8..].copy_from_slice(&half.to_le_bytes());
-        let y = SipHasher24::new_with_keys(self.k0, self.k1).hash(&block);
-        // modulus <= 2^32 (or 10^9): the bias of the reduction is below 2^-31.
-        y % modulus
+        let word = self.domain_word | (u64::from(round) << 32) | half;
+        let y = SipHasher24::new_with_keys(self.k0, self.k1).hash(&word.to_le_bytes());
+        if self.binary {
+            y & (modulus - 1)
+        } else {
+            // modulus <= 10^9: the bias of the reduction is below 2^-34.
+            y % modulus
+        }
     }
 
     fn permute(&self, x: u64) -> u64 {
@@ -163,7 +172,9 @@ impl OpaqueIds {
             } else {
                 self.mod_v
             };
-            let c = (a + self.f(round, b, m)) % m;
+            // a < m and f < m: one subtraction reduces the sum.
+            let c = a + self.f(round, b, m);
+            let c = if c >= m { c - m } else { c };
             a = b;
             b = c;
         }
@@ -180,7 +191,8 @@ impl OpaqueIds {
             };
             let c = b;
             b = a;
-            a = (c + m - self.f(round, b, m)) % m;
+            let y = self.f(round, b, m);
+            a = if c >= y { c - y } else { c + m - y };
         }
         a * self.mod_v + b
     }
@@ -293,10 +305,10 @@ mod tests {
         assert_eq!(
             got,
             [
-                983_379_725_536,
-                452_506_246_391,
-                1_508_445_969_558_771,
-                676_789_354_264_846
+                743_070_357_142,
+                377_027_069_371,
+                5_978_809_911_643_182,
+                8_009_441_055_610_694
             ]
         );
     }

@@ -11,6 +11,7 @@
 mod error;
 mod holder;
 mod layout;
+mod opaque;
 mod options;
 mod segment;
 mod snowflake;

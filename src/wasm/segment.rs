@@ -16,13 +16,15 @@ const LOAD: u64 = 1 << 63;
 #[wasm_bindgen]
 pub struct SegmentCore {
     driver: SegmentDriver,
+    /// With the `opaque` option: counters out of the driver become these IDs.
+    opaque: Option<crate::OpaqueIds>,
     /// The step of the load the last call asked for; 0: none.
     load_step: u64,
 }
 
 #[wasm_bindgen]
 impl SegmentCore {
-    /// Validates `{ tag, fetchSegment, now?, step?, maxStep?, segmentDurationMs?, prefetchPercent? }`.
+    /// Validates `{ tag, fetchSegment, now?, step?, maxStep?, segmentDurationMs?, prefetchPercent?, opaque? }`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<SegmentCore, JsValue> {
         let o = Options::new(
@@ -36,8 +38,15 @@ impl SegmentCore {
                 "maxStep",
                 "segmentDurationMs",
                 "prefetchPercent",
+                "opaque",
             ],
         )?;
+        let opaque = o.get("opaque");
+        let opaque = if opaque.is_undefined() {
+            None
+        } else {
+            Some(super::opaque::parse(&opaque)?)
+        };
         let tag = o.get("tag").as_string().ok_or_else(|| {
             super::error::coded(
                 "invalid_key",
@@ -73,6 +82,7 @@ impl SegmentCore {
         .map_err(|e| from_core(&e))?;
         Ok(SegmentCore {
             driver: SegmentDriver::with_buffer(buf),
+            opaque,
             load_step: 0,
         })
     }
@@ -82,6 +92,13 @@ impl SegmentCore {
         // dynamic step and the take-over of a lost load, never an ID.
         let now = super::error::whole(now).unwrap_or(0);
         let poll = self.driver.poll(now, out);
+        if let Some(ids) = &self.opaque {
+            // `loaded` refuses segments past the domain, so every counter
+            // here encodes.
+            for x in &mut out[..poll.filled] {
+                *x = ids.encode(*x).unwrap_or(0);
+            }
+        }
         self.load_step = match poll.next {
             SegmentStep::Done {
                 prefetch: Some(step),
@@ -132,10 +149,21 @@ impl SegmentCore {
     /// Installs the segment `start..=end` the store allocated.
     pub fn loaded(&mut self, start: u64, end: u64, now: f64) -> Result<(), JsValue> {
         let now = ms("now()", now)?;
-        let alloc = Allocation::new(start, end).map_err(|e| {
-            self.driver.load_failed();
-            from_core(&e)
-        })?;
+        let in_domain = |alloc: Allocation| match &self.opaque {
+            Some(ids) if alloc.end > ids.domain().max_id() => Err(crate::Error::OutOfRange {
+                what: "segment end (opaque domain)",
+                min: 1,
+                max: ids.domain().max_id(),
+                found: alloc.end,
+            }),
+            _ => Ok(alloc),
+        };
+        let alloc = Allocation::new(start, end)
+            .and_then(in_domain)
+            .map_err(|e| {
+                self.driver.load_failed();
+                from_core(&e)
+            })?;
         self.driver.loaded(alloc, now).map_err(|e| from_core(&e))
     }
 
