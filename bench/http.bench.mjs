@@ -29,15 +29,24 @@ const monitor = async () => (await (await call('/v1/monitor', {}, ADMIN)).json()
 
 try {
   await call('/v1/tags/bench', { method: 'PUT', body: JSON.stringify({ step: 1000 }) }, ADMIN);
+  await call('/v1/tags/opaque', { method: 'PUT', body: JSON.stringify({ step: 1000, opaque: { bits: 53 } }) }, ADMIN);
+  // A plain tag whose IDs are as long as 53-bit opaque ones (16 digits), so
+  // that the JSON each answer formats is the same size.
+  await call('/v1/tags/bench16', { method: 'PUT', body: JSON.stringify({ step: 1000, maxId: String(2 ** 52) }) }, ADMIN);
   // Warm up: first segment and worker-ID lease, so steady state is measured.
-  for (const p of ['/api/segment/get/bench', '/api/snowflake/get/bench', '/v1/segment/bench?count=100']) await call(p);
+  for (const p of ['/api/segment/get/bench', '/api/snowflake/get/bench', '/v1/segment/bench?count=100', '/v1/segment/opaque?count=1000', '/v1/segment/bench16?count=1000']) await call(p);
 
+  // ONLY=<text>: just the routes whose name contains it (and the no-op).
   const routes = [
     ['no-op GET /v1/ping', '/v1/ping', 0],
     ['GET /api/segment/get/bench', '/api/segment/get/bench', 1],
     ['GET /api/snowflake/get/bench', '/api/snowflake/get/bench', 1],
     ['GET /v1/segment/bench?count=100', '/v1/segment/bench?count=100', 100],
-  ];
+    ['GET /api/segment/get/opaque', '/api/segment/get/opaque', 1],
+    ['GET /v1/segment/bench?count=1000', '/v1/segment/bench?count=1000', 1000],
+    ['GET /v1/segment/bench16?count=1000', '/v1/segment/bench16?count=1000', 1000],
+    ['GET /v1/segment/opaque?count=1000', '/v1/segment/opaque?count=1000', 1000],
+  ].filter(([name], i) => i === 0 || !process.env.ONLY || name.includes(process.env.ONLY));
   const runs = routes.map(() => []);
   for (let round = 0; round < ROUNDS; round++) for (const [k, [name, path, idsPerReq]] of routes.entries()) {
     const before = await monitor();
@@ -69,6 +78,13 @@ try {
     console.log(r.name.padEnd(34), r.rps.toFixed(0).padStart(8), `${((100 * r.rps) / noop.rps).toFixed(0)}%`.padStart(9),
       r.p99ms.toFixed(1).padStart(8), `${(r.p99ms / noop.p99ms).toFixed(2)}×`.padStart(7), String(r.non2xx).padStart(8),
       String(r.blocked).padStart(17), r.storeCallsPer1000.toFixed(2).padStart(18));
+  }
+  const row = (name) => rows.find((r) => r.name === name);
+  const opaque = row('GET /v1/segment/opaque?count=1000');
+  for (const plain of [row('GET /v1/segment/bench?count=1000'), row('GET /v1/segment/bench16?count=1000')]) {
+    if (plain && opaque) {
+      console.log(`opaque ?count=1000 vs ${plain.name}: ${((100 * opaque.rps) / plain.rps).toFixed(0)}% of its req/s (target >= 80%)`);
+    }
   }
 } finally {
   try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
-import { Snowflake } from 'edgeleaf';
+import { Snowflake, SegmentGenerator, OpaqueIds } from 'edgeleaf';
 import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake';
 import { v7 as uuidv7 } from 'uuid';
 
@@ -119,6 +119,32 @@ console.log('\nsustained, real clock, %d s, awaiting timers on "retry after" (no
 await sustained('nextIdsAsync(4096), no borrowing', new Snowflake({ workerId: 3 }));
 await sustained('nextIdsAsync(4096), maxBorrowMs: 4', new Snowflake({ workerId: 4, maxBorrowMs: 4 }));
 await sustained('… and sequenceStartBound: 0', new Snowflake({ workerId: 5, maxBorrowMs: 4, sequenceStartBound: 0 }));
+
+// The price of an opaque ID over a plain segment ID, in wasm: the same
+// SegmentGenerator loop with and without `opaque` (segments answered at once).
+async function segmentCost(opaque) {
+  let next = 1n;
+  const g = new SegmentGenerator({
+    tag: 'bench', step: 1_000_000, ...(opaque ? { opaque } : {}),
+    fetchSegment: async () => { const start = next; next += 1_000_000n; return { start, end: next - 1n }; },
+  });
+  await g.nextIds(1000);
+  const perRound = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < 200; i++) await g.nextIds(1000);
+    perRound.push(Number(process.hrtime.bigint() - t0) / 200_000);
+  }
+  return perRound.sort((a, b) => a - b)[ROUNDS >> 1];
+}
+const key = OpaqueIds.generateKey();
+const plainNs = await segmentCost();
+console.log('\nSegmentGenerator nextIds(1000), per ID, median of %d rounds (ratio = time / plain)', ROUNDS);
+console.log(`  ${'plain segment IDs'.padEnd(46)} ${plainNs.toFixed(1).padStart(8)} ns   1.00×`);
+for (const [label, domain] of [['opaque, bits 53', { bits: 53 }], ['opaque, digits 12', { digits: 12 }]]) {
+  const ns = await segmentCost({ key, ...domain });
+  console.log(`  ${label.padEnd(46)} ${ns.toFixed(1).padStart(8)} ns   ${(ns / plainNs).toFixed(2)}×  (+${(ns - plainNs).toFixed(0)} ns per opaque ID)`);
+}
 
 const wasm = readFileSync(new URL('../pkg/web/edgeleaf_bg.wasm', import.meta.url));
 console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes, ${gzipSync(wasm, { level: 9 }).length.toLocaleString('en-US')} gzipped`);

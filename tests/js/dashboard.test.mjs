@@ -51,6 +51,24 @@ test('the dashboard manages tags and shows buffers, counters and leases', async 
     await page.waitForFunction(() => document.getElementById('buffers').textContent.includes('ui-orders')
       && document.getElementById('workers').textContent.includes('live'));
     assert.match(await page.textContent('#layout'), /layout 41\/10\/12/);
+    // An opaque tag: created, listed as such, its IDs revealed.
+    await page.fill('#tag-name', 'ui-secret');
+    await page.fill('#tag-step', '');
+    await page.fill('#tag-desc', '');
+    await page.selectOption('#tag-opaque', 'digits:12');
+    await page.click('#tag-form button');
+    await page.waitForFunction(() => document.getElementById('tags').textContent.includes('opaque, 12 digits'));
+    await page.fill('#seg-tag', 'ui-secret');
+    await page.fill('#seg-count', '3');
+    await page.click('#segment-form button');
+    await page.waitForFunction(() => document.getElementById('output').textContent.includes('"ids"'));
+    const secret = JSON.parse(await page.textContent('#output')).ids[0];
+    await page.fill('#reveal-tag', 'ui-secret');
+    await page.fill('#reveal-id', secret);
+    await page.click('#reveal-form button');
+    await page.waitForFunction(() => document.getElementById('output').textContent.includes('belongs'));
+    const revealed = JSON.parse(await page.textContent('#output'));
+    assert.equal(revealed.belongs, true);
     await page.screenshot({ path: join(tmpdir(), 'edgeleaf-dashboard.png'), fullPage: true });
     assert.deepEqual(errors, []);
   } finally {
