@@ -349,6 +349,10 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         }
         let mut state = self.state();
         if self.config.reserve_ms > 0 && self.lease().is_some() {
+            // `reserve_ms` ahead of the clock, and never below what is already
+            // reserved (a restart's floor included): the timer extends it
+            // before the clock gets there, and two quick restarts in a row
+            // each find a reservation at most `reserve_ms` ahead.
             state.last_timestamp_ms = state
                 .last_timestamp_ms
                 .max(now_ms.saturating_add(self.config.reserve_ms));
@@ -457,11 +461,17 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                     next,
                 })
             }
-            Phase::Holding { gen, first_ms, .. } => {
+            Phase::Holding {
+                gen,
+                first_ms,
+                grant,
+                ..
+            } => {
                 let reserve_ms = self.config.reserve_ms;
-                let wait = if now_ms < *first_ms
-                    && *first_ms - now_ms <= reserve_ms.max(self.config.max_backward_ms)
-                {
+                // The first unit starts after the one holding the floor, so a
+                // floor `reserve_ms` ahead is up to one unit more away.
+                let patience = reserve_ms.max(self.config.max_backward_ms) + grant.layout.unit_ms();
+                let wait = if now_ms < *first_ms && *first_ms - now_ms <= patience {
                     // Resuming after a timestamp a little ahead of the clock
                     // (a saved reservation): wait for it.
                     Some((*first_ms - now_ms, Wait::ClockBehind))
@@ -892,6 +902,37 @@ mod tests {
             SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 10_000).unwrap();
         let _ = one(&mut r, T + 10_000);
         assert!(!r.lease_failed(None, T + 10_000));
+    }
+
+    #[test]
+    fn a_restart_in_the_millisecond_of_its_last_save_waits_out_the_reservation() {
+        let config = HolderConfig {
+            reserve_ms: 3_000,
+            ..HolderConfig::default()
+        };
+        let mut h = SnowflakeHolder::restore(config, NoRandom, HolderState::default(), T).unwrap();
+        let _ = one(&mut h, T);
+        h.granted(grant(1, T), T).unwrap();
+        let saved = h.save_request(T).unwrap();
+        h.saved(&saved);
+        let mut r = SnowflakeHolder::restore(config, NoRandom, saved, T).unwrap();
+        assert!(r.lease_failed(None, T), "starts from the saved lease");
+        let s = r.save_request(T).unwrap();
+        r.saved(&s);
+        assert_eq!(
+            one(&mut r, T).unwrap().next,
+            HolderNext::RetryAfter {
+                ms: 3_001,
+                reason: Wait::ClockBehind
+            }
+        );
+        // The save timer extends the reservation before the clock gets there.
+        assert_eq!(r.save_due_in(T), Some(1_000));
+        let s = r.save_request(T + 1_000).unwrap();
+        r.saved(&s);
+        assert_eq!(one(&mut r, T + 3_001).unwrap().filled, 1);
+        // Restarting again at once finds a reservation at most 3 s ahead.
+        assert!(SnowflakeHolder::restore(config, NoRandom, s, T + 1_001).is_ok());
     }
 
     #[test]
