@@ -36,23 +36,34 @@ fn config() -> impl Strategy<Value = (SnowflakeConfig, u64)> {
     )
 }
 
+/// What a run saw.
+struct Run {
+    now: u64,
+    first: Option<u64>,
+    issued: usize,
+}
+
 /// Runs a generator over a clock path, asking for `calls` IDs per clock
-/// reading, and checks every answer against the rules. Returns the IDs.
+/// reading, and checks every answer against the rules: each ID above
+/// `last_id` (which carries across runs, so across restarts) and never seen.
 fn run(
     gen: &mut SnowflakeGenerator<SplitMix64>,
     cfg: &SnowflakeConfig,
     steps: &[(i64, u16)],
     mut now: u64,
     seen: &mut HashSet<u64>,
-) -> u64 {
-    let mut last_id = 0u64;
+    last_id: &mut u64,
+) -> Run {
+    let (mut first, mut issued) = (None, 0);
     for &(step, calls) in steps {
         now = now.saturating_add_signed(step);
         for _ in 0..calls {
             match gen.next_id(now) {
                 Ok(Next::Id(id)) => {
                     let id = id.get();
-                    assert!(id > last_id, "not increasing: {id} after {last_id}");
+                    assert!(id > *last_id, "not increasing: {id} after {last_id}");
+                    first.get_or_insert(id);
+                    issued += 1;
                     assert!(seen.insert(id), "duplicate {id}");
                     assert!(id <= i64::MAX as u64);
                     let parts = cfg.layout.decompose(id).unwrap();
@@ -61,7 +72,7 @@ fn run(
                         parts.timestamp_ms <= now + cfg.max_borrow_ms,
                         "ran ahead of the clock more than the borrow bound"
                     );
-                    last_id = id;
+                    *last_id = id;
                 }
                 Ok(Next::RetryAfter { ms, reason }) => {
                     assert!(ms >= 1);
@@ -79,7 +90,7 @@ fn run(
             }
         }
     }
-    now
+    Run { now, first, issued }
 }
 
 proptest! {
@@ -92,7 +103,7 @@ proptest! {
     ) {
         let mut gen = SnowflakeGenerator::with_rand(cfg, SplitMix64::new(seed)).unwrap();
         let mut seen = HashSet::new();
-        run(&mut gen, &cfg, &steps, T0, &mut seen);
+        run(&mut gen, &cfg, &steps, T0, &mut seen, &mut 0);
     }
 
     /// A restart resumes from the persisted last timestamp (as a host would
@@ -107,15 +118,23 @@ proptest! {
     ) {
         let mut gen = SnowflakeGenerator::with_rand(cfg, SplitMix64::new(seed)).unwrap();
         let mut seen = HashSet::new();
-        let now = run(&mut gen, &cfg, &before, T0, &mut seen);
+        let mut last = 0;
+        let now = run(&mut gen, &cfg, &before, T0, &mut seen, &mut last).now;
         let persisted = gen.state().last_ms;
         let mut restarted =
             SnowflakeGenerator::resume_after(cfg, SplitMix64::new(seed), persisted).unwrap();
-        run(&mut restarted, &cfg, &after, now - wound_back, &mut seen);
+        // The clock path after the restart ends well past where it started,
+        // so the restarted generator does issue, and its IDs are checked
+        // against everything before the restart (uniqueness and order).
+        let r = run(&mut restarted, &cfg, &after, now - wound_back, &mut seen, &mut last);
+        let past = (persisted + 1).saturating_sub(r.now) as i64;
+        let end = run(&mut restarted, &cfg, &[(past.max(1), 10)], r.now, &mut seen, &mut last);
+        prop_assert!(r.issued + end.issued > 0, "nothing issued after the restart");
     }
 
     /// Exact state restore (a Durable Object saving after every ID) continues
-    /// without a gap or a repeat.
+    /// without a gap or a repeat: within the same time unit, the next
+    /// sequence number.
     #[test]
     fn exact_restore_continues(
         (cfg, seed) in config(),
@@ -125,10 +144,18 @@ proptest! {
         let split = split.min(steps.len());
         let mut gen = SnowflakeGenerator::with_rand(cfg, SplitMix64::new(seed)).unwrap();
         let mut seen = HashSet::new();
-        let now = run(&mut gen, &cfg, &steps[..split], T0, &mut seen);
+        let mut last = 0;
+        let now = run(&mut gen, &cfg, &steps[..split], T0, &mut seen, &mut last).now;
+        let before = last;
         let mut back =
             SnowflakeGenerator::from_state(cfg, SplitMix64::new(seed ^ 1), gen.state()).unwrap();
-        run(&mut back, &cfg, &steps[split..], now, &mut seen);
+        let r = run(&mut back, &cfg, &steps[split..], now, &mut seen, &mut last);
+        if let (Some(first), true) = (r.first, before > 0) {
+            let (a, b) = (cfg.layout.decompose(before).unwrap(), cfg.layout.decompose(first).unwrap());
+            if a.timestamp_ms == b.timestamp_ms {
+                prop_assert_eq!(b.sequence, a.sequence + 1, "a gap (or a repeat) at the restore");
+            }
+        }
     }
 
     /// Batches obey the same rules as single IDs.
@@ -170,7 +197,7 @@ proptest! {
         for w in [a, b] {
             let cfg = SnowflakeConfig::new(Layout::LEAF, w);
             let mut gen = SnowflakeGenerator::with_rand(cfg, SplitMix64::new(7)).unwrap();
-            run(&mut gen, &cfg, &steps, T0, &mut seen);
+            run(&mut gen, &cfg, &steps, T0, &mut seen, &mut 0);
         }
     }
 

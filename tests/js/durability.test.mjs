@@ -6,30 +6,34 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, ADMIN, CLIENT } from './service.mjs';
 
-async function freePort() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-async function launch(persist, port) {
-  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), persist, String(port)], {
+// Port 0: the service binds a free port itself and prints its URL (no
+// window in which another process could take a port we chose).
+async function launch(persist) {
+  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), persist, '0'], {
     detached: true, // its own process group, so workerd dies with it
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise((resolve, reject) => {
+  const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('service did not start in 30 s')), 30_000);
-    child.stdout.on('data', (d) => { if (String(d).includes('ready')) { clearTimeout(timer); resolve(); } });
+    child.stdout.on('data', (d) => {
+      const m = /ready (\S+)/.exec(String(d));
+      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
+    });
     child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
   });
-  return child;
+  return { child, url };
+}
+
+/** Resolves once `check()` holds (polled every 20 ms), or fails after `ms`. */
+async function until(check, what, ms = 20_000) {
+  for (const end = Date.now() + ms; !check();) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 function killHard(child) {
@@ -39,27 +43,30 @@ function killHard(child) {
 
 test('kill -9 while clients draw IDs, restart on the same state: nothing issued twice, max_id only grew', async () => {
   const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-kill-'));
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  let { child, url: base } = await launch(persist);
+  let stop = false;
   const get = (path, token = CLIENT, init = {}) =>
     fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
-
-  let child = await launch(persist, port);
   try {
     assert.equal((await get('/v1/tags/kill', ADMIN, { method: 'PUT', body: JSON.stringify({ step: 50 }) })).status, 200);
     const segment = new Set();
     const snowflake = new Set();
+    const afterRestart = [];
+    let restarted = false;
     let dups = 0;
     const add = (set, id) => { if (set.has(id)) dups++; set.add(id); };
-    // Clients draw until the service disappears under them.
-    let stop = false;
+    // Clients draw until told to stop, through the kill and the restart.
     const draw = async (c) => {
       while (!stop) {
         try {
           const path = c % 2 ? '/v1/segment/kill?count=37' : '/v1/snowflake?count=50';
+          const was = restarted;
           const res = await get(path);
           if (res.status !== 200) continue;
-          for (const id of (await res.json()).ids) add(c % 2 ? segment : snowflake, id);
+          for (const id of (await res.json()).ids) {
+            add(c % 2 ? segment : snowflake, id);
+            if (c % 2 && was) afterRestart.push(BigInt(id));
+          }
         } catch {
           // connection refused / reset while the process is dead
           await new Promise((r) => setTimeout(r, 20));
@@ -67,21 +74,27 @@ test('kill -9 while clients draw IDs, restart on the same state: nothing issued 
       }
     };
     const clients = Array.from({ length: 8 }, (_, c) => draw(c));
-    await new Promise((r) => setTimeout(r, 700));
+    await until(() => segment.size >= 2000 && snowflake.size >= 2000, 'IDs before the kill');
     const maxBefore = BigInt((await (await get('/v1/tags/kill', ADMIN)).json()).maxId);
     await killHard(child);
     const killedWith = segment.size;
-    child = await launch(persist, port);
-    await new Promise((r) => setTimeout(r, 700));
+    ({ child, url: base } = await launch(persist));
+    restarted = true;
+    await until(() => afterRestart.length >= 2000, 'IDs after the restart');
     stop = true;
     await Promise.all(clients);
 
     const maxAfter = BigInt((await (await get('/v1/tags/kill', ADMIN)).json()).maxId);
-    assert.ok(killedWith > 0 && segment.size > killedWith, `drew IDs before (${killedWith}) and after (${segment.size}) the kill`);
+    assert.ok(segment.size > killedWith, `drew IDs before (${killedWith}) and after (${segment.size}) the kill`);
+    // Every segment the restarted service handed out lies above what the
+    // store had granted before the kill: it kept its max_id (a store that
+    // lost it would start again from 1).
+    const lowest = afterRestart.reduce((a, b) => (b < a ? b : a));
+    assert.ok(lowest > maxBefore, `after the restart: lowest ID ${lowest}, max_id before the kill ${maxBefore}`);
     assert.ok(maxAfter > maxBefore, `max_id only grew: ${maxBefore} → ${maxAfter}`);
     assert.equal(dups, 0, 'no ID issued twice across the kill');
-    assert.ok(snowflake.size > 0);
   } finally {
+    stop = true; // the clients end with the test, whatever failed
     await killHard(child);
   }
 });

@@ -44,14 +44,17 @@ test('admin: create, read, list, update and delete tags', async () => {
   await expectError(await svc.admin('/v1/tags/admin-b', put({ maxId: '5' })), 400, 'out_of_range');
   res = await svc.admin('/v1/tags/admin-a', put({ step: 70 }));
   assert.equal((await res.json()).step, 70);
-  // Delete, then re-create: the tag continues after every ID it handed out.
+  // Delete, then re-create: the tag continues after every ID it handed out,
+  // the rest of the isolate's segments included (past the old max_id).
   const before = await (await svc.fetch('/v1/segment/admin-a?count=5')).json();
+  const oldMax = BigInt((await (await svc.admin('/v1/tags/admin-a')).json()).maxId);
+  assert.ok(oldMax >= BigInt(before.ids[4]));
   assert.equal((await svc.admin('/v1/tags/admin-a', { method: 'DELETE' })).status, 200);
   await expectError(await svc.admin('/v1/tags/admin-a'), 404, 'not_found');
   await expectError(await svc.fetch('/api/segment/get/admin-a'), 404, 'not_found');
   await svc.admin('/v1/tags/admin-a', put({ step: 10 }));
   const again = await (await svc.fetch('/v1/segment/admin-a?count=5')).json();
-  assert.ok(BigInt(again.ids[0]) > BigInt(before.ids[4]), `${again.ids[0]} after ${before.ids[4]}`);
+  assert.ok(BigInt(again.ids[0]) > oldMax, `${again.ids[0]} after the old max_id ${oldMax}`);
 });
 
 test('ID routes: Leaf text, JSON batches with string IDs, decode, leases', async () => {
@@ -181,17 +184,24 @@ test('a monotonic tag is served by its Durable Object: every ID above every earl
   await svc.admin('/v1/tags/mono', put({ step: 20, monotonic: true }));
   const got = [];
   await Promise.all(Array.from({ length: 8 }, async () => {
+    // Each client asks after its previous answer came: every ID it sees is
+    // above every one it saw before (above every ID issued before, in fact).
+    let last = 0n;
+    const see = (id) => { assert.ok(id > last, `${id} after ${last}`); last = id; got.push(id); };
     for (let i = 0; i < 10; i++) {
       const { ids } = await (await svc.fetch('/v1/segment/mono?count=7')).json();
-      got.push(...ids.map(BigInt));
-      got.push(BigInt(await (await svc.fetch('/api/segment/get/mono')).text()));
+      ids.map(BigInt).forEach(see);
+      see(BigInt(await (await svc.fetch('/api/segment/get/mono')).text()));
     }
   }));
   assert.equal(new Set(got).size, got.length);
-  // Responses arrive in the order the object served them within each client;
-  // across all, the set is a run with no repeats. Order per client:
+  // Across clients the IDs are one run from 1 with no gaps: the object
+  // serves them all itself, in order.
   const sorted = [...got].sort((a, b) => (a < b ? -1 : 1));
-  assert.equal(sorted[0], 1n);
+  assert.deepEqual(sorted, sorted.map((_, i) => BigInt(i + 1)));
+  // Served by the object: this isolate holds no buffer for the tag.
+  const { buffers } = await (await svc.admin('/v1/monitor')).json();
+  assert.deepEqual(buffers.mono, { monotonic: true, buffer: null });
   await expectError(await svc.fetch('/v1/segment/mono/lease', body({})), 409, 'monotonic_tag');
 });
 
@@ -209,8 +219,10 @@ test('registry: no shared worker IDs, fencing, clock checks, release', async () 
   assert.equal(a3.workerId, a.workerId);
   assert.ok(a3.generation > a.generation);
   await expectError(await svc.admin(`/v1/workers/${a.workerId}/renew`, body({ generation: a.generation, nodeTime: Date.now(), lastTimestamp: Date.now() })), 409, 'lease_not_held');
+  await new Promise((r) => setTimeout(r, 5));
   const renewed = await (await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, nodeTime: Date.now(), lastTimestamp: Date.now() - 1 }))).json();
-  assert.ok(renewed.expiresAtMs >= a3.expiresAtMs);
+  assert.ok(renewed.expiresAtMs > a3.expiresAtMs, 'a renewal extends the lease');
+  assert.equal(renewed.generation, a3.generation);
   // A node whose clock went back past its last report is refused.
   await expectError(await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, nodeTime: Date.now() - 1500, lastTimestamp: 0 })), 409, 'clock_behind_last_report');
   // A node whose clock is off from the registry's is refused.
@@ -226,14 +238,21 @@ test('a restart on the same state continues every sequence', async () => {
   await svc.admin('/v1/tags/restart', put({ step: 10 }));
   const before = (await (await svc.fetch('/v1/segment/restart?count=15')).json()).ids.map(BigInt);
   const sf = BigInt(await (await svc.fetch('/api/snowflake/get/x')).text());
+  const sfWorker = (await (await svc.fetch(`/v1/snowflake/${sf}`)).json()).workerId;
+  const leaseBefore = (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
   const maxBefore = BigInt((await (await svc.admin('/v1/tags/restart')).json()).maxId);
   await svc.dispose();
   svc = await start({ persist });
   const afterIds = (await (await svc.fetch('/v1/segment/restart?count=15')).json()).ids.map(BigInt);
   assert.ok(afterIds[0] > before.at(-1), `continues: ${afterIds[0]} after ${before.at(-1)}`);
   assert.ok(afterIds[0] > maxBefore, 'the unused rest of cached segments is skipped, never reissued');
+  // The registry kept the old isolate's lease (live until it lapses): the
+  // new isolate gets another worker ID and issues later IDs.
+  const leaseAfter = (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
+  assert.deepEqual({ ...leaseAfter, status: leaseAfter.status }, { ...leaseBefore, status: 'live' });
   const sf2 = BigInt(await (await svc.fetch('/api/snowflake/get/x')).text());
-  assert.notEqual(sf2, sf);
+  assert.notEqual((await (await svc.fetch(`/v1/snowflake/${sf2}`)).json()).workerId, sfWorker);
+  assert.ok(sf2 > sf);
   const tags = (await (await svc.admin('/v1/tags')).json()).tags.map((t) => t.bizTag);
   assert.ok(tags.includes('restart'));
 });
@@ -280,6 +299,7 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
     await expectError(await lease('late'), 503, 'no_free_worker_id');
     await sleep(first.expiresAtMs + 1500 - Date.now() + 50);
     const recycled = await (await lease('late')).json();
+    assert.equal(recycled.workerId, 0, 'the lapsed worker ID is the one recycled');
     assert.ok(recycled.generation > first.generation);
     assert.ok(recycled.issueAfterMs >= first.expiresAtMs, 'the new holder issues after the old lease ended');
   } finally {
