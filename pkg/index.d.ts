@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'invalid_json'
   | 'body_too_large'
   | 'invalid_request_id'
+  | 'request_id_reused'
   | 'monotonic_tag'
   | 'monotonic_immutable'
   | 'not_monotonic'

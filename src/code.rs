@@ -94,6 +94,8 @@ codes! {
     BodyTooLarge = "body_too_large", true;
     /// A lease request ID outside 1..=128 characters.
     InvalidRequestId = "invalid_request_id", true;
+    /// A lease request ID sent again with a different request.
+    RequestIdReused = "request_id_reused", true;
     /// An ID argument that is not a decimal integer in range.
     InvalidId = "invalid_id", true;
     /// Segments of a monotonic tag may not leave its Durable Object.

@@ -306,3 +306,82 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
     await short.dispose();
   }
 });
+
+test('every protected route refuses a missing, a wrong and (on admin routes) the client token', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { ROOT } = await import('./service.mjs');
+  const yaml = readFileSync(join(ROOT, 'worker/openapi.yaml'), 'utf8');
+  // Each operation's access, from its documented security (default: client).
+  const ops = [];
+  let path;
+  for (const line of yaml.slice(yaml.indexOf('\npaths:')).split('\n')) {
+    const p = /^ {2}(\/\S*):$/.exec(line);
+    if (p) path = p[1];
+    const m = /^ {4}(get|put|post|delete):$/.exec(line);
+    if (m) ops.push({ method: m[1].toUpperCase(), path, access: 'client' });
+    const sec = /^ {6}security: (.*)$/.exec(line);
+    if (sec && ops.length) ops.at(-1).access = sec[1].includes('adminToken') ? 'admin' : sec[1] === '[]' ? 'open' : 'client';
+  }
+  const protectedOps = ops.filter((o) => o.access !== 'open');
+  assert.ok(protectedOps.length >= 16, `${protectedOps.length} protected operations`);
+  for (const { method, path: p, access } of protectedOps) {
+    const url = p.replace('{tag}', 'auth-check').replace('{id}', '1');
+    const init = { method, ...(method === 'GET' ? {} : { body: '{}' }) };
+    const label = `${method} ${p}`;
+    const none = await svc.fetch(url, init, null);
+    assert.equal(none.status, 401, `${label} without a token`);
+    assert.equal((await none.json()).error.code, 'unauthorized');
+    const wrong = await svc.fetch(url, init, 'not-a-token');
+    assert.equal(wrong.status, 403, `${label} with a wrong token`);
+    assert.equal((await wrong.json()).error.code, 'forbidden');
+    const client = await svc.fetch(url, init);
+    if (access === 'admin') {
+      assert.equal(client.status, 403, `${label} with the client token`);
+    } else {
+      assert.ok(![401, 403].includes(client.status), `${label}: the client token opens it (${client.status})`);
+    }
+  }
+});
+
+test('a tag whose max_id is near 2^63 - 1 answers tag_exhausted, never a wrapped ID', async () => {
+  await svc.admin('/v1/tags/edge', put({ step: 10, maxId: '9223372036854775797' }));
+  const { ids } = await (await svc.fetch('/v1/segment/edge?count=10')).json();
+  assert.deepEqual(ids.at(-1), '9223372036854775807');
+  await expectError(await svc.fetch('/v1/segment/edge?count=1'), 409, 'tag_exhausted');
+  await expectError(await svc.fetch('/api/segment/get/edge'), 409, 'tag_exhausted');
+});
+
+test('a step changed by the admin while buffers are loaded: IDs stay unique and increasing, the next loads use it', async () => {
+  await svc.admin('/v1/tags/restep', put({ step: 10 }));
+  const seen = [];
+  const take = async (n) => seen.push(...(await (await svc.fetch(`/v1/segment/restep?count=${n}`)).json()).ids.map(BigInt));
+  await take(15);
+  assert.equal((await (await svc.admin('/v1/tags/restep', put({ step: 500 }))).json()).step, 500);
+  for (let i = 0; i < 5; i++) await take(300);
+  for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1], `${seen[i]} after ${seen[i - 1]}`);
+  const { buffers } = await (await svc.admin('/v1/monitor')).json();
+  assert.ok(buffers.restep.buffer.step >= 500, `step ${buffers.restep.buffer.step}`);
+});
+
+test('a lease requestId is one request: another body under it is a conflict; over 128 characters is refused', async () => {
+  await svc.admin('/v1/tags/reqid', put({ step: 100 }));
+  const first = await (await svc.fetch('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json();
+  assert.deepEqual(await (await svc.fetch('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json(), first);
+  await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ step: 5000, requestId: 'r-1' })), 409, 'request_id_reused');
+  await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(129) })), 400, 'invalid_request_id');
+  assert.equal((await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(128) }))).status, 200);
+});
+
+test('under LAYOUT=jsSafe every snowflake ID over HTTP is exact as a JS number', async () => {
+  const js = await start({ vars: { LAYOUT: 'jsSafe' } });
+  try {
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(...(await (await js.fetch('/v1/snowflake?count=1000')).json()).ids);
+    ids.push(await (await js.fetch('/api/snowflake/get/x')).text());
+    assert.equal(new Set(ids).size, 5001);
+    assert.ok(ids.every((id) => BigInt(id) < 2n ** 53n && Number.isSafeInteger(Number(id))), ids[0]);
+    assert.equal((await (await js.fetch('/v1/health', {}, null)).json()).layout.workerBits, 7);
+  } finally {
+    await js.dispose();
+  }
+});

@@ -56,6 +56,7 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::MonotonicImmutable
         | C::NotMonotonic
         | C::OpaqueTag
+        | C::RequestIdReused
         | C::NotOpaque
         | C::OpaqueImmutable => 409,
         // Waiting mends these, or they are the service's own trouble (its

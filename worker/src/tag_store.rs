@@ -399,13 +399,22 @@ impl TagStore {
                 )?
                 .to_array()?;
             if let Some(row) = rows.into_iter().next() {
+                let granted = stored_u64("lease step", row.step)?;
+                if stored.record.grant_step(req.step) != granted {
+                    // Not a retry of the same request: say so, rather than
+                    // hand back a range of another size.
+                    return Err(ApiError::new(
+                        ErrorCode::RequestIdReused,
+                        format!("requestId {id:?}: expected the request it was first sent with (step {granted}), found step {:?}", req.step),
+                    ));
+                }
                 // A retry: the same range, neither burnt nor handed out twice.
                 return json(
                     200,
                     &SegmentLease {
                         start: row.start,
                         end: row.end,
-                        step: stored_u64("lease step", row.step)?,
+                        step: granted,
                         min_step: stored.record.step,
                         opaque,
                     },
