@@ -90,7 +90,7 @@ pub use holder::{
 };
 pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
-pub use opaque::{OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
+pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};
 #[cfg(feature = "alloc")]
 pub use registry::{

@@ -69,6 +69,21 @@ impl OpaqueDomain {
 /// The key of an opaque tag: 128 bits from the host's random source.
 pub const OPAQUE_KEY_BYTES: usize = 16;
 
+/// A key written as 32 hex digits (how the service stores it, and one of the
+/// forms the JS package accepts).
+pub fn key_from_hex(hex: &str) -> Option<[u8; OPAQUE_KEY_BYTES]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 2 * OPAQUE_KEY_BYTES {
+        return None;
+    }
+    let digit = |b: u8| char::from(b).to_digit(16);
+    let mut key = [0u8; OPAQUE_KEY_BYTES];
+    for (k, pair) in key.iter_mut().zip(bytes.chunks_exact(2)) {
+        *k = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(key)
+}
+
 /// The permutation for one domain and key.
 ///
 /// ```
@@ -282,6 +297,16 @@ mod tests {
     /// then this construction's outputs under a fixed key, so that a change
     /// of the permutation (which would change every tag's IDs) cannot pass
     /// unnoticed.
+    #[test]
+    fn hex_keys() {
+        let key = key_from_hex("000102030405060708090a0b0c0d0eFF").unwrap();
+        assert_eq!(key[1], 1);
+        assert_eq!(key[15], 255);
+        assert!(key_from_hex("00").is_none());
+        assert!(key_from_hex(&"zz".repeat(16)).is_none());
+        assert!(key_from_hex(&"+1".repeat(16)).is_none());
+    }
+
     #[test]
     fn known_answers() {
         let k: [u8; 16] = core::array::from_fn(|i| i as u8);

@@ -26,18 +26,11 @@ pub fn parse(value: &JsValue) -> Result<OpaqueIds, JsValue> {
         }
     };
     let key = o.get("key");
-    let bytes: Option<Vec<u8>> = if let Some(hex) = key.as_string() {
-        (hex.len() == 2 * OPAQUE_KEY_BYTES)
-            .then(|| {
-                (0..hex.len())
-                    .step_by(2)
-                    .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-                    .collect()
-            })
-            .flatten()
-    } else {
-        key.dyn_ref::<js_sys::Uint8Array>()
-            .map(js_sys::Uint8Array::to_vec)
+    let bytes: Option<Vec<u8>> = match key.as_string() {
+        Some(hex) => crate::key_from_hex(&hex).map(|k| k.to_vec()),
+        None => key
+            .dyn_ref::<js_sys::Uint8Array>()
+            .map(js_sys::Uint8Array::to_vec),
     };
     let bytes = bytes.filter(|b| b.len() == OPAQUE_KEY_BYTES).ok_or_else(|| {
         coded(

@@ -86,8 +86,8 @@ pub struct OpaqueGrant {
 
 impl OpaqueGrant {
     pub fn ids(&self) -> ApiResult<OpaqueIds> {
-        let key = from_hex(&self.key)
-            .ok_or_else(|| ApiError::store_error("store: opaque key is not hex"))?;
+        let key = edgeleaf::key_from_hex(&self.key)
+            .ok_or_else(|| ApiError::store_error("store: opaque key is not 32 hex digits"))?;
         OpaqueIds::new(self.domain, &key)
             .map_err(|e| ApiError::store_error(format!("store: opaque key: {e}")))
     }
@@ -95,14 +95,6 @@ impl OpaqueGrant {
 
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(hex: &str) -> Option<Vec<u8>> {
-    hex.len().is_multiple_of(2).then_some(())?;
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// A segment as the API shows it.
