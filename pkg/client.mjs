@@ -36,10 +36,6 @@ function grantOf(lease) {
 // No answer at all is not a refusal: the holder decides what each means.
 const causeOf = (e) => (e.code === 'registry_unreachable' ? undefined : e.code);
 
-// With a store, the holder mints only below a timestamp reserved this far
-// ahead and saved; a restart waits at most this long.
-const RESERVE_MS = 3000;
-
 export function makeClient(wasm, { SegmentGenerator }) {
   /**
    * A Snowflake under a worker ID leased from the service's registry. It
@@ -83,7 +79,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
       }
       // Restarting from the store applies the restart rules (a clock behind
       // the saved last timestamp is refused).
-      const core = new wasm.HolderCore(saved, now(), store ? RESERVE_MS : 0);
+      const core = new wasm.HolderCore(saved, now(), store !== undefined);
       const ask = core.leaseAsk(now());
       try {
         const lease = await client.request('POST', '/v1/workers/lease', { nodeKey: key, ...ask });

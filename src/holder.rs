@@ -36,6 +36,8 @@ use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_
 pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
 /// After a renewal that got no answer, the next try waits this long.
 pub const RENEW_RETRY_MS: u64 = 1_000;
+/// How far ahead a holder with a store reserves (a restart waits at most this).
+pub const DEFAULT_RESERVE_MS: u64 = 3_000;
 /// While waiting for a save, poll again after this long.
 pub const SAVE_POLL_MS: u64 = 5;
 

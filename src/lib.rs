@@ -86,7 +86,7 @@ pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
 pub use error::{ClockReference, Error};
 pub use holder::{
     Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
-    SnowflakeHolder, DEFAULT_TAKE_OVER_MS, RENEW_RETRY_MS,
+    SnowflakeHolder, DEFAULT_RESERVE_MS, DEFAULT_TAKE_OVER_MS, RENEW_RETRY_MS,
 };
 pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};

@@ -59,6 +59,16 @@ impl OpaqueDomain {
         }
     }
 
+    /// Checks that a segment of counters lies inside the domain (a segment
+    /// past it would have counters with no ID).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a segment ending past [`OpaqueDomain::max_id`].
+    pub fn check_segment(self, alloc: crate::Allocation) -> Result<crate::Allocation, Error> {
+        check_range("segment end (opaque domain)", alloc.end, 1, self.max_id())?;
+        Ok(alloc)
+    }
+
     /// The largest ID, and the largest counter: `radix^n − 1`.
     pub fn max_id(self) -> u64 {
         let (radix, n) = self.radix_and_numerals();
@@ -289,6 +299,13 @@ mod tests {
         assert!(p.encode(i64::MAX as u64).is_ok(), "the last counter");
         assert!(p.decode(0).is_err());
         assert_eq!(OpaqueDomain::Digits(12).max_id(), 999_999_999_999);
+        let d = OpaqueDomain::Bits(32);
+        assert!(d
+            .check_segment(crate::Allocation::new(1, d.max_id()).unwrap())
+            .is_ok());
+        assert!(d
+            .check_segment(crate::Allocation::new(1, d.max_id() + 1).unwrap())
+            .is_err());
         assert_eq!(OpaqueDomain::Bits(53).max_id(), (1 << 53) - 1);
         assert!(!std::format!("{p:?}").contains("101"), "no key in Debug");
     }

@@ -137,12 +137,16 @@ fn state_object(state: &HolderState) -> JsValue {
 #[wasm_bindgen]
 impl HolderCore {
     /// A holder; with `saved` (from the store), restarted from it at `now`.
-    /// `reserveMs`: how far ahead the store's reservation runs (0: no store).
+    /// `withStore`: its state is saved, so it keeps a reservation ahead.
     #[wasm_bindgen(constructor)]
-    pub fn new(saved: JsValue, now: f64, reserve_ms: f64) -> Result<HolderCore, JsValue> {
+    pub fn new(saved: JsValue, now: f64, with_store: bool) -> Result<HolderCore, JsValue> {
         let now = ms("now()", now)?;
         let config = HolderConfig {
-            reserve_ms: ms("reserveMs", reserve_ms)?,
+            reserve_ms: if with_store {
+                crate::DEFAULT_RESERVE_MS
+            } else {
+                0
+            },
             ..HolderConfig::default()
         };
         let holder = if saved.is_undefined() || saved.is_null() {

@@ -150,13 +150,8 @@ impl SegmentCore {
     pub fn loaded(&mut self, start: u64, end: u64, now: f64) -> Result<(), JsValue> {
         let now = ms("now()", now)?;
         let in_domain = |alloc: Allocation| match &self.opaque {
-            Some(ids) if alloc.end > ids.domain().max_id() => Err(crate::Error::OutOfRange {
-                what: "segment end (opaque domain)",
-                min: 1,
-                max: ids.domain().max_id(),
-                found: alloc.end,
-            }),
-            _ => Ok(alloc),
+            Some(ids) => ids.domain().check_segment(alloc),
+            None => Ok(alloc),
         };
         let alloc = Allocation::new(start, end)
             .and_then(in_domain)
