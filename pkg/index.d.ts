@@ -47,6 +47,8 @@ export type ErrorCode =
   | 'lease_not_held'
   | 'clock_skew'
   | 'clock_behind_last_report'
+  | 'reserved_node_key'
+  | 'invalid_batch'
   | 'http_error'
   // From EdgeleafClient itself:
   | 'service_unreachable'

@@ -78,6 +78,10 @@ codes! {
     ClockSkew = "clock_skew", true;
     /// A lease holder whose lease was refused, taken over or closed.
     LeaseLost = "lease_lost", false;
+    /// A node key in the namespace reserved for the service's minters.
+    ReservedNodeKey = "reserved_node_key", true;
+    /// A minter answered a batch that breaks the batch rules.
+    InvalidBatch = "invalid_batch", true;
 
     // ---- the service's own
     /// No such route or tag.

@@ -166,6 +166,19 @@ pub enum Error {
         /// Why, as the registry's code (`None`: closed by its owner).
         cause: Option<ErrorCode>,
     },
+    /// A node key in the namespace reserved for the service's minters.
+    ReservedNodeKey {
+        /// The reserved prefix.
+        prefix: &'static str,
+    },
+    /// A minted batch holds a range that is empty, outside the layout, spans
+    /// more than one time unit or worker ID, or overlaps IDs already held.
+    InvalidBatch {
+        /// First ID of the range.
+        start: u64,
+        /// One past its last ID.
+        end: u64,
+    },
 }
 
 impl Error {
@@ -194,6 +207,8 @@ impl Error {
             Error::ClockBehindLastReport { .. } => ErrorCode::ClockBehindLastReport,
             Error::ClockSkew { .. } => ErrorCode::ClockSkew,
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
+            Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
+            Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
         }
     }
 }
@@ -317,6 +332,14 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "lease of worker {worker_id}: expected generation {generation} to be held, found it closed"
+            ),
+            Error::ReservedNodeKey { prefix } => write!(
+                f,
+                "node_key: expected a key not starting with {prefix:?} (reserved for the service's minters), found one"
+            ),
+            Error::InvalidBatch { start, end } => write!(
+                f,
+                "minted batch: expected a non-empty range [start, end) of new IDs in one time unit of one worker, found [{start}, {end})"
             ),
         }
     }

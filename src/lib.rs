@@ -75,6 +75,8 @@ mod snowflake;
 #[cfg(feature = "std")]
 mod clock;
 #[cfg(feature = "alloc")]
+mod minted;
+#[cfg(feature = "alloc")]
 mod registry;
 #[cfg(feature = "alloc")]
 mod tag;
@@ -90,12 +92,17 @@ pub use holder::{
 };
 pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
+#[cfg(feature = "alloc")]
+pub use minted::{
+    batch_ranges, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer, StalenessHistogram,
+    DEFAULT_STALENESS_MS, MAX_BATCH, MIN_BATCH,
+};
 pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};
 #[cfg(feature = "alloc")]
 pub use registry::{
-    Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot, DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS,
-    DEFAULT_TTL_MS, MAX_CAPACITY,
+    minter_node_key, Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot, DEFAULT_GRACE_MS,
+    DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY, MINTER_KEY_PREFIX,
 };
 pub use segment::{
     Allocation, SegmentBuffer, SegmentNext, SegmentSnapshot, SegmentView, StepPolicy, Take,

@@ -42,6 +42,21 @@ pub struct RegistryConfig {
     /// A node whose clock is further than this from the registry's, or from
     /// the average of the live nodes', is refused.
     pub max_skew_ms: u64,
+    /// Worker IDs `0..minters` are reserved: ID `i` only for the node key
+    /// [`minter_node_key`]`(i)` (the service's snowflake minters), so that
+    /// however many other nodes lease, the minters keep theirs.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub minters: u32,
+}
+
+/// Node keys starting with this are the service's minters'; other nodes may
+/// not lease under them.
+pub const MINTER_KEY_PREFIX: &str = "minter:";
+
+/// The node key of minter `index`, the only key that leases worker ID `index`
+/// while it is reserved.
+pub fn minter_node_key(index: u32) -> String {
+    alloc::format!("{MINTER_KEY_PREFIX}{index}")
 }
 
 impl RegistryConfig {
@@ -53,6 +68,7 @@ impl RegistryConfig {
             ttl_ms: DEFAULT_TTL_MS,
             grace_ms: DEFAULT_GRACE_MS,
             max_skew_ms: DEFAULT_MAX_SKEW_MS,
+            minters: 0,
         }
     }
 
@@ -61,10 +77,17 @@ impl RegistryConfig {
     /// # Errors
     /// [`Error::OutOfRange`] unless capacity is 1..=65,536, the TTL is
     /// 1 s..=1 day, and `max_skew_ms < grace_ms <= 1 day` (a lapsed holder,
-    /// whose clock may lag by the skew, must be done before the ID recycles).
+    /// whose clock may lag by the skew, must be done before the ID recycles),
+    /// and at most half the worker IDs are reserved for minters.
     pub fn validate(&self) -> Result<(), Error> {
         const DAY: u64 = 86_400_000;
         check_range("capacity", self.capacity.into(), 1, MAX_CAPACITY.into())?;
+        check_range(
+            "minters",
+            self.minters.into(),
+            0,
+            (self.capacity / 2).into(),
+        )?;
         check_range("ttl_ms", self.ttl_ms, 1_000, DAY)?;
         check_range("grace_ms", self.grace_ms, 1, DAY)?;
         check_range("max_skew_ms", self.max_skew_ms, 0, self.grace_ms - 1)?;
@@ -282,11 +305,68 @@ impl Registry {
         previous: Option<(u32, u64)>,
     ) -> Result<Lease, Error> {
         check_key("node_key", node_key)?;
+        if node_key.starts_with(MINTER_KEY_PREFIX) {
+            return Err(Error::ReservedNodeKey {
+                prefix: MINTER_KEY_PREFIX,
+            });
+        }
+        let ids = self.config.minters..self.config.capacity;
+        self.grant(node_key, node_now_ms, registry_now_ms, previous, ids)
+    }
+
+    /// Leases worker ID `index` to minter `index` (node key
+    /// [`minter_node_key`]`(index)`): the same rules as [`Registry::lease`],
+    /// over that one reserved ID.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] unless `index < minters`; as [`Registry::lease`],
+    /// with [`Error::NoFreeWorkerId`] while another grant of that ID is live
+    /// or in its grace period (a node that held it before it was reserved, or
+    /// the minter's own earlier grant it cannot prove).
+    pub fn lease_minter(
+        &mut self,
+        index: u32,
+        node_now_ms: u64,
+        registry_now_ms: u64,
+        previous: Option<(u32, u64)>,
+    ) -> Result<Lease, Error> {
+        if self.config.minters == 0 {
+            return Err(Error::OutOfRange {
+                what: "minter",
+                min: 0,
+                max: 0,
+                found: index.into(),
+            });
+        }
+        check_range(
+            "minter",
+            index.into(),
+            0,
+            u64::from(self.config.minters) - 1,
+        )?;
+        let key = minter_node_key(index);
+        self.grant(
+            &key,
+            node_now_ms,
+            registry_now_ms,
+            previous,
+            index..index + 1,
+        )
+    }
+
+    fn grant(
+        &mut self,
+        node_key: &str,
+        node_now_ms: u64,
+        registry_now_ms: u64,
+        previous: Option<(u32, u64)>,
+        ids: core::ops::Range<u32>,
+    ) -> Result<Lease, Error> {
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
         if let Some(avg) = self.live_clock_average(registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
-        let worker_id = self.choose(node_key, registry_now_ms, previous)?;
+        let worker_id = self.choose(node_key, registry_now_ms, previous, ids)?;
         let generation = self.next_generation;
         let ttl_ms = self.config.ttl_ms;
         let slot = &mut self.slots[worker_id as usize];
@@ -340,38 +420,31 @@ impl Registry {
         node_key: &str,
         registry_now_ms: u64,
         previous: Option<(u32, u64)>,
+        ids: core::ops::Range<u32>,
     ) -> Result<u32, Error> {
-        if let Some((id, generation)) = previous {
+        if let Some((id, generation)) = previous.filter(|(id, _)| ids.contains(id)) {
             if let Some(s) = self.slot(id) {
                 if s.generation == generation && s.node_key == node_key && !s.released {
                     return Ok(id);
                 }
             }
         }
-        let free = |s: &Option<WorkerSlot>| {
-            s.as_ref()
+        let free = |id: &u32| {
+            self.slot(*id)
                 .is_none_or(|s| self.status(s, registry_now_ms) == SlotStatus::Free)
         };
-        let own = self
-            .slots
-            .iter()
-            .position(|s| free(s) && s.as_ref().is_some_and(|s| s.node_key == node_key));
-        let lowest = || {
-            self.slots.iter().position(free).or_else(|| {
-                (self.slots.len() < self.config.capacity as usize).then_some(self.slots.len())
-            })
-        };
-        let Some(i) = own.or_else(lowest) else {
+        let own = ids
+            .clone()
+            .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == node_key));
+        let Some(id) = own.or_else(|| ids.clone().find(free)) else {
             return Err(Error::NoFreeWorkerId {
                 capacity: self.config.capacity,
             });
         };
-        if i == self.slots.len() {
-            self.slots.push(None);
+        if self.slots.len() <= id as usize {
+            self.slots.resize(id as usize + 1, None);
         }
-        u32::try_from(i).map_err(|_| Error::NoFreeWorkerId {
-            capacity: self.config.capacity,
-        })
+        Ok(id)
     }
 
     fn held(&mut self, worker_id: u32, generation: u64) -> Result<&mut WorkerSlot, Error> {
@@ -482,6 +555,7 @@ mod tests {
             ttl_ms: 10_000,
             grace_ms: 5_000,
             max_skew_ms: 1_000,
+            minters: 0,
         })
         .unwrap()
     }
@@ -607,6 +681,63 @@ mod tests {
     }
 
     #[test]
+    fn reserved_ids_go_to_their_minters_only() {
+        let mut r = Registry::new(RegistryConfig {
+            minters: 2,
+            ..*reg(4).config()
+        })
+        .unwrap();
+        // Others draw from 2..4 only, and may not pose as minters.
+        assert_eq!(r.lease("a", T, T, None).unwrap().worker_id, 2);
+        assert_eq!(r.lease("b", T, T, None).unwrap().worker_id, 3);
+        assert_eq!(
+            r.lease("c", T, T, None),
+            Err(Error::NoFreeWorkerId { capacity: 4 })
+        );
+        assert_eq!(
+            r.lease("minter:0", T, T, None),
+            Err(Error::ReservedNodeKey {
+                prefix: MINTER_KEY_PREFIX
+            })
+        );
+        // Minter i gets worker ID i however full the rest is.
+        let m1 = r.lease_minter(1, T, T, None).unwrap();
+        assert_eq!((m1.worker_id, m1.node_key.as_str()), (1, "minter:1"));
+        assert!(matches!(
+            r.lease_minter(2, T, T, None),
+            Err(Error::OutOfRange { .. })
+        ));
+        // A restarted minter proves its grant and keeps its ID; one that
+        // cannot prove it waits for the lapse like anyone else.
+        let again = r
+            .lease_minter(1, T + 5, T + 5, Some((1, m1.generation)))
+            .unwrap();
+        assert_eq!(again.worker_id, 1);
+        assert_eq!(again.issue_after_ms, T + 5);
+        assert!(r.lease_minter(1, T + 6, T + 6, None).is_err());
+        // Proof of a reserved ID does not get an ordinary node into it.
+        assert!(r.lease("a", T, T, Some((1, again.generation))).is_err());
+        // A node that held an ID before it was reserved keeps it until it
+        // lapses; the minter waits.
+        let mut small = reg(4);
+        let x = small.lease("x", T, T, None).unwrap();
+        assert_eq!(x.worker_id, 0);
+        let mut grown = Registry::from_parts(
+            RegistryConfig {
+                minters: 1,
+                ..*small.config()
+            },
+            small.next_generation(),
+            small.slots().cloned(),
+        )
+        .unwrap();
+        assert!(grown.lease_minter(0, T, T, None).is_err());
+        let later = T + 10_000 + 5_000;
+        let m0 = grown.lease_minter(0, later, later, None).unwrap();
+        assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
+    }
+
+    #[test]
     fn config_and_parts_are_validated() {
         let mut c = RegistryConfig::new(&Layout::LEAF);
         assert_eq!(c.capacity, 1024);
@@ -614,6 +745,8 @@ mod tests {
         assert!(Registry::new(c).is_err());
         let ok = RegistryConfig::new(&Layout::JS_SAFE);
         assert_eq!(ok.capacity, 128);
+        let too_many = RegistryConfig { minters: 65, ..ok };
+        assert!(too_many.validate().is_err());
         let slot = WorkerSlot {
             worker_id: 200,
             node_key: "n".into(),

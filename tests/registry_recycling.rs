@@ -18,6 +18,7 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
         ttl_ms: 10_000,
         grace_ms: 2_000,
         max_skew_ms: 1_000,
+        minters: 0,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let a = reg.lease("a", T0, T0, None).unwrap();

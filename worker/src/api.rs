@@ -38,6 +38,7 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::InvalidSegment
         | C::InvalidJson
         | C::InvalidRequestId
+        | C::ReservedNodeKey
         | C::InvalidId => 400,
         C::Unauthorized => 401,
         C::Forbidden => 403,
@@ -69,6 +70,7 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::SequenceExhausted
         | C::StoreUnavailable
         | C::StoreError
+        | C::InvalidBatch
         | C::ConfigInvalid => 503,
         // Raised only inside the JS package; listed so that a new code must
         // be given a status here.

@@ -1,0 +1,526 @@
+//! Snowflake IDs at edge scale, the serving side. A bounded set of minters —
+//! each a [`SnowflakeHolder`](crate::SnowflakeHolder) under one worker ID
+//! reserved for it ([`Registry::lease_minter`](crate::Registry::lease_minter))
+//! — mint batches; any number of isolates serve them from memory. The worker
+//! IDs in use are bounded by the number of minters, not of isolates.
+//!
+//! A batch is a list of ranges `[start, end)`: IDs of one time unit and one
+//! worker ID are consecutive integers, so a batch of thousands of IDs is a few
+//! ranges. The buffer here is the segment double buffer's idea applied to
+//! them:
+//! - serve from the ranges held, oldest first; each ID at most once;
+//! - never serve an ID whose time unit started more than `staleness_ms`
+//!   before the serving clock: such IDs are dropped, so a snowflake ID still
+//!   says "about when" it was handed out;
+//! - fetch the next batch in the background once fewer than 90% of a batch
+//!   remain (one fetch in flight at a time; one presumed lost after
+//!   `take_over_ms` is sent again);
+//! - size batches to the rate: double the batch when the last one lasted
+//!   under a quarter of the staleness bound, halve it when IDs went stale;
+//! - a failed fetch moves to the next minter.
+//!
+//! Like the rest of the core it reads no clock and does no I/O.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use crate::error::{check_range, Error};
+use crate::holder::DEFAULT_TAKE_OVER_MS;
+use crate::layout::Layout;
+
+/// Default bound between an ID's time unit and the moment it is served.
+pub const DEFAULT_STALENESS_MS: u64 = 1_000;
+/// The smallest batch asked for.
+pub const MIN_BATCH: u32 = 16;
+/// The largest batch asked for (and minted in one call).
+pub const MAX_BATCH: u32 = 4_096;
+
+/// How a [`MintedBuffer`] asks for and serves batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct MintConfig {
+    /// How many minters there are (1..=65,536).
+    pub minters: u32,
+    /// The minter tried first (from the isolate's randomness), so that
+    /// isolates spread over the minters.
+    pub home: u32,
+    /// Drop IDs whose time unit started longer ago than this (10..=60,000).
+    pub staleness_ms: u64,
+    /// A fetch in flight longer than this is presumed lost.
+    pub take_over_ms: u64,
+}
+
+impl MintConfig {
+    /// `minters` minters, the first tried chosen by `home`, default bounds.
+    pub fn new(minters: u32, home: u64) -> MintConfig {
+        MintConfig {
+            minters,
+            home: u32::try_from(home % u64::from(minters.max(1))).unwrap_or(0),
+            staleness_ms: DEFAULT_STALENESS_MS,
+            take_over_ms: DEFAULT_TAKE_OVER_MS,
+        }
+    }
+}
+
+/// Ask minter `minter` for a batch of `count` IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchAsk {
+    /// Which minter.
+    pub minter: u32,
+    /// How many IDs (1..=[`MAX_BATCH`]).
+    pub count: u32,
+}
+
+/// What the caller does after a [`MintedBuffer::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum MintStep {
+    /// The buffer is full. With `Some(ask)`: fetch it now, in the background.
+    Done {
+        /// The background fetch to start, if one is due.
+        prefetch: Option<BatchAsk>,
+    },
+    /// Nothing left to serve: fetch this now, report it with
+    /// [`MintedBuffer::fetched`] or [`MintedBuffer::fetch_failed`], and poll
+    /// again.
+    FetchNow(BatchAsk),
+    /// Nothing left and a fetch is in flight: wait for it, poll again.
+    Wait,
+}
+
+/// The answer of [`MintedBuffer::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct MintPoll {
+    /// IDs written to the front of the buffer.
+    pub filled: usize,
+    /// What to do next.
+    pub next: MintStep,
+}
+
+/// Counts of served IDs by staleness (ms between an ID's time unit and the
+/// moment it was served), for percentiles.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StalenessHistogram {
+    /// `counts[ms]`: IDs served `ms` after their time unit started (IDs from
+    /// a clock ahead of the server's count as 0).
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl StalenessHistogram {
+    /// Records `n` IDs served `ms` after their time unit.
+    pub fn record(&mut self, ms: u64, n: u64) {
+        let i = usize::try_from(ms).unwrap_or(usize::MAX).min(60_000);
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
+        self.total += n;
+    }
+
+    /// IDs recorded.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The smallest staleness (ms) at or below which `percent` of the IDs
+    /// were served (0 when none were).
+    pub fn percentile(&self, percent: f64) -> u64 {
+        let want = (self.total as f64 * percent / 100.0).ceil().max(1.0);
+        let mut seen = 0u64;
+        for (ms, n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen as f64 >= want {
+                return ms as u64;
+            }
+        }
+        0
+    }
+
+    /// The largest staleness recorded.
+    pub fn max(&self) -> u64 {
+        self.counts.iter().rposition(|n| *n > 0).unwrap_or(0) as u64
+    }
+
+    /// Adds another histogram's counts.
+    pub fn merge(&mut self, other: &StalenessHistogram) {
+        for (ms, n) in other.counts.iter().enumerate() {
+            if *n > 0 {
+                self.record(ms as u64, *n);
+            }
+        }
+    }
+}
+
+/// A minted range as held: `[start, end)`, and its time unit's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    start: u64,
+    end: u64,
+    unit_ms: u64,
+}
+
+/// An isolate's buffer of minted IDs.
+///
+/// ```
+/// use edgeleaf::{Layout, MintConfig, MintStep, MintedBuffer, Parts};
+///
+/// let now = 1_700_000_000_000;
+/// let mut buf = MintedBuffer::new(Layout::LEAF, MintConfig::new(16, 7))?;
+/// let mut out = [0u64; 2];
+/// let MintStep::FetchNow(ask) = buf.poll(now, &mut out).next else { unreachable!() };
+/// assert_eq!(ask.minter, 7);
+/// // ... minter 7 mints `ask.count` IDs and answers ranges:
+/// let first = Layout::LEAF.compose(Parts { timestamp_ms: now, worker_id: 7, sequence: 0 })?.get();
+/// buf.fetched(&[(first, first + 100)], now)?;
+/// assert_eq!(buf.poll(now, &mut out).filled, 2);
+/// assert_eq!(out, [first, first + 1]);
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MintedBuffer {
+    layout: Layout,
+    config: MintConfig,
+    held: VecDeque<Held>,
+    available: u64,
+    batch: u32,
+    /// The minter asked next.
+    minter: u32,
+    fetching_since: Option<u64>,
+    last_fetched_ms: Option<u64>,
+    dropped_since_fetch: bool,
+    dropped: u64,
+    fetches: u64,
+    staleness: StalenessHistogram,
+}
+
+impl MintedBuffer {
+    /// An empty buffer.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for 0 minters, a `home` outside them, a
+    /// `staleness_ms` outside 10..=60,000 or shorter than two time units of
+    /// the layout, or a `take_over_ms` outside 1..=60,000.
+    pub fn new(layout: Layout, config: MintConfig) -> Result<MintedBuffer, Error> {
+        check_range("minters", config.minters.into(), 1, 1 << 16)?;
+        check_range("home", config.home.into(), 0, u64::from(config.minters) - 1)?;
+        let shortest = (2 * layout.unit_ms()).max(10);
+        check_range("staleness_ms", config.staleness_ms, shortest, 60_000)?;
+        check_range("take_over_ms", config.take_over_ms, 1, 60_000)?;
+        Ok(MintedBuffer {
+            layout,
+            config,
+            held: VecDeque::new(),
+            available: 0,
+            batch: MIN_BATCH,
+            minter: config.home,
+            fetching_since: None,
+            last_fetched_ms: None,
+            dropped_since_fetch: false,
+            dropped: 0,
+            fetches: 0,
+            staleness: StalenessHistogram::default(),
+        })
+    }
+
+    /// Up to `out.len()` IDs at clock reading `now_ms`, and what to do next.
+    pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> MintPoll {
+        self.drop_stale(now_ms);
+        let mut filled = 0;
+        while filled < out.len() {
+            let Some(h) = self.held.front_mut() else {
+                break;
+            };
+            let n = (h.end - h.start).min((out.len() - filled) as u64);
+            for (i, slot) in out[filled..filled + n as usize].iter_mut().enumerate() {
+                *slot = h.start + i as u64;
+            }
+            self.staleness.record(now_ms.saturating_sub(h.unit_ms), n);
+            h.start += n;
+            filled += n as usize;
+            self.available -= n;
+            if h.start == h.end {
+                self.held.pop_front();
+            }
+        }
+        let next = if filled == out.len() {
+            let low = self.available < u64::from(self.batch) * 9 / 10;
+            let prefetch = (low && self.claim(now_ms)).then(|| self.ask(0));
+            MintStep::Done { prefetch }
+        } else if self.claim(now_ms) {
+            MintStep::FetchNow(self.ask(out.len() - filled))
+        } else {
+            MintStep::Wait
+        };
+        MintPoll { filled, next }
+    }
+
+    fn drop_stale(&mut self, now_ms: u64) {
+        let bound = self.config.staleness_ms;
+        let before = self.available;
+        self.held
+            .retain(|h| now_ms.saturating_sub(h.unit_ms) <= bound);
+        self.available = self.held.iter().map(|h| h.end - h.start).sum();
+        if self.available < before {
+            self.dropped += before - self.available;
+            self.dropped_since_fetch = true;
+        }
+    }
+
+    fn claim(&mut self, now_ms: u64) -> bool {
+        match self.fetching_since {
+            Some(t) if now_ms.saturating_sub(t) < self.config.take_over_ms => false,
+            _ => {
+                self.fetching_since = Some(now_ms);
+                true
+            }
+        }
+    }
+
+    fn ask(&self, need: usize) -> BatchAsk {
+        let need = u32::try_from(need).unwrap_or(MAX_BATCH);
+        BatchAsk {
+            minter: self.minter,
+            count: self.batch.max(need).min(MAX_BATCH),
+        }
+    }
+
+    /// A minter answered `ranges` (`[start, end)` each) at `now_ms`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidBatch`] for a range that is empty, beyond the layout,
+    /// spans two time units or worker IDs, or overlaps IDs held; nothing of
+    /// the batch is kept then.
+    pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<(), Error> {
+        self.fetching_since = None;
+        let mut add = Vec::with_capacity(ranges.len());
+        for &(start, end) in ranges {
+            let bad = Error::InvalidBatch { start, end };
+            if start >= end {
+                return Err(bad);
+            }
+            let first = self.layout.decompose(start).map_err(|_| bad.clone())?;
+            let last = self.layout.decompose(end - 1).map_err(|_| bad.clone())?;
+            let overlaps = |h: &Held| start < h.end && h.start < end;
+            if (first.timestamp_ms, first.worker_id) != (last.timestamp_ms, last.worker_id)
+                || self.held.iter().chain(&add).any(overlaps)
+            {
+                return Err(bad);
+            }
+            add.push(Held {
+                start,
+                end,
+                unit_ms: first.timestamp_ms,
+            });
+        }
+        self.fetches += 1;
+        if self.dropped_since_fetch {
+            self.batch = (self.batch / 2).max(MIN_BATCH);
+        } else if let Some(t) = self.last_fetched_ms {
+            if now_ms.saturating_sub(t) < self.config.staleness_ms / 4 {
+                self.batch = self.batch.saturating_mul(2).min(MAX_BATCH);
+            }
+        }
+        self.dropped_since_fetch = false;
+        self.last_fetched_ms = Some(now_ms);
+        self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
+        self.held.extend(add);
+        Ok(())
+    }
+
+    /// The fetch failed (no answer, or the minter refused): the next one
+    /// goes to the next minter.
+    pub fn fetch_failed(&mut self) {
+        self.fetching_since = None;
+        self.minter = (self.minter + 1) % self.config.minters;
+    }
+
+    /// IDs held and still fresh as of the last poll.
+    pub fn available(&self) -> u64 {
+        self.available
+    }
+
+    /// The batch size asked for next.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// The minter asked next.
+    pub fn minter(&self) -> u32 {
+        self.minter
+    }
+
+    /// IDs dropped unserved because they went stale.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Batches received.
+    pub fn fetches(&self) -> u64 {
+        self.fetches
+    }
+
+    /// The staleness of every ID served.
+    pub fn staleness(&self) -> &StalenessHistogram {
+        &self.staleness
+    }
+}
+
+/// The IDs a minter minted, as the ranges of a batch: runs of consecutive
+/// integers within one time unit and worker ID.
+pub fn batch_ranges(layout: &Layout, ids: &[u64]) -> Vec<(u64, u64)> {
+    let unit = |id: u64| {
+        layout
+            .decompose(id)
+            .map(|p| (p.timestamp_ms, p.worker_id))
+            .ok()
+    };
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &id in ids {
+        match ranges.last_mut() {
+            Some((start, end)) if *end == id && unit(*start) == unit(id) => *end += 1,
+            _ => ranges.push((id, id + 1)),
+        }
+    }
+    ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Parts;
+    use alloc::vec;
+
+    const T: u64 = 1_700_000_000_000;
+
+    fn id(ms: u64, worker: u32, seq: u32) -> u64 {
+        let parts = Parts {
+            timestamp_ms: ms,
+            worker_id: worker,
+            sequence: seq,
+        };
+        Layout::LEAF.compose(parts).unwrap().get()
+    }
+
+    fn buf() -> MintedBuffer {
+        MintedBuffer::new(Layout::LEAF, MintConfig::new(4, 1)).unwrap()
+    }
+
+    #[test]
+    fn serves_in_order_and_prefetches_below_ninety_percent() {
+        let mut b = buf();
+        let mut out = [0u64; 4];
+        let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(
+            ask,
+            BatchAsk {
+                minter: 1,
+                count: MIN_BATCH
+            }
+        );
+        // A second caller while the fetch is in flight waits.
+        assert_eq!(b.poll(T, &mut out).next, MintStep::Wait);
+        b.fetched(&[(id(T, 1, 0), id(T, 1, 16))], T).unwrap();
+        let p = b.poll(T, &mut out);
+        assert_eq!(out, [id(T, 1, 0), id(T, 1, 1), id(T, 1, 2), id(T, 1, 3)]);
+        // 12 of 16 left: below 90%, fetch in the background.
+        assert!(matches!(p.next, MintStep::Done { prefetch: Some(_) }));
+        let p = b.poll(T, &mut out);
+        assert_eq!(p.next, MintStep::Done { prefetch: None });
+    }
+
+    #[test]
+    fn stale_ids_are_dropped_never_served() {
+        let mut b = buf();
+        let mut out = [0u64; 1];
+        let _ = b.poll(T, &mut out);
+        b.fetched(&[(id(T, 1, 0), id(T, 1, 10))], T).unwrap();
+        assert_eq!(b.poll(T + 1_000, &mut out).filled, 1);
+        let p = b.poll(T + 1_001, &mut out);
+        assert_eq!(p.filled, 0);
+        // The prefetch asked for at T + 1000 is still in flight.
+        assert_eq!(p.next, MintStep::Wait);
+        assert_eq!(b.dropped(), 9);
+        assert_eq!(b.staleness().max(), 1_000);
+    }
+
+    #[test]
+    fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
+        let mut b = buf();
+        let mut out = vec![0u64; 16];
+        let mut now = T;
+        for _ in 0..12 {
+            let n = u64::from(b.batch());
+            let _ = b.poll(now, &mut out[..0]);
+            b.fetched(&[(id(now, 1, 0), id(now, 1, 0) + n)], now)
+                .unwrap();
+            now += 10;
+        }
+        assert_eq!(b.batch(), MAX_BATCH);
+        // Everything goes stale: the next fetch halves the batch.
+        let _ = b.poll(now + 5_000, &mut out);
+        b.fetched(
+            &[(id(now + 5_000, 1, 0), id(now + 5_000, 1, 1))],
+            now + 5_000,
+        )
+        .unwrap();
+        assert_eq!(b.batch(), MAX_BATCH / 2);
+    }
+
+    #[test]
+    fn bad_batches_are_refused_whole() {
+        let mut b = buf();
+        for ranges in [
+            vec![(5, 5)],
+            vec![(id(T, 1, 4095), id(T + 1, 1, 1))],
+            vec![(id(T, 1, 0), id(T, 1, 4)), (id(T, 1, 2), id(T, 1, 6))],
+            vec![(u64::MAX - 1, u64::MAX)],
+        ] {
+            assert!(matches!(
+                b.fetched(&ranges, T),
+                Err(Error::InvalidBatch { .. })
+            ));
+            assert_eq!(b.available(), 0);
+        }
+        b.fetched(&[(id(T, 1, 0), id(T, 1, 4))], T).unwrap();
+        assert!(b.fetched(&[(id(T, 1, 3), id(T, 1, 5))], T).is_err());
+    }
+
+    #[test]
+    fn a_failed_fetch_moves_to_the_next_minter() {
+        let mut b = buf();
+        let mut out = [0u64; 1];
+        let _ = b.poll(T, &mut out);
+        b.fetch_failed();
+        let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+            panic!()
+        };
+        assert_eq!(ask.minter, 2);
+        b.fetch_failed();
+        b.fetch_failed();
+        assert_eq!(b.minter(), 0);
+    }
+
+    #[test]
+    fn ranges_split_at_units_and_gaps() {
+        let ids = [
+            id(T, 2, 7),
+            id(T, 2, 8),
+            id(T, 2, 9),
+            id(T + 1, 2, 0),
+            id(T + 1, 2, 2),
+        ];
+        assert_eq!(
+            batch_ranges(&Layout::LEAF, &ids),
+            vec![
+                (id(T, 2, 7), id(T, 2, 10)),
+                (id(T + 1, 2, 0), id(T + 1, 2, 1)),
+                (id(T + 1, 2, 2), id(T + 1, 2, 3)),
+            ]
+        );
+    }
+}
