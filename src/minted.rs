@@ -233,13 +233,15 @@ impl MintedBuffer {
             let Some(h) = self.held.front_mut() else {
                 break;
             };
-            let n = (h.end - h.start).min((out.len() - filled) as u64);
-            for (i, slot) in out[filled..filled + n as usize].iter_mut().enumerate() {
-                *slot = h.start + i as u64;
+            let left = usize::try_from(h.end - h.start).unwrap_or(usize::MAX);
+            let n = left.min(out.len() - filled);
+            for (slot, id) in out[filled..filled + n].iter_mut().zip(h.start..) {
+                *slot = id;
             }
+            filled += n;
+            let n = n as u64;
             self.staleness.record(now_ms.saturating_sub(h.unit_ms), n);
             h.start += n;
-            filled += n as usize;
             self.available -= n;
             if h.start == h.end {
                 self.held.pop_front();
