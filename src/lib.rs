@@ -95,7 +95,7 @@ pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
 #[cfg(feature = "alloc")]
 pub use minted::{
     batch_ranges, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer, StalenessHistogram,
-    DEFAULT_STALENESS_MS, MAX_BATCH, MIN_BATCH,
+    DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MIN_BATCH,
 };
 pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};

@@ -15,8 +15,10 @@
 //! - fetch the next batch in the background once fewer than 90% of a batch
 //!   remain (one fetch in flight at a time; one presumed lost after
 //!   `take_over_ms` is sent again);
-//! - size batches to the rate: double the batch when the last one lasted
-//!   under a quarter of the staleness bound, halve it when IDs went stale;
+//! - size batches to the rate served: a batch should last a quarter of the
+//!   staleness bound at the rate measured over the last window (at least an
+//!   eighth of the bound), shrinking at most by half per window; halve it
+//!   when IDs went stale;
 //! - a failed fetch moves to the next minter.
 //!
 //! Like the rest of the core it reads no clock and does no I/O.
@@ -31,7 +33,9 @@ use crate::layout::Layout;
 /// Default bound between an ID's time unit and the moment it is served.
 pub const DEFAULT_STALENESS_MS: u64 = 1_000;
 /// The smallest batch asked for.
-pub const MIN_BATCH: u32 = 16;
+pub const MIN_BATCH: u32 = 1;
+/// The first batch asked for.
+pub const FIRST_BATCH: u32 = 16;
 /// The largest batch asked for (and minted in one call).
 pub const MAX_BATCH: u32 = 4_096;
 
@@ -189,7 +193,9 @@ pub struct MintedBuffer {
     /// The minter asked next.
     minter: u32,
     fetching_since: Option<u64>,
-    last_fetched_ms: Option<u64>,
+    /// The rate window: since when, and IDs served in it.
+    window_start_ms: Option<u64>,
+    window_served: u64,
     dropped_since_fetch: bool,
     dropped: u64,
     fetches: u64,
@@ -214,10 +220,11 @@ impl MintedBuffer {
             config,
             held: VecDeque::new(),
             available: 0,
-            batch: MIN_BATCH,
+            batch: FIRST_BATCH,
             minter: config.home,
             fetching_since: None,
-            last_fetched_ms: None,
+            window_start_ms: None,
+            window_served: 0,
             dropped_since_fetch: false,
             dropped: 0,
             fetches: 0,
@@ -240,6 +247,7 @@ impl MintedBuffer {
             }
             filled += n;
             let n = n as u64;
+            self.window_served += n;
             self.staleness.record(now_ms.saturating_sub(h.unit_ms), n);
             h.start += n;
             self.available -= n;
@@ -248,7 +256,7 @@ impl MintedBuffer {
             }
         }
         let next = if filled == out.len() {
-            let low = self.available < u64::from(self.batch) * 9 / 10;
+            let low = self.available * 10 < u64::from(self.batch) * 9;
             let prefetch = (low && self.claim(now_ms)).then(|| self.ask(0));
             MintStep::Done { prefetch }
         } else if self.claim(now_ms) {
@@ -318,15 +326,22 @@ impl MintedBuffer {
             });
         }
         self.fetches += 1;
+        let bound = self.config.staleness_ms;
+        let start = *self.window_start_ms.get_or_insert(now_ms);
+        let window = now_ms.saturating_sub(start);
         if self.dropped_since_fetch {
             self.batch = (self.batch / 2).max(MIN_BATCH);
-        } else if let Some(t) = self.last_fetched_ms {
-            if now_ms.saturating_sub(t) < self.config.staleness_ms / 4 {
-                self.batch = self.batch.saturating_mul(2).min(MAX_BATCH);
-            }
+        } else if window >= bound / 8 {
+            // IDs per quarter bound at the rate served in the window.
+            let target = self.window_served.saturating_mul(bound / 4) / window.max(1);
+            let target = u32::try_from(target).unwrap_or(u32::MAX);
+            self.batch = target.max(self.batch / 2).clamp(MIN_BATCH, MAX_BATCH);
+        }
+        if self.dropped_since_fetch || window >= bound / 8 {
+            self.window_start_ms = Some(now_ms);
+            self.window_served = 0;
         }
         self.dropped_since_fetch = false;
-        self.last_fetched_ms = Some(now_ms);
         self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
         self.held.extend(add);
         Ok(())
@@ -421,7 +436,7 @@ mod tests {
             ask,
             BatchAsk {
                 minter: 1,
-                count: MIN_BATCH
+                count: FIRST_BATCH
             }
         );
         // A second caller while the fetch is in flight waits.
@@ -452,16 +467,29 @@ mod tests {
 
     #[test]
     fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
+        // Serve 1,000 IDs every 10 ms; answer each fetch at once.
         let mut b = buf();
-        let mut out = vec![0u64; 16];
+        let mut out = vec![0u64; 1_000];
         let mut now = T;
-        for _ in 0..12 {
-            let n = u64::from(b.batch());
-            let _ = b.poll(now, &mut out[..0]);
-            b.fetched(&[(id(now, 1, 0), id(now, 1, 0) + n)], now)
-                .unwrap();
+        for _ in 0..60 {
+            let mut filled = 0;
+            while filled < out.len() {
+                let p = b.poll(now, &mut out[filled..]);
+                filled += p.filled;
+                let ask = match p.next {
+                    MintStep::Done { prefetch } => prefetch,
+                    MintStep::FetchNow(ask) => Some(ask),
+                    MintStep::Wait => panic!("nothing in flight"),
+                };
+                if let Some(ask) = ask {
+                    let n = u64::from(ask.count);
+                    b.fetched(&[(id(now, 1, 0), id(now, 1, 0) + n)], now)
+                        .unwrap();
+                }
+            }
             now += 10;
         }
+        // 100 IDs/ms for a quarter of the bound is more than the largest batch.
         assert_eq!(b.batch(), MAX_BATCH);
         // Everything goes stale: the next fetch halves the batch.
         let _ = b.poll(now + 5_000, &mut out);
@@ -471,6 +499,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.batch(), MAX_BATCH / 2);
+        assert!(b.dropped() > 0);
     }
 
     #[test]
