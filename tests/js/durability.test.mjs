@@ -13,7 +13,9 @@ import { ROOT, ADMIN, CLIENT } from './service.mjs';
 // Port 0: the service binds a free port itself and prints its URL (no
 // window in which another process could take a port we chose).
 async function launch(persist) {
-  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), persist, '0'], {
+  // One minter, so the one killed mid-batch is the one that serves after the restart.
+  const vars = JSON.stringify({ SNOWFLAKE_MINTERS: '1' });
+  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), persist, '0', vars], {
     detached: true, // its own process group, so workerd dies with it
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -52,6 +54,8 @@ test('kill -9 while clients draw IDs, restart on the same state: nothing issued 
     const segment = new Set();
     const snowflake = new Set();
     const afterRestart = [];
+    const snowflakeBefore = [];
+    const snowflakeAfter = [];
     let restarted = false;
     let dups = 0;
     const add = (set, id) => { if (set.has(id)) dups++; set.add(id); };
@@ -65,7 +69,8 @@ test('kill -9 while clients draw IDs, restart on the same state: nothing issued 
           if (res.status !== 200) continue;
           for (const id of (await res.json()).ids) {
             add(c % 2 ? segment : snowflake, id);
-            if (c % 2 && was) afterRestart.push(BigInt(id));
+            if (was) (c % 2 ? afterRestart : snowflakeAfter).push(BigInt(id));
+            else if (!(c % 2)) snowflakeBefore.push(BigInt(id));
           }
         } catch {
           // connection refused / reset while the process is dead
@@ -80,7 +85,7 @@ test('kill -9 while clients draw IDs, restart on the same state: nothing issued 
     const killedWith = segment.size;
     ({ child, url: base } = await launch(persist));
     restarted = true;
-    await until(() => afterRestart.length >= 2000, 'IDs after the restart');
+    await until(() => afterRestart.length >= 2000 && snowflakeAfter.length >= 2000, 'IDs after the restart');
     stop = true;
     await Promise.all(clients);
 
@@ -93,6 +98,14 @@ test('kill -9 while clients draw IDs, restart on the same state: nothing issued 
     assert.ok(lowest > maxBefore, `after the restart: lowest ID ${lowest}, max_id before the kill ${maxBefore}`);
     assert.ok(maxAfter > maxBefore, `max_id only grew: ${maxBefore} → ${maxAfter}`);
     assert.equal(dups, 0, 'no ID issued twice across the kill');
+    // Snowflakes came from the one minter (worker ID 0), which was minting
+    // when killed; restarted, it kept its worker ID and resumed after its
+    // saved reservation: every ID after the restart is above every ID before.
+    const workerOf = (id) => Number((id >> 12n) & 0x3ffn);
+    assert.ok([...snowflakeBefore, ...snowflakeAfter].every((id) => workerOf(id) === 0), 'minted under the minter\'s worker ID');
+    const highestBefore = snowflakeBefore.reduce((a, b) => (b > a ? b : a));
+    const lowestAfter = snowflakeAfter.reduce((a, b) => (b < a ? b : a));
+    assert.ok(lowestAfter > highestBefore, `snowflakes after the restart (${lowestAfter}) above those before (${highestBefore})`);
   } finally {
     stop = true; // the clients end with the test, whatever failed
     await killHard(child);

@@ -40,6 +40,7 @@ export function options({ persist, vars = {}, port } = {}) {
       TAGS: { className: 'TagStore', useSQLite: true },
       CATALOG: { className: 'Catalog', useSQLite: true },
       REGISTRY: { className: 'WorkerRegistry', useSQLite: true },
+      MINTERS: { className: 'SnowflakeMinter', useSQLite: true },
     },
     bindings: { ...wranglerVars(), ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars },
     ...(persist ? { resourcePersistencePath: persist } : {}),
@@ -66,10 +67,10 @@ export async function start(opts = {}) {
   };
 }
 
-// `node tests/js/service.mjs <persist-dir> <port>`: serve until killed.
+// `node tests/js/service.mjs <persist-dir> <port> [vars-json]`: serve until killed.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const [persist, port] = process.argv.slice(2);
-  const mf = new MF.Miniflare(options({ persist, port: Number(port) }));
+  const [persist, port, vars] = process.argv.slice(2);
+  const mf = new MF.Miniflare(options({ persist, port: Number(port), vars: vars ? JSON.parse(vars) : {} }));
   const url = await mf.ready;
   console.log(`ready ${url}`);
 }

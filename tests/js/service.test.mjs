@@ -88,7 +88,12 @@ test('ID routes: Leaf text, JSON batches with string IDs, decode, leases', async
   const monitor = await (await svc.admin('/v1/monitor')).json();
   assert.ok(monitor.buffers.routes.buffer.initialized);
   assert.ok(monitor.counters.segmentIds >= 1001);
-  assert.equal(typeof monitor.snowflake.workerId, 'number');
+  // Snowflakes came from the minters' batches (wrangler.toml sets
+  // SNOWFLAKE_MINTERS), none served older than the staleness bound.
+  assert.equal(monitor.snowflake, null, 'the isolate leased no worker ID of its own');
+  assert.ok(monitor.minted.served >= 1001, JSON.stringify(monitor.minted));
+  assert.ok(monitor.minted.stalenessMs.max <= 1000, JSON.stringify(monitor.minted));
+  assert.ok(monitor.counters.minterCalls >= 1);
 });
 
 test('bad input answers the documented 4xx with a JSON error', async () => {
@@ -239,20 +244,28 @@ test('a restart on the same state continues every sequence', async () => {
   const before = (await (await svc.fetch('/v1/segment/restart?count=15')).json()).ids.map(BigInt);
   const sf = BigInt(await (await svc.fetch('/api/snowflake/get/x')).text());
   const sfWorker = (await (await svc.fetch(`/v1/snowflake/${sf}`)).json()).workerId;
-  const leaseBefore = (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
+  const slot = async () => (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
+  const leaseBefore = await slot();
+  assert.equal(leaseBefore.nodeKey, `minter:${sfWorker}`, 'snowflakes come from a minter, under its reserved worker ID');
   const maxBefore = BigInt((await (await svc.admin('/v1/tags/restart')).json()).maxId);
   await svc.dispose();
   svc = await start({ persist });
   const afterIds = (await (await svc.fetch('/v1/segment/restart?count=15')).json()).ids.map(BigInt);
   assert.ok(afterIds[0] > before.at(-1), `continues: ${afterIds[0]} after ${before.at(-1)}`);
   assert.ok(afterIds[0] > maxBefore, 'the unused rest of cached segments is skipped, never reissued');
-  // The registry kept the old isolate's lease (live until it lapses): the
-  // new isolate gets another worker ID and issues later IDs.
-  const leaseAfter = (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
-  assert.deepEqual({ ...leaseAfter, status: leaseAfter.status }, { ...leaseBefore, status: 'live' });
-  const sf2 = BigInt(await (await svc.fetch('/api/snowflake/get/x')).text());
-  assert.notEqual((await (await svc.fetch(`/v1/snowflake/${sf2}`)).json()).workerId, sfWorker);
-  assert.ok(sf2 > sf);
+  // The registry kept the minter's lease across the restart (it is live
+  // until it lapses, and the same minter proves it and keeps it).
+  const leaseAfter = await slot();
+  assert.equal(leaseAfter.status, 'live');
+  assert.equal(leaseAfter.nodeKey, leaseBefore.nodeKey);
+  assert.ok(leaseAfter.generation >= leaseBefore.generation);
+  // Every snowflake after the restart is later than the one before (any
+  // minter: the restarted ones resume after their saved reservation).
+  for (let i = 0; i < 5; i++) {
+    const res = await svc.fetch('/v1/snowflake?count=100');
+    if (res.status === 503) continue; // a restarted minter waiting out its reservation
+    for (const id of (await res.json()).ids) assert.ok(BigInt(id) > sf);
+  }
   const tags = (await (await svc.admin('/v1/tags')).json()).tags.map((t) => t.bizTag);
   assert.ok(tags.includes('restart'));
 });
@@ -287,23 +300,57 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
   try {
     const lease = async (nodeKey) => short.admin('/v1/workers/lease', body({ nodeKey, nodeTime: Date.now() }));
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-    // Fill all 128 worker IDs of the jsSafe layout; node-0 holds worker 0.
+    // Worker IDs 0..16 are the minters' (SNOWFLAKE_MINTERS in wrangler.toml):
+    // others fill the remaining 112 of the jsSafe layout; node-0 holds 16.
     const first = await (await lease('node-0')).json();
-    assert.equal(first.workerId, 0);
-    for (let n = 1; n < 128; n++) assert.equal((await lease(`node-${n}`)).status, 200);
+    assert.equal(first.workerId, 16);
+    for (let n = 1; n < 128 - 16; n++) assert.equal((await lease(`node-${n}`)).status, 200);
     await expectError(await lease('late'), 503, 'no_free_worker_id');
+    await expectError(await lease('minter:0'), 400, 'reserved_node_key');
+    // The snowflake routes do not care: their IDs come from the minters.
+    const { ids } = await (await short.fetch('/v1/snowflake?count=100')).json();
+    assert.equal(new Set(ids).size, 100);
+    for (const id of [ids[0], ids.at(-1)]) {
+      const { workerId } = await (await short.fetch(`/v1/snowflake/${id}`)).json();
+      assert.ok(workerId < 16, `minted under reserved worker ID ${workerId}`);
+    }
     await sleep(first.expiresAtMs - Date.now() + 50);
     // Lapsed: renewal refused, the node must stop.
-    await expectError(await short.admin('/v1/workers/0/renew', body({ generation: first.generation, nodeTime: Date.now() })), 409, 'lease_expired');
+    await expectError(await short.admin('/v1/workers/16/renew', body({ generation: first.generation, nodeTime: Date.now() })), 409, 'lease_expired');
     // Within the grace period nobody gets it.
     await expectError(await lease('late'), 503, 'no_free_worker_id');
     await sleep(first.expiresAtMs + 1500 - Date.now() + 50);
     const recycled = await (await lease('late')).json();
-    assert.equal(recycled.workerId, 0, 'the lapsed worker ID is the one recycled');
+    assert.equal(recycled.workerId, 16, 'the lapsed worker ID is the one recycled');
     assert.ok(recycled.generation > first.generation);
     assert.ok(recycled.issueAfterMs >= first.expiresAtMs, 'the new holder issues after the old lease ended');
   } finally {
     await short.dispose();
+  }
+});
+
+test('without minters (SNOWFLAKE_MINTERS=0) each isolate leases its own worker ID, and a full pool stops the snowflake route', async () => {
+  const solo = await start({ vars: { SNOWFLAKE_MINTERS: '0', LAYOUT: 'jsSafe' } });
+  try {
+    for (let n = 0; n < 128; n++) {
+      assert.equal((await solo.admin('/v1/workers/lease', body({ nodeKey: `node-${n}`, nodeTime: Date.now() }))).status, 200);
+    }
+    await expectError(await solo.fetch('/v1/snowflake?count=1'), 503, 'no_free_worker_id');
+    const monitor = await (await solo.admin('/v1/monitor')).json();
+    assert.equal(monitor.minted, null);
+  } finally {
+    await solo.dispose();
+  }
+});
+
+test('SNOWFLAKE_MINTERS and SNOWFLAKE_STALENESS_MS are checked', async () => {
+  for (const vars of [{ SNOWFLAKE_MINTERS: '65', LAYOUT: 'jsSafe' }, { SNOWFLAKE_MINTERS: 'x' }, { SNOWFLAKE_STALENESS_MS: '5' }]) {
+    const bad = await start({ vars });
+    try {
+      await expectError(await bad.fetch('/v1/snowflake'), 503, 'config_invalid');
+    } finally {
+      await bad.dispose();
+    }
   }
 });
 

@@ -1,7 +1,10 @@
 //! The service's settings, from `wrangler.toml` `[vars]` and secrets, checked
 //! once per isolate at the first request.
 
-use edgeleaf::{ErrorCode, Layout, LayoutSpec, RegistryConfig, StepPolicy};
+use edgeleaf::{
+    ErrorCode, Layout, LayoutSpec, MintConfig, MintedBuffer, RegistryConfig, StepPolicy,
+    DEFAULT_STALENESS_MS,
+};
 use worker::Env;
 
 use crate::api::ApiError;
@@ -12,6 +15,10 @@ pub struct Config {
     pub default_step: u64,
     pub registry: RegistryConfig,
     pub max_backward_ms: u64,
+    /// Snowflake minters (`SNOWFLAKE_MINTERS`; 0: every isolate leases its
+    /// own worker ID) and the staleness bound of the IDs they mint.
+    pub minters: u32,
+    pub staleness_ms: u64,
     pub admin_token: Option<String>,
     pub client_token: Option<String>,
 }
@@ -79,12 +86,37 @@ impl Config {
         registry.ttl_ms = number(env, "LEASE_TTL_MS", registry.ttl_ms)?;
         registry.grace_ms = number(env, "LEASE_GRACE_MS", registry.grace_ms)?;
         registry.max_skew_ms = number(env, "MAX_SKEW_MS", registry.max_skew_ms)?;
+        let minters = number(env, "SNOWFLAKE_MINTERS", 0)?;
+        registry.minters = u32::try_from(minters)
+            .ok()
+            .filter(|m| *m <= registry.capacity / 2)
+            .ok_or_else(|| {
+                invalid(
+                    "SNOWFLAKE_MINTERS",
+                    &format!(
+                        "0..={} (half the layout's worker IDs), found {minters}",
+                        registry.capacity / 2
+                    ),
+                )
+            })?;
         registry.validate().map_err(|e| {
             invalid(
                 "LEASE_TTL_MS / LEASE_GRACE_MS / MAX_SKEW_MS",
                 &e.to_string(),
             )
         })?;
+        let staleness_ms = number(env, "SNOWFLAKE_STALENESS_MS", DEFAULT_STALENESS_MS)?;
+        if registry.minters > 0 {
+            // The buffer's own checks (at least two time units, at most 60 s).
+            MintedBuffer::new(
+                layout,
+                MintConfig {
+                    staleness_ms,
+                    ..MintConfig::new(registry.minters, 0)
+                },
+            )
+            .map_err(|e| invalid("SNOWFLAKE_STALENESS_MS", &e.to_string()))?;
+        }
         let max_backward_ms = number(env, "MAX_BACKWARD_MS", edgeleaf::DEFAULT_MAX_BACKWARD_MS)?;
         if max_backward_ms > edgeleaf::MAX_TOLERANCE_MS {
             return Err(invalid("MAX_BACKWARD_MS", "at most 60000"));
@@ -94,6 +126,8 @@ impl Config {
             default_step,
             registry,
             max_backward_ms,
+            minters: registry.minters,
+            staleness_ms,
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
         })

@@ -1,8 +1,10 @@
 //! What one Worker isolate keeps in memory between requests: a segment driver
-//! per tag (fed from the tag's Durable Object), a snowflake holder under a
-//! leased worker ID, and counters for `/v1/monitor`. The rules — when to load
-//! and with which step, when to lease, renew or stop minting — are the core's
-//! (`SegmentDriver`, `SnowflakeHolder`); this file carries their requests to
+//! per tag (fed from the tag's Durable Object), snowflake IDs — a buffer of
+//! batches from the minters (`SNOWFLAKE_MINTERS` > 0), or else a holder under
+//! a worker ID of its own — and counters for `/v1/monitor`. The rules — when
+//! to load and with which step, when to fetch and which batches are stale,
+//! when to lease, renew or stop minting — are the core's (`SegmentDriver`,
+//! `MintedBuffer`, `SnowflakeHolder`); this file carries their requests to
 //! the Durable Objects and their answers back, and runs one wait loop each.
 //!
 //! Requests interleave at every await, so state is borrowed only between
@@ -14,8 +16,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, OpaqueIds, Renewal, SegmentDriver,
-    SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
+    BatchAsk, ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, MintConfig, MintStep,
+    MintedBuffer, OpaqueIds, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64,
+    StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::Serialize;
@@ -25,6 +28,7 @@ use worker::{Context, Env, Method};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
+use crate::minter_store::{Batch, MintRequest};
 use crate::registry_store::{LeaseRequest, Previous, RenewRequest};
 use crate::stores::{call, Store};
 use crate::tag_store::{AllocateRequest, SegmentLease};
@@ -44,6 +48,7 @@ pub struct Counters {
     pub refills: u64,
     pub refills_that_blocked: u64,
     pub store_calls: u64,
+    pub minter_calls: u64,
     pub errors: u64,
 }
 
@@ -75,6 +80,7 @@ impl Default for TagState {
 pub(crate) struct Isolate {
     pub(crate) tags: BTreeMap<String, TagState>,
     pub(crate) snowflake: Option<SnowflakeHolder<SplitMix64>>,
+    pub(crate) minted: Option<MintedBuffer>,
     pub(crate) node_key: Option<String>,
     pub(crate) counters: Counters,
     pub(crate) started_ms: u64,
@@ -299,8 +305,124 @@ fn renew(env: &Env, config: &Config, r: Renewal) -> LocalBoxFuture<'static, ()> 
     .boxed_local()
 }
 
-/// `count` snowflake IDs under this isolate's leased worker ID.
+/// `count` snowflake IDs: from the minters' batches, or (without minters)
+/// under this isolate's own leased worker ID.
 pub async fn snowflake_ids(
+    env: &Env,
+    ctx: &Context,
+    config: &Config,
+    count: usize,
+) -> ApiResult<Vec<u64>> {
+    if config.minters > 0 {
+        minted_ids(env, ctx, config, count).await
+    } else {
+        leased_ids(env, ctx, config, count).await
+    }
+}
+
+/// Fetches a batch from a minter into this isolate's buffer. Runs in the
+/// context of the request the buffer asked (or in its `waitUntil`).
+async fn fetch_batch(env: Env, ask: BatchAsk) -> ApiResult<()> {
+    with(|i| i.counters.minter_calls += 1);
+    let request = MintRequest {
+        index: ask.minter,
+        count: ask.count,
+    };
+    let answer: ApiResult<Batch> = call(
+        &env,
+        Store::Minter(ask.minter),
+        Method::Post,
+        "/mint",
+        Some(&request),
+    )
+    .await;
+    let ranges = answer.and_then(|batch| {
+        batch
+            .ranges
+            .iter()
+            .map(|(s, e)| match (s.parse(), e.parse()) {
+                (Ok(s), Ok(e)) => Ok((s, e)),
+                _ => Err(ApiError::store_error(format!(
+                    "minter {}: range [{s}, {e}) is not two integers",
+                    ask.minter
+                ))),
+            })
+            .collect::<ApiResult<Vec<(u64, u64)>>>()
+    });
+    with(|i| {
+        let buf = i
+            .minted
+            .as_mut()
+            .ok_or_else(|| ApiError::store_error("snowflake: minted buffer missing"))?;
+        match ranges.and_then(|r| Ok(buf.fetched(&r, now_ms())?)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                buf.fetch_failed();
+                Err(e)
+            }
+        }
+    })
+}
+
+/// `count` snowflake IDs from the minters' batches in this isolate's buffer.
+async fn minted_ids(
+    env: &Env,
+    ctx: &Context,
+    config: &Config,
+    count: usize,
+) -> ApiResult<Vec<u64>> {
+    let mut out = vec![0u64; count];
+    let mut filled = 0;
+    let mut waited = 0;
+    let mut failures = 0;
+    loop {
+        let now = now_ms();
+        let next = with(|i| -> ApiResult<MintStep> {
+            let buf = match i.minted.as_mut() {
+                Some(b) => b,
+                None => {
+                    let mint = MintConfig {
+                        staleness_ms: config.staleness_ms,
+                        ..MintConfig::new(config.minters, random_u64())
+                    };
+                    i.minted.insert(MintedBuffer::new(config.layout, mint)?)
+                }
+            };
+            let poll = buf.poll(now, &mut out[filled..]);
+            filled += poll.filled;
+            Ok(poll.next)
+        })?;
+        match next {
+            MintStep::Done { prefetch } => {
+                if let Some(ask) = prefetch {
+                    ctx.wait_until(fetch_batch(env.clone(), ask).map(|_| ()));
+                }
+                with(|i| i.counters.snowflake_ids += out.len() as u64);
+                return Ok(out);
+            }
+            MintStep::FetchNow(ask) => {
+                if let Err(e) = fetch_batch(env.clone(), ask).await {
+                    // The buffer moved on to the next minter; give up after
+                    // a few (each failure is an answer, not a wait).
+                    failures += 1;
+                    if failures >= config.minters.min(3) {
+                        return Err(e);
+                    }
+                }
+            }
+            MintStep::Wait => {
+                waited += POLL_MS;
+                if waited > MAX_LOAD_WAIT_MS {
+                    return Err(ApiError::unavailable(ErrorCode::StoreUnavailable, format!("snowflake: expected a minted batch within {MAX_LOAD_WAIT_MS} ms, found none"), 1000));
+                }
+                sleep_ms(POLL_MS).await;
+            }
+        }
+    }
+}
+
+/// `count` snowflake IDs under this isolate's leased worker ID.
+async fn leased_ids(
     env: &Env,
     ctx: &Context,
     config: &Config,

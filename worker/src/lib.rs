@@ -8,6 +8,7 @@ mod catalog;
 mod clock;
 mod config;
 mod isolate;
+mod minter_store;
 mod monitor;
 mod registry_store;
 mod stores;
@@ -27,6 +28,7 @@ use stores::{call, Store};
 use tag_store::{AllocateRequest, LeaseBody, SegmentLease, TagUpsert, TagView};
 
 pub use catalog::Catalog;
+pub use minter_store::SnowflakeMinter;
 pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;
 

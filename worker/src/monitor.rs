@@ -1,5 +1,5 @@
 //! `/v1/monitor`: Leaf's cache view of this isolate's buffers, its snowflake
-//! lease, and its counters.
+//! lease or buffer of minted batches, and its counters.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +42,14 @@ pub fn monitor() -> serde_json::Value {
                 })
             })
         });
-        json!({ "buffers": buffers, "snowflake": lease, "counters": i.counters, "isolateSinceMs": i.started_ms })
+        let minted = i.minted.as_ref().map(|b| {
+            let s = b.staleness();
+            json!({
+                "minter": b.minter(), "batch": b.batch(), "available": b.available(),
+                "fetches": b.fetches(), "dropped": b.dropped(), "served": s.total(),
+                "stalenessMs": { "p50": s.percentile(50.0), "p99": s.percentile(99.0), "max": s.max() },
+            })
+        });
+        json!({ "buffers": buffers, "snowflake": lease, "minted": minted, "counters": i.counters, "isolateSinceMs": i.started_ms })
     })
 }

@@ -38,6 +38,16 @@ pub struct LeaseRequest {
     pub previous: Option<Previous>,
 }
 
+/// `POST /lease-minter`: only the Worker's minters send it (the public
+/// lease route cannot reach it, and refuses their `minter:` node keys).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MinterLeaseRequest {
+    pub index: u32,
+    pub node_time: u64,
+    pub previous: Option<Previous>,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Previous {
@@ -226,6 +236,17 @@ impl DurableObject for WorkerRegistry {
                     .with_registry(|reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
                         let lease = reg.lease(&r.node_key, r.node_time, now, prev)?;
+                        let id = lease.worker_id;
+                        Ok((lease, Some(id)))
+                    })
+                    .and_then(|l| lease_json(&l)),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
+                Ok(r) => self
+                    .with_registry(|reg, now| {
+                        let prev = r.previous.map(|p| (p.worker_id, p.generation));
+                        let lease = reg.lease_minter(r.index, r.node_time, now, prev)?;
                         let id = lease.worker_id;
                         Ok((lease, Some(id)))
                     })

@@ -16,6 +16,8 @@ pub enum Store<'a> {
     Catalog,
     /// The single worker-ID registry.
     Registry,
+    /// Snowflake minter `i`.
+    Minter(u32),
 }
 
 /// Calls `path` on a Durable Object and decodes its JSON answer.
@@ -26,10 +28,15 @@ pub async fn call<T: DeserializeOwned>(
     path: &str,
     body: Option<&impl Serialize>,
 ) -> ApiResult<T> {
+    let minter;
     let (binding, name) = match store {
         Store::Tag(tag) => ("TAGS", tag),
         Store::Catalog => ("CATALOG", "catalog"),
         Store::Registry => ("REGISTRY", "registry"),
+        Store::Minter(i) => {
+            minter = format!("minter-{i}");
+            ("MINTERS", minter.as_str())
+        }
     };
     let stub = env
         .durable_object(binding)?

@@ -1,0 +1,292 @@
+//! `SnowflakeMinter`: one of `SNOWFLAKE_MINTERS` Durable Objects, each minting
+//! snowflake IDs under the one worker ID the registry reserves for it
+//! (`Registry::lease_minter`). Isolates fetch batches from it
+//! (`MintedBuffer`), so the worker IDs in use are bounded by the number of
+//! minters, not of isolates.
+//!
+//! Its holder is the core's `SnowflakeHolder` with a store: before minting
+//! past a reserved timestamp it writes its state (the grant and the
+//! reservation) to its SQLite storage, and the output gate holds every answer
+//! until that write is durable. A minter killed mid-batch restarts from that
+//! state: it proves its grant to the registry, keeps its worker ID, and mints
+//! only after the reservation — never an ID its previous incarnation may
+//! have handed out.
+//!
+//! Renewals ride on mint requests (when the holder says one is due); an idle
+//! minter's lease lapses, which costs nothing: its worker ID stays reserved
+//! for it, and the next request leases again with proof.
+
+use std::cell::RefCell;
+
+use edgeleaf::{
+    batch_ranges, ErrorCode, Grant, HolderConfig, HolderNext, HolderState, Lease, SnowflakeHolder,
+    SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH,
+};
+use serde::{Deserialize, Serialize};
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+};
+
+use crate::api::{body, json, ApiError, ApiResult};
+use crate::clock::{now_ms, random_u64, sleep_ms};
+use crate::config::Config;
+use crate::registry_store::{MinterLeaseRequest, Previous, RenewRequest};
+use crate::stores::{call, create_tables, Store};
+
+/// Longest a mint request waits (for a lease, a sequence, a clock) before it
+/// answers what it has, or 503.
+const MAX_WAIT_MS: u64 = 1_000;
+const POLL_MS: u64 = 2;
+
+/// `POST /mint`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MintRequest {
+    /// Which minter this object is (it is named `minter-{index}`).
+    pub index: u32,
+    pub count: u32,
+}
+
+/// The answer: ranges `[start, end)` as decimal strings.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Batch {
+    pub worker_id: u32,
+    pub ranges: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    v: String,
+}
+
+#[durable_object]
+pub struct SnowflakeMinter {
+    sql: SqlStorage,
+    broken: Option<ApiError>,
+    env: Env,
+    holder: RefCell<Option<SnowflakeHolder<SplitMix64>>>,
+}
+
+fn holder_config(config: &Config) -> HolderConfig {
+    HolderConfig {
+        max_backward_ms: config.max_backward_ms,
+        lease_again: true,
+        reserve_ms: DEFAULT_RESERVE_MS,
+        ..HolderConfig::default()
+    }
+}
+
+/// No answer is not a refusal: the holder treats `None` as "retry".
+fn cause(e: &ApiError) -> Option<ErrorCode> {
+    (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
+}
+
+impl SnowflakeMinter {
+    /// Runs `f` on the holder, restored from storage on first use.
+    fn with_holder<T>(
+        &self,
+        config: &Config,
+        f: impl FnOnce(&mut SnowflakeHolder<SplitMix64>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        let mut cell = self.holder.borrow_mut();
+        if cell.is_none() {
+            let rows: Vec<Row> = self
+                .sql
+                .exec("SELECT v FROM state WHERE k = 'holder'", None)?
+                .to_array()?;
+            let rand = SplitMix64::new(random_u64());
+            let holder = match rows.first() {
+                Some(row) => {
+                    let state: HolderState = serde_json::from_str(&row.v)
+                        .map_err(|e| ApiError::store_error(format!("minter: stored state: {e}")))?;
+                    SnowflakeHolder::restore(holder_config(config), rand, state, now_ms())?
+                }
+                None => SnowflakeHolder::with_rand(holder_config(config), rand)?,
+            };
+            *cell = Some(holder);
+        }
+        let holder = cell
+            .as_mut()
+            .ok_or_else(|| ApiError::store_error("minter: holder missing"))?;
+        f(holder)
+    }
+
+    /// Saves the state the holder asks to save (a later reservation), if a
+    /// save is due; synchronous, and durable before any answer leaves.
+    fn save_if_due(
+        &self,
+        holder: &mut SnowflakeHolder<SplitMix64>,
+        now: u64,
+        force: bool,
+    ) -> ApiResult<()> {
+        if !force && holder.save_due_in(now) != Some(0) {
+            return Ok(());
+        }
+        let Some(state) = holder.save_request(now) else {
+            return Ok(());
+        };
+        let text = serde_json::to_string(&state)
+            .map_err(|e| ApiError::store_error(format!("minter: state: {e}")))?;
+        match self.sql.exec(
+            "INSERT OR REPLACE INTO state(k, v) VALUES ('holder', ?)",
+            vec![text.into()],
+        ) {
+            Ok(_) => {
+                holder.saved(&state);
+                Ok(())
+            }
+            Err(e) => {
+                holder.save_failed();
+                Err(ApiError::store_error(format!("minter: saving state: {e}")))
+            }
+        }
+    }
+
+    async fn mint(&self, config: &Config, r: MintRequest) -> ApiResult<Batch> {
+        if r.index >= config.minters {
+            return Err(ApiError::new(
+                ErrorCode::OutOfRange,
+                format!("minter: expected 0..{}, found {}", config.minters, r.index),
+            ));
+        }
+        if r.count == 0 || r.count > MAX_BATCH {
+            return Err(ApiError::new(
+                ErrorCode::OutOfRange,
+                format!("count: expected 1..={MAX_BATCH}, found {}", r.count),
+            ));
+        }
+        let layout = config.layout;
+        let mut out = vec![0u64; r.count as usize];
+        let mut filled = 0;
+        let mut waited = 0;
+        loop {
+            let now = now_ms();
+            let (next, renew) = self.with_holder(config, |h| {
+                self.save_if_due(h, now, false)?;
+                let poll = h.poll(now, &mut out[filled..])?;
+                filled += poll.filled;
+                Ok((poll.next, poll.renew))
+            })?;
+            if let Some(renewal) = renew {
+                let request = RenewRequest {
+                    worker_id: renewal.worker_id,
+                    generation: renewal.generation,
+                    node_time: renewal.node_now_ms,
+                    last_timestamp: renewal.last_timestamp_ms,
+                };
+                let answer: ApiResult<Lease> = call(
+                    &self.env,
+                    Store::Registry,
+                    Method::Post,
+                    "/renew",
+                    Some(&request),
+                )
+                .await;
+                self.with_holder(config, |h| {
+                    match answer {
+                        Ok(lease) => h.renewed(Grant::from_lease(&lease, layout), now_ms()),
+                        Err(e) => h.renewal_failed(renewal.generation, cause(&e), now_ms()),
+                    }
+                    Ok(())
+                })?;
+            }
+            let wait = match next {
+                HolderNext::Done => break,
+                HolderNext::Lease(ask) => {
+                    let request = MinterLeaseRequest {
+                        index: r.index,
+                        node_time: ask.node_now_ms,
+                        previous: ask.previous.map(|(worker_id, generation)| Previous {
+                            worker_id,
+                            generation,
+                        }),
+                    };
+                    let answer: ApiResult<Lease> = call(
+                        &self.env,
+                        Store::Registry,
+                        Method::Post,
+                        "/lease-minter",
+                        Some(&request),
+                    )
+                    .await;
+                    self.with_holder(config, |h| match answer {
+                        Ok(lease) => {
+                            h.granted(Grant::from_lease(&lease, layout), now_ms())?;
+                            // The grant is proof after a restart: save it now.
+                            self.save_if_due(h, now_ms(), true)
+                        }
+                        Err(e) => {
+                            h.lease_failed(cause(&e), now_ms());
+                            Err(e)
+                        }
+                    })?;
+                    continue;
+                }
+                HolderNext::LeaseInFlight => POLL_MS,
+                HolderNext::RetryAfter { ms, .. } => {
+                    // A partial batch now beats a full one later.
+                    if filled > 0 {
+                        break;
+                    }
+                    self.with_holder(config, |h| self.save_if_due(h, now_ms(), false))?;
+                    ms
+                }
+            };
+            waited += wait;
+            if waited > MAX_WAIT_MS {
+                return Err(ApiError::unavailable(
+                    ErrorCode::SequenceExhausted,
+                    format!(
+                        "minter {}: expected to mint within {MAX_WAIT_MS} ms, found nothing",
+                        r.index
+                    ),
+                    wait,
+                ));
+            }
+            sleep_ms(wait).await;
+        }
+        out.truncate(filled);
+        let ranges = batch_ranges(&layout, &out)
+            .into_iter()
+            .map(|(s, e)| (s.to_string(), e.to_string()))
+            .collect();
+        let worker_id = self.with_holder(config, |h| Ok(h.lease().map_or(0, |g| g.worker_id)))?;
+        Ok(Batch { worker_id, ranges })
+    }
+}
+
+impl DurableObject for SnowflakeMinter {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        let broken = create_tables(
+            &sql,
+            &["CREATE TABLE IF NOT EXISTS state(k TEXT PRIMARY KEY, v TEXT NOT NULL)"],
+        )
+        .err();
+        SnowflakeMinter {
+            sql,
+            broken,
+            env,
+            holder: RefCell::new(None),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        if let Some(e) = &self.broken {
+            return Ok(e.response());
+        }
+        let path = req.path();
+        let result = match (req.method(), path.as_str()) {
+            (Method::Post, "/mint") => match (
+                Config::from_env(&self.env),
+                body::<MintRequest>(&mut req).await,
+            ) {
+                (Ok(config), Ok(r)) => self.mint(&config, r).await.and_then(|b| json(200, &b)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            },
+            _ => Err(ApiError::not_found(format!("minter: no route {path}"))),
+        };
+        Ok(result.unwrap_or_else(|e| e.response()))
+    }
+}
