@@ -25,7 +25,8 @@ const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), mkdte
 });
 await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('ready') && resolve()));
 const call = (path, init = {}, token = CLIENT) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
-const monitor = async () => (await (await call('/v1/monitor', {}, ADMIN)).json()).counters;
+const view = async () => (await (await call('/v1/monitor', {}, ADMIN)).json());
+const monitor = async () => (await view()).counters;
 
 try {
   await call('/v1/tags/bench', { method: 'PUT', body: JSON.stringify({ step: 1000 }) }, ADMIN);
@@ -41,6 +42,7 @@ try {
     ['no-op GET /v1/ping', '/v1/ping', 0],
     ['GET /api/segment/get/bench', '/api/segment/get/bench', 1],
     ['GET /api/snowflake/get/bench', '/api/snowflake/get/bench', 1],
+    ['GET /v1/snowflake?count=100', '/v1/snowflake?count=100', 100],
     ['GET /v1/segment/bench?count=100', '/v1/segment/bench?count=100', 100],
     ['GET /api/segment/get/opaque', '/api/segment/get/opaque', 1],
     ['GET /v1/segment/bench?count=1000', '/v1/segment/bench?count=1000', 1000],
@@ -60,7 +62,8 @@ try {
     runs[k].push({
       name, rps, p99ms, non2xx, idsPerReq, ids,
       blocked: after.refillsThatBlocked - before.refillsThatBlocked,
-      storeCalls: after.storeCalls - before.storeCalls,
+      // Durable Object calls of any kind: tag stores, registry, minters.
+      storeCalls: after.storeCalls - before.storeCalls + after.minterCalls - before.minterCalls,
     });
   }
   const rows = runs.map((rs) => {
@@ -78,6 +81,11 @@ try {
     console.log(r.name.padEnd(34), r.rps.toFixed(0).padStart(8), `${((100 * r.rps) / noop.rps).toFixed(0)}%`.padStart(9),
       r.p99ms.toFixed(1).padStart(8), `${(r.p99ms / noop.p99ms).toFixed(2)}×`.padStart(7), String(r.non2xx).padStart(8),
       String(r.blocked).padStart(17), r.storeCallsPer1000.toFixed(2).padStart(18));
+  }
+  const minted = (await view()).minted;
+  if (minted) {
+    const s = minted.stalenessMs;
+    console.log(`snowflakes from minters: ${minted.served} served, staleness p50 ${s.p50} ms / p99 ${s.p99} ms / max ${s.max} ms, ${minted.dropped} dropped stale, batch ${minted.batch}`);
   }
   const row = (name) => rows.find((r) => r.name === name);
   const opaque = row('GET /v1/segment/opaque?count=1000');

@@ -140,6 +140,8 @@ struct Minter {
     holder: SnowflakeHolder<SplitMix64>,
     saved: HolderState,
     offset: i64,
+    /// A Durable Object runs one request at a time: busy until then.
+    busy_until: u64,
 }
 
 #[derive(Default)]
@@ -197,6 +199,7 @@ impl Sim {
                     .expect("holder config"),
                 saved: HolderState::default(),
                 offset: net.offset(300),
+                busy_until: 0,
             })
             .collect();
         let mut sim = Sim {
@@ -436,11 +439,11 @@ impl Sim {
         if let Some(ask) = ask {
             self.report.minter_calls += 1;
             let latency = self.latency();
-            let ids = self.mint(ask.minter, ask.count as usize, now + latency / 2);
+            let (ids, done) = self.mint(ask.minter, ask.count as usize, now + latency / 2);
             let ranges = (!ids.is_empty()).then(|| batch_ranges(&self.args.layout, &ids));
             self.answers.push(ranges);
             let k = self.answers.len() - 1;
-            self.at(now + latency, Event::Answer(i, k));
+            self.at(done + latency / 2, Event::Answer(i, k));
         }
     }
 
@@ -471,10 +474,12 @@ impl Sim {
         self.serve_minted(i);
     }
 
-    /// A minter's loop, as its Durable Object runs it.
-    fn mint(&mut self, index: u32, count: usize, now: u64) -> Vec<u64> {
+    /// A minter's loop, as its Durable Object runs it: the IDs, and when it
+    /// answered.
+    fn mint(&mut self, index: u32, count: usize, arrives: u64) -> (Vec<u64>, u64) {
         let layout = self.args.layout;
         let m = &mut self.minters[index as usize];
+        let now = arrives.max(m.busy_until);
         let clock = now.saturating_add_signed(m.offset);
         let mut out = vec![0u64; count];
         let mut filled = 0;
@@ -523,15 +528,18 @@ impl Sim {
                 }
                 HolderNext::LeaseInFlight => break,
                 HolderNext::RetryAfter { ms, .. } => {
-                    if filled > 0 && ms > 5 {
+                    // As the Durable Object: a partial batch now, or wait
+                    // at most a second for the first ID.
+                    if filled > 0 || waited + ms > 1_000 {
                         break;
                     }
                     waited += ms;
                 }
             }
         }
+        m.busy_until = now + waited;
         out.truncate(filled);
-        out
+        (out, now + waited)
     }
 }
 
@@ -545,10 +553,10 @@ fn row(name: &str, r: &Report) -> String {
         pct(r.refused),
         r.waited,
         pct(r.waited),
-        r.wait_ms.percentile(99.0),
+        r.wait_ms.percentile(99),
         r.duplicates,
-        r.staleness.percentile(50.0),
-        r.staleness.percentile(99.0),
+        r.staleness.percentile(50),
+        r.staleness.percentile(99),
         r.staleness.max(),
         1000.0 * r.minter_calls as f64 / r.served.max(1) as f64,
         r.dropped,

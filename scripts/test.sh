@@ -33,6 +33,9 @@ step "unit, property and doc tests"
 cargo test --all-features
 cargo test -p edgeleaf-worker
 
+step "the fleet simulation, short form: per-isolate leasing vs minters (fails on a duplicate)"
+cargo run --quiet --release --example fleet_sim -- --short
+
 step "core on wasm32: wasm-pack test --node"
 wasm-pack --log-level warn test --node --mode no-install --test wasm
 

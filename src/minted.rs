@@ -131,12 +131,12 @@ impl StalenessHistogram {
 
     /// The smallest staleness (ms) at or below which `percent` of the IDs
     /// were served (0 when none were).
-    pub fn percentile(&self, percent: f64) -> u64 {
-        let want = (self.total as f64 * percent / 100.0).ceil().max(1.0);
-        let mut seen = 0u64;
+    pub fn percentile(&self, percent: u64) -> u64 {
+        let want = (u128::from(self.total) * u128::from(percent.min(100))).div_ceil(100);
+        let mut seen = 0u128;
         for (ms, n) in self.counts.iter().enumerate() {
-            seen += n;
-            if seen as f64 >= want {
+            seen += u128::from(*n);
+            if seen >= want.max(1) {
                 return ms as u64;
             }
         }

@@ -47,7 +47,7 @@ pub fn monitor() -> serde_json::Value {
             json!({
                 "minter": b.minter(), "batch": b.batch(), "available": b.available(),
                 "fetches": b.fetches(), "dropped": b.dropped(), "served": s.total(),
-                "stalenessMs": { "p50": s.percentile(50.0), "p99": s.percentile(99.0), "max": s.max() },
+                "stalenessMs": { "p50": s.percentile(50), "p99": s.percentile(99), "max": s.max() },
             })
         });
         json!({ "buffers": buffers, "snowflake": lease, "minted": minted, "counters": i.counters, "isolateSinceMs": i.started_ms })
