@@ -354,6 +354,67 @@ test('SNOWFLAKE_MINTERS and SNOWFLAKE_STALENESS_MS are checked', async () => {
   }
 });
 
+test('no answer may be cached: Cache-Control: no-store on IDs, ranges, leases and errors', async () => {
+  await svc.admin('/v1/tags/nostore', put({ step: 10 }));
+  const answers = [
+    await svc.fetch('/api/segment/get/nostore'),
+    await svc.fetch('/v1/segment/nostore?count=3'),
+    await svc.fetch('/api/snowflake/get/x'),
+    await svc.fetch('/v1/snowflake?count=3'),
+    await svc.fetch('/v1/segment/nostore/lease', body({ step: 10 })),
+    await svc.admin('/v1/workers/lease', body({ nodeKey: 'nostore', nodeTime: Date.now() })),
+    await svc.fetch('/v1/segment/no-such-tag'),
+  ];
+  for (const res of answers) {
+    assert.equal(res.headers.get('cache-control'), 'no-store', `${res.url} ${res.status}`);
+    await res.arrayBuffer();
+  }
+});
+
+test('CORS: only origins in CORS_ORIGINS get preflights and Access-Control-Allow-Origin', async () => {
+  const app = 'https://app.example';
+  const preflight = (s, origin) => s.fetch('/v1/segment/cors', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET' } }, null);
+  // None by default: a page on another origin cannot call the service.
+  await expectError(await preflight(svc, app), 403, 'forbidden');
+  const plain = await svc.fetch('/v1/ping', { headers: { origin: app } });
+  assert.equal(plain.headers.get('access-control-allow-origin'), null);
+  await plain.arrayBuffer();
+  const cors = await start({ vars: { CORS_ORIGINS: `${app}, https://other.example:8443` } });
+  try {
+    await cors.admin('/v1/tags/cors', put({}));
+    const ok = await preflight(cors, app);
+    assert.equal(ok.status, 204);
+    assert.equal(ok.headers.get('access-control-allow-origin'), app);
+    assert.equal(ok.headers.get('access-control-allow-methods'), 'GET');
+    assert.match(ok.headers.get('access-control-allow-headers'), /Authorization/);
+    const lease = await cors.fetch('/v1/segment/cors/lease', { method: 'OPTIONS', headers: { origin: 'https://other.example:8443' } }, null);
+    assert.equal(lease.headers.get('access-control-allow-methods'), 'POST');
+    await expectError(await preflight(cors, 'https://evil.example'), 403, 'forbidden');
+    await expectError(await cors.fetch('/v1/nowhere', { method: 'OPTIONS', headers: { origin: app } }, null), 404, 'not_found');
+    // The call itself, and its errors, carry the header for allowed origins only.
+    const ids = await cors.fetch('/v1/segment/cors?count=2', { headers: { origin: app } });
+    assert.equal(ids.status, 200);
+    assert.equal(ids.headers.get('access-control-allow-origin'), app);
+    assert.match(ids.headers.get('vary'), /Origin/);
+    await ids.arrayBuffer();
+    const denied = await cors.fetch('/v1/segment/cors', { headers: { origin: app } }, 'wrong');
+    assert.equal(denied.status, 403);
+    assert.equal(denied.headers.get('access-control-allow-origin'), app);
+    await denied.arrayBuffer();
+    const evil = await cors.fetch('/v1/segment/cors', { headers: { origin: 'https://evil.example' } });
+    assert.equal(evil.headers.get('access-control-allow-origin'), null);
+    await evil.arrayBuffer();
+  } finally {
+    await cors.dispose();
+  }
+  const bad = await start({ vars: { CORS_ORIGINS: 'app.example' } });
+  try {
+    await expectError(await bad.fetch('/v1/segment/x'), 503, 'config_invalid');
+  } finally {
+    await bad.dispose();
+  }
+});
+
 test('every protected route refuses a missing, a wrong and (on admin routes) the client token', async () => {
   const { readFileSync } = await import('node:fs');
   const { ROOT } = await import('./service.mjs');

@@ -19,6 +19,9 @@ pub struct Config {
     /// own worker ID) and the staleness bound of the IDs they mint.
     pub minters: u32,
     pub staleness_ms: u64,
+    /// Origins whose pages may call the service (`CORS_ORIGINS`,
+    /// comma-separated; `*` any; none by default).
+    pub cors_origins: Vec<String>,
     pub admin_token: Option<String>,
     pub client_token: Option<String>,
 }
@@ -121,6 +124,7 @@ impl Config {
         if max_backward_ms > edgeleaf::MAX_TOLERANCE_MS {
             return Err(invalid("MAX_BACKWARD_MS", "at most 60000"));
         }
+        let cors_origins = cors_origins(var(env, "CORS_ORIGINS").as_deref().unwrap_or(""))?;
         Ok(Config {
             layout,
             default_step,
@@ -128,8 +132,44 @@ impl Config {
             max_backward_ms,
             minters: registry.minters,
             staleness_ms,
+            cors_origins,
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
         })
+    }
+}
+
+/// `CORS_ORIGINS`: `*`, or origins such as `https://app.example.com` (a
+/// scheme, a host and perhaps a port: what a browser sends in `Origin`).
+fn cors_origins(raw: &str) -> Result<Vec<String>, ApiError> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(|o| {
+            let host = o
+                .strip_prefix("https://")
+                .or_else(|| o.strip_prefix("http://"));
+            let ok = o == "*"
+                || host.is_some_and(|h| {
+                    !h.is_empty()
+                        && h.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+                });
+            if ok {
+                Ok(o.to_owned())
+            } else {
+                Err(invalid(
+                    "CORS_ORIGINS",
+                    &format!("\"*\" or origins like https://app.example.com, found {o:?}"),
+                ))
+            }
+        })
+        .collect()
+}
+
+impl Config {
+    /// Whether a page from `origin` may call the service.
+    pub fn cors_allows(&self, origin: &str) -> bool {
+        self.cors_origins.iter().any(|o| o == "*" || o == origin)
     }
 }

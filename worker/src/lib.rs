@@ -150,13 +150,55 @@ fn captures<'a>(pattern: &str, parts: &[&'a str]) -> Option<Vec<&'a str>> {
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
-    let res = match handle(req, &env, &ctx).await {
+    let origin = req.headers().get("Origin").ok().flatten();
+    let mut res = match handle(req, &env, &ctx).await {
         Ok(res) => res,
         Err(e) => {
             isolate::count_error();
             e.response()
         }
     };
+    let headers = res.headers_mut();
+    // IDs, ranges and leases must never come from a cache: a kept answer
+    // would hand the same ID out twice. Nothing else here is worth caching.
+    let _ = headers.set("Cache-Control", "no-store");
+    if let Some(origin) = origin {
+        if config(&env).is_ok_and(|c| c.cors_allows(&origin)) {
+            let _ = headers.set("Access-Control-Allow-Origin", &origin);
+            let _ = headers.set("Access-Control-Expose-Headers", "Retry-After");
+        }
+        let _ = headers.append("Vary", "Origin");
+    }
+    Ok(res)
+}
+
+/// A CORS preflight: the route's methods, to an origin in `CORS_ORIGINS`.
+fn preflight(req: &Request, env: &Env, pattern: &str) -> ApiResult<Response> {
+    let origin = req
+        .headers()
+        .get("Origin")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !config(env)?.cors_allows(&origin) {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("cors: expected an Origin listed in CORS_ORIGINS, found {origin:?}"),
+        ));
+    }
+    let methods: Vec<String> = ROUTES
+        .iter()
+        .filter(|r| r.path == pattern)
+        .map(|r| r.method.to_string())
+        .collect();
+    let mut res = Response::empty()?.with_status(204);
+    let headers = res.headers_mut();
+    headers.set("Access-Control-Allow-Methods", &methods.join(", "))?;
+    headers.set(
+        "Access-Control-Allow-Headers",
+        "Authorization, Content-Type",
+    )?;
+    headers.set("Access-Control-Max-Age", "600")?;
     Ok(res)
 }
 
@@ -172,6 +214,9 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
         )));
     };
     let method = req.method();
+    if method == Method::Options {
+        return preflight(&req, env, pattern);
+    }
     let Some(route) = ROUTES
         .iter()
         .find(|r| r.path == pattern && r.method == method)
