@@ -17,9 +17,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use edgeleaf::{
-    batch_ranges, Grant, HolderConfig, HolderNext, HolderState, Layout, MintConfig, MintStep,
-    MintedBuffer, Registry, RegistryConfig, SlotStatus, SnowflakeHolder, SplitMix64,
-    StalenessHistogram, DEFAULT_STALENESS_MS,
+    answer_batch_now, batch_ranges, Grant, HolderConfig, HolderNext, HolderState, Layout,
+    MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, Renewal, SlotStatus,
+    SnowflakeHolder, SplitMix64, StalenessHistogram, DEFAULT_STALENESS_MS,
 };
 
 const T0: u64 = 1_767_225_600_000;
@@ -365,16 +365,7 @@ impl Sim {
                 break;
             };
             if let Some(r) = poll.renew {
-                match self.reg.renew(
-                    r.worker_id,
-                    r.generation,
-                    r.node_now_ms,
-                    r.last_timestamp_ms,
-                    now,
-                ) {
-                    Ok(l) => holder.renewed(Grant::from_lease(&l, layout), clock),
-                    Err(e) => holder.renewal_failed(r.generation, Some(e.error_code()), clock),
-                }
+                renew(&mut self.reg, holder, r, now, clock, layout);
             }
             match poll.next {
                 HolderNext::Done => {
@@ -463,7 +454,7 @@ impl Sim {
             None => {
                 buf.fetch_failed();
                 iso.tries += 1;
-                if iso.tries >= self.args.minters.min(4) {
+                if iso.tries >= MintConfig::new(self.args.minters, 0).tries_per_request() {
                     // Every minter tried failed: refuse what waits.
                     self.report.refused += iso.waiting.len() as u64;
                     iso.waiting.clear();
@@ -497,18 +488,7 @@ impl Sim {
             };
             filled += poll.filled;
             if let Some(r) = poll.renew {
-                match self.reg.renew(
-                    r.worker_id,
-                    r.generation,
-                    r.node_now_ms,
-                    r.last_timestamp_ms,
-                    now + waited,
-                ) {
-                    Ok(l) => m.holder.renewed(Grant::from_lease(&l, layout), at),
-                    Err(e) => m
-                        .holder
-                        .renewal_failed(r.generation, Some(e.error_code()), at),
-                }
+                renew(&mut self.reg, &mut m.holder, r, now + waited, at, layout);
             }
             match poll.next {
                 HolderNext::Done => break,
@@ -528,9 +508,7 @@ impl Sim {
                 }
                 HolderNext::LeaseInFlight => break,
                 HolderNext::RetryAfter { ms, .. } => {
-                    // As the Durable Object: a partial batch now, or wait
-                    // at most a second for the first ID.
-                    if filled > 0 || waited + ms > 1_000 {
+                    if answer_batch_now(filled, waited, ms) {
                         break;
                     }
                     waited += ms;
@@ -540,6 +518,28 @@ impl Sim {
         m.busy_until = now + waited;
         out.truncate(filled);
         (out, now + waited)
+    }
+}
+
+/// A holder's renewal, answered by the registry at once (`now`: the
+/// registry's clock; `clock`: the holder's).
+fn renew(
+    reg: &mut Registry,
+    holder: &mut SnowflakeHolder<SplitMix64>,
+    r: Renewal,
+    now: u64,
+    clock: u64,
+    layout: Layout,
+) {
+    match reg.renew(
+        r.worker_id,
+        r.generation,
+        r.node_now_ms,
+        r.last_timestamp_ms,
+        now,
+    ) {
+        Ok(l) => holder.renewed(Grant::from_lease(&l, layout), clock),
+        Err(e) => holder.renewal_failed(r.generation, Some(e.error_code()), clock),
     }
 }
 

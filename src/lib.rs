@@ -94,8 +94,9 @@ pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
 #[cfg(feature = "alloc")]
 pub use minted::{
-    batch_ranges, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer, StalenessHistogram,
-    DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MIN_BATCH,
+    answer_batch_now, batch_ranges, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer,
+    StalenessHistogram, DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MINTERS_PER_REQUEST,
+    MINT_WAIT_MS, MIN_BATCH,
 };
 pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};

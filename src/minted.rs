@@ -19,7 +19,8 @@
 //!   staleness bound at the rate measured over the last window (at least an
 //!   eighth of the bound), shrinking at most by half per window; halve it
 //!   when IDs went stale;
-//! - a failed fetch moves to the next minter.
+//! - a failed fetch moves to the next minter; a request tries at most
+//!   [`MINTERS_PER_REQUEST`] of them.
 //!
 //! Like the rest of the core it reads no clock and does no I/O.
 
@@ -38,6 +39,11 @@ pub const MIN_BATCH: u32 = 1;
 pub const FIRST_BATCH: u32 = 16;
 /// The largest batch asked for (and minted in one call).
 pub const MAX_BATCH: u32 = 4_096;
+/// Longest a minter waits for the first ID of a batch.
+pub const MINT_WAIT_MS: u64 = 1_000;
+/// A request that finds nothing to serve tries at most this many minters
+/// (each failure is an answer, not a wait) before it gives up.
+pub const MINTERS_PER_REQUEST: u32 = 3;
 
 /// How a [`MintedBuffer`] asks for and serves batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +62,26 @@ pub struct MintConfig {
 }
 
 impl MintConfig {
+    /// Checks the settings under `layout`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for 0 minters, a `home` outside them, a
+    /// `staleness_ms` outside 10..=60,000 or shorter than two time units of
+    /// the layout, or a `take_over_ms` outside 1..=60,000.
+    pub fn validate(&self, layout: &Layout) -> Result<(), Error> {
+        check_range("minters", self.minters.into(), 1, 1 << 16)?;
+        check_range("home", self.home.into(), 0, u64::from(self.minters) - 1)?;
+        let shortest = (2 * layout.unit_ms()).max(10);
+        check_range("staleness_ms", self.staleness_ms, shortest, 60_000)?;
+        check_range("take_over_ms", self.take_over_ms, 1, 60_000)?;
+        Ok(())
+    }
+
+    /// How many minters a request tries before it gives up.
+    pub fn tries_per_request(&self) -> u32 {
+        self.minters.min(MINTERS_PER_REQUEST)
+    }
+
     /// `minters` minters, the first tried chosen by `home`, default bounds.
     pub fn new(minters: u32, home: u64) -> MintConfig {
         MintConfig {
@@ -206,15 +232,9 @@ impl MintedBuffer {
     /// An empty buffer.
     ///
     /// # Errors
-    /// [`Error::OutOfRange`] for 0 minters, a `home` outside them, a
-    /// `staleness_ms` outside 10..=60,000 or shorter than two time units of
-    /// the layout, or a `take_over_ms` outside 1..=60,000.
+    /// As [`MintConfig::validate`].
     pub fn new(layout: Layout, config: MintConfig) -> Result<MintedBuffer, Error> {
-        check_range("minters", config.minters.into(), 1, 1 << 16)?;
-        check_range("home", config.home.into(), 0, u64::from(config.minters) - 1)?;
-        let shortest = (2 * layout.unit_ms()).max(10);
-        check_range("staleness_ms", config.staleness_ms, shortest, 60_000)?;
-        check_range("take_over_ms", config.take_over_ms, 1, 60_000)?;
+        config.validate(&layout)?;
         Ok(MintedBuffer {
             layout,
             config,
@@ -385,6 +405,14 @@ impl MintedBuffer {
     }
 }
 
+/// Whether a minter that has minted `filled` IDs of a batch, and waited
+/// `waited_ms` so far, answers now instead of waiting `wait_ms` more: a
+/// partial batch now beats a full one later (the isolate asks again), and
+/// after [`MINT_WAIT_MS`] without an ID it answers that it has none.
+pub fn answer_batch_now(filled: usize, waited_ms: u64, wait_ms: u64) -> bool {
+    filled > 0 || waited_ms.saturating_add(wait_ms) > MINT_WAIT_MS
+}
+
 /// The IDs a minter minted, as the ranges of a batch: runs of consecutive
 /// integers within one time unit and worker ID.
 pub fn batch_ranges(layout: &Layout, ids: &[u64]) -> Vec<(u64, u64)> {
@@ -534,6 +562,18 @@ mod tests {
         b.fetch_failed();
         b.fetch_failed();
         assert_eq!(b.minter(), 0);
+    }
+
+    #[test]
+    fn a_minter_answers_a_partial_batch_now_and_nothing_after_a_second() {
+        assert!(answer_batch_now(1, 0, 5));
+        assert!(!answer_batch_now(0, 995, 5));
+        assert!(answer_batch_now(0, 996, 5));
+        assert_eq!(
+            MintConfig::new(16, 3).tries_per_request(),
+            MINTERS_PER_REQUEST
+        );
+        assert_eq!(MintConfig::new(2, 3).tries_per_request(), 2);
     }
 
     #[test]

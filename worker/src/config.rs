@@ -2,8 +2,7 @@
 //! once per isolate at the first request.
 
 use edgeleaf::{
-    ErrorCode, Layout, LayoutSpec, MintConfig, MintedBuffer, RegistryConfig, StepPolicy,
-    DEFAULT_STALENESS_MS,
+    ErrorCode, Layout, LayoutSpec, MintConfig, RegistryConfig, StepPolicy, DEFAULT_STALENESS_MS,
 };
 use worker::Env;
 
@@ -110,14 +109,11 @@ impl Config {
         })?;
         let staleness_ms = number(env, "SNOWFLAKE_STALENESS_MS", DEFAULT_STALENESS_MS)?;
         if registry.minters > 0 {
-            // The buffer's own checks (at least two time units, at most 60 s).
-            MintedBuffer::new(
-                layout,
-                MintConfig {
-                    staleness_ms,
-                    ..MintConfig::new(registry.minters, 0)
-                },
-            )
+            MintConfig {
+                staleness_ms,
+                ..MintConfig::new(registry.minters, 0)
+            }
+            .validate(&layout)
             .map_err(|e| invalid("SNOWFLAKE_STALENESS_MS", &e.to_string()))?;
         }
         let max_backward_ms = number(env, "MAX_BACKWARD_MS", edgeleaf::DEFAULT_MAX_BACKWARD_MS)?;

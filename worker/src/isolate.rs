@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    BatchAsk, ErrorCode, Grant, HolderConfig, HolderNext, Lease, LeaseAsk, MintConfig, MintStep,
+    BatchAsk, ErrorCode, HolderConfig, HolderNext, Lease, LeaseAsk, MintConfig, MintStep,
     MintedBuffer, OpaqueIds, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64,
     StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
@@ -29,7 +29,7 @@ use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
 use crate::minter_store::{Batch, MintRequest};
-use crate::registry_store::{LeaseRequest, Previous, RenewRequest};
+use crate::registry_store::{self, LeaseRequest, Previous};
 use crate::stores::{call, Store};
 use crate::tag_store::{AllocateRequest, SegmentLease};
 
@@ -234,11 +234,6 @@ pub fn forget_tag(tag: &str) {
 
 // ---------------------------------------------------------------- snowflake
 
-/// No answer is not a refusal: the holder treats `None` as "retry".
-fn cause(e: &ApiError) -> Option<ErrorCode> {
-    (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
-}
-
 /// Leases a worker ID for this isolate. Runs in the context of the request
 /// the holder asked.
 async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult<()> {
@@ -251,10 +246,7 @@ async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult
     let request = LeaseRequest {
         node_key,
         node_time: ask.node_now_ms,
-        previous: ask.previous.map(|(worker_id, generation)| Previous {
-            worker_id,
-            generation,
-        }),
+        previous: Previous::from_ask(ask.previous),
     };
     let answer: ApiResult<Lease> =
         call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await;
@@ -263,13 +255,7 @@ async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult
             .snowflake
             .as_mut()
             .ok_or_else(|| ApiError::new(ErrorCode::StoreError, "snowflake: holder missing"))?;
-        match answer {
-            Ok(lease) => Ok(holder.granted(Grant::from_lease(&lease, config.layout), now_ms())?),
-            Err(e) => {
-                holder.lease_failed(cause(&e), now_ms());
-                Err(e)
-            }
-        }
+        registry_store::lease_answered(holder, answer, config.layout, now_ms())
     })
 }
 
@@ -278,27 +264,10 @@ fn renew(env: &Env, config: &Config, r: Renewal) -> LocalBoxFuture<'static, ()> 
     let layout = config.layout;
     async move {
         with(|i| i.counters.store_calls += 1);
-        let request = RenewRequest {
-            worker_id: r.worker_id,
-            generation: r.generation,
-            node_time: r.node_now_ms,
-            last_timestamp: r.last_timestamp_ms,
-        };
-        let answer: ApiResult<Lease> = call(
-            &env,
-            Store::Registry,
-            Method::Post,
-            "/renew",
-            Some(&request),
-        )
-        .await;
+        let answer = registry_store::renew(&env, r).await;
         with(|i| {
-            let Some(holder) = i.snowflake.as_mut() else {
-                return;
-            };
-            match answer {
-                Ok(lease) => holder.renewed(Grant::from_lease(&lease, layout), now_ms()),
-                Err(e) => holder.renewal_failed(r.generation, cause(&e), now_ms()),
+            if let Some(holder) = i.snowflake.as_mut() {
+                registry_store::renewal_answered(holder, r, answer, layout, now_ms());
             }
         });
     }
@@ -364,6 +333,15 @@ async fn fetch_batch(env: Env, ask: BatchAsk) -> ApiResult<()> {
     })
 }
 
+/// This isolate's buffer settings: the configured minters and staleness
+/// bound, starting at a random minter.
+fn mint_config(config: &Config) -> MintConfig {
+    MintConfig {
+        staleness_ms: config.staleness_ms,
+        ..MintConfig::new(config.minters, random_u64())
+    }
+}
+
 /// `count` snowflake IDs from the minters' batches in this isolate's buffer.
 async fn minted_ids(
     env: &Env,
@@ -380,13 +358,9 @@ async fn minted_ids(
         let next = with(|i| -> ApiResult<MintStep> {
             let buf = match i.minted.as_mut() {
                 Some(b) => b,
-                None => {
-                    let mint = MintConfig {
-                        staleness_ms: config.staleness_ms,
-                        ..MintConfig::new(config.minters, random_u64())
-                    };
-                    i.minted.insert(MintedBuffer::new(config.layout, mint)?)
-                }
+                None => i
+                    .minted
+                    .insert(MintedBuffer::new(config.layout, mint_config(config))?),
             };
             let poll = buf.poll(now, &mut out[filled..]);
             filled += poll.filled;
@@ -402,10 +376,9 @@ async fn minted_ids(
             }
             MintStep::FetchNow(ask) => {
                 if let Err(e) = fetch_batch(env.clone(), ask).await {
-                    // The buffer moved on to the next minter; give up after
-                    // a few (each failure is an answer, not a wait).
+                    // The buffer moved on to the next minter.
                     failures += 1;
-                    if failures >= config.minters.min(3) {
+                    if failures >= mint_config(config).tries_per_request() {
                         return Err(e);
                     }
                 }

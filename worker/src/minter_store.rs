@@ -19,8 +19,8 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    batch_ranges, ErrorCode, Grant, HolderConfig, HolderNext, HolderState, Lease, SnowflakeHolder,
-    SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH,
+    answer_batch_now, batch_ranges, ErrorCode, HolderConfig, HolderNext, HolderState, Lease,
+    SnowflakeHolder, SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH, MINT_WAIT_MS,
 };
 use serde::{Deserialize, Serialize};
 use worker::{
@@ -30,12 +30,9 @@ use worker::{
 use crate::api::{body, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
-use crate::registry_store::{MinterLeaseRequest, Previous, RenewRequest};
+use crate::registry_store::{self, MinterLeaseRequest, Previous};
 use crate::stores::{call, create_tables, Store};
 
-/// Longest a mint request waits (for a lease, a sequence, a clock) before it
-/// answers what it has, or 503.
-const MAX_WAIT_MS: u64 = 1_000;
 const POLL_MS: u64 = 2;
 
 /// `POST /mint`.
@@ -75,11 +72,6 @@ fn holder_config(config: &Config) -> HolderConfig {
         reserve_ms: DEFAULT_RESERVE_MS,
         ..HolderConfig::default()
     }
-}
-
-/// No answer is not a refusal: the holder treats `None` as "retry".
-fn cause(e: &ApiError) -> Option<ErrorCode> {
-    (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
 }
 
 impl SnowflakeMinter {
@@ -169,25 +161,9 @@ impl SnowflakeMinter {
                 Ok((poll.next, poll.renew))
             })?;
             if let Some(renewal) = renew {
-                let request = RenewRequest {
-                    worker_id: renewal.worker_id,
-                    generation: renewal.generation,
-                    node_time: renewal.node_now_ms,
-                    last_timestamp: renewal.last_timestamp_ms,
-                };
-                let answer: ApiResult<Lease> = call(
-                    &self.env,
-                    Store::Registry,
-                    Method::Post,
-                    "/renew",
-                    Some(&request),
-                )
-                .await;
+                let answer = registry_store::renew(&self.env, renewal).await;
                 self.with_holder(config, |h| {
-                    match answer {
-                        Ok(lease) => h.renewed(Grant::from_lease(&lease, layout), now_ms()),
-                        Err(e) => h.renewal_failed(renewal.generation, cause(&e), now_ms()),
-                    }
+                    registry_store::renewal_answered(h, renewal, answer, layout, now_ms());
                     Ok(())
                 })?;
             }
@@ -197,10 +173,7 @@ impl SnowflakeMinter {
                     let request = MinterLeaseRequest {
                         index: r.index,
                         node_time: ask.node_now_ms,
-                        previous: ask.previous.map(|(worker_id, generation)| Previous {
-                            worker_id,
-                            generation,
-                        }),
+                        previous: Previous::from_ask(ask.previous),
                     };
                     let answer: ApiResult<Lease> = call(
                         &self.env,
@@ -210,40 +183,33 @@ impl SnowflakeMinter {
                         Some(&request),
                     )
                     .await;
-                    self.with_holder(config, |h| match answer {
-                        Ok(lease) => {
-                            h.granted(Grant::from_lease(&lease, layout), now_ms())?;
-                            // The grant is proof after a restart: save it now.
-                            self.save_if_due(h, now_ms(), true)
-                        }
-                        Err(e) => {
-                            h.lease_failed(cause(&e), now_ms());
-                            Err(e)
-                        }
+                    self.with_holder(config, |h| {
+                        registry_store::lease_answered(h, answer, layout, now_ms())?;
+                        // The grant is proof after a restart: save it now.
+                        self.save_if_due(h, now_ms(), true)
                     })?;
                     continue;
                 }
                 HolderNext::LeaseInFlight => POLL_MS,
                 HolderNext::RetryAfter { ms, .. } => {
-                    // A partial batch now beats a full one later.
-                    if filled > 0 {
-                        break;
-                    }
                     self.with_holder(config, |h| self.save_if_due(h, now_ms(), false))?;
                     ms
                 }
             };
-            waited += wait;
-            if waited > MAX_WAIT_MS {
+            if answer_batch_now(filled, waited, wait) {
+                if filled > 0 {
+                    break;
+                }
                 return Err(ApiError::unavailable(
                     ErrorCode::SequenceExhausted,
                     format!(
-                        "minter {}: expected to mint within {MAX_WAIT_MS} ms, found nothing",
+                        "minter {}: expected to mint within {MINT_WAIT_MS} ms, found nothing",
                         r.index
                     ),
                     wait,
                 ));
             }
+            waited += wait;
             sleep_ms(wait).await;
         }
         out.truncate(filled);

@@ -6,7 +6,10 @@
 
 use std::cell::RefCell;
 
-use edgeleaf::{Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot};
+use edgeleaf::{
+    ErrorCode, Grant, Layout, Lease, RandSource, Registry, RegistryConfig, Renewal, SlotStatus,
+    SnowflakeHolder, WorkerSlot,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -16,7 +19,7 @@ use worker::{
 use crate::api::{body, json, ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::stores::{create_tables, stored_u64};
+use crate::stores::{call, create_tables, stored_u64, Store};
 
 #[durable_object]
 pub struct WorkerRegistry {
@@ -68,6 +71,73 @@ pub struct RenewRequest {
     /// The latest timestamp the node issued under the lease, Unix ms.
     #[serde(default)]
     pub last_timestamp: u64,
+}
+
+impl Previous {
+    /// A holder's `LeaseAsk::previous`, as sent.
+    pub fn from_ask(previous: Option<(u32, u64)>) -> Option<Previous> {
+        previous.map(|(worker_id, generation)| Previous {
+            worker_id,
+            generation,
+        })
+    }
+}
+
+impl From<Renewal> for RenewRequest {
+    fn from(r: Renewal) -> Self {
+        RenewRequest {
+            worker_id: r.worker_id,
+            generation: r.generation,
+            node_time: r.node_now_ms,
+            last_timestamp: r.last_timestamp_ms,
+        }
+    }
+}
+
+// ---- the holder's side of the registry, for every holder in the Worker
+// (isolates without minters, and the minters): the calls, and their answers
+// reported to the core's `SnowflakeHolder`.
+
+/// No answer is not a refusal: the holder treats `None` as "retry".
+fn refusal(e: &ApiError) -> Option<ErrorCode> {
+    (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
+}
+
+/// Sends a holder's renewal to the registry.
+pub async fn renew(env: &Env, r: Renewal) -> ApiResult<Lease> {
+    let request = RenewRequest::from(r);
+    call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await
+}
+
+/// Reports a renewal's answer to the holder that asked.
+pub fn renewal_answered<R: RandSource + Clone>(
+    holder: &mut SnowflakeHolder<R>,
+    r: Renewal,
+    answer: ApiResult<Lease>,
+    layout: Layout,
+    now: u64,
+) {
+    match answer {
+        Ok(lease) => holder.renewed(Grant::from_lease(&lease, layout), now),
+        Err(e) => holder.renewal_failed(r.generation, refusal(&e), now),
+    }
+}
+
+/// Reports a lease request's answer to the holder that asked; a failure is
+/// also the request's error.
+pub fn lease_answered<R: RandSource + Clone>(
+    holder: &mut SnowflakeHolder<R>,
+    answer: ApiResult<Lease>,
+    layout: Layout,
+    now: u64,
+) -> ApiResult<()> {
+    match answer {
+        Ok(lease) => Ok(holder.granted(Grant::from_lease(&lease, layout), now)?),
+        Err(e) => {
+            holder.lease_failed(refusal(&e), now);
+            Err(e)
+        }
+    }
 }
 
 #[derive(Deserialize)]
