@@ -1,6 +1,6 @@
 # Thin entry points: each target runs one script, which installs what it needs
 # (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
-.PHONY: test bench pkg dev
+.PHONY: test bench pkg dev chaos
 
 test:
 	scripts/test.sh
@@ -13,3 +13,6 @@ pkg:
 
 dev:
 	scripts/dev.sh
+
+chaos:
+	scripts/chaos.sh

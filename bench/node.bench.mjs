@@ -4,9 +4,11 @@
 // export returning a u64. Run with `make bench` (after `make pkg`).
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { Snowflake, SegmentGenerator, OpaqueIds } from 'edgeleaf';
+import { saveRows } from './rows.mjs';
 import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake';
 import { v7 as uuidv7 } from 'uuid';
 
@@ -86,8 +88,25 @@ const peers = [
 ];
 for (const [name, fn] of peers) rows.push([name, burst(fn, { bursts: 50 })]);
 
+// Decoders: an ID's parts back (no clock involved).
+const sample = ours.nextId();
+const sampleString = sample.toString();
+const decoders = [
+  ['edgeleaf decompose(id) {timestamp, date, workerId, sequence}', () => ours.decompose(sample)],
+  ['edgeleaf decompose(id) from a decimal string', () => ours.decompose(sampleString)],
+  ['edgeleaf Snowflake.decompose(id) (static, default layout)', () => Snowflake.decompose(sample)],
+  ['@sapphire/snowflake deconstruct(id) (all fields)', () => sapphire.deconstruct(sample)],
+  ['@sapphire/snowflake timestampFrom(id) (timestamp only)', () => sapphire.timestampFrom(sample)],
+  ['nodejs-snowflake timestampFromID(id) (timestamp only)', () => NodejsSnowflake.timestampFromID(sample, 1288834974657)],
+];
+const decoded = decoders.map(([name, fn]) => [name, burst(fn, { bursts: 50 })]);
+
 console.log('\nper ID in bursts of %d calls from a fresh ms, real clock, median of %d rounds (ratio = time / floor)', BURST, ROUNDS);
 for (const [name, ns] of rows) console.log(`  ${name.padEnd(46)} ${ns.toFixed(1).padStart(8)} ns   ${(ns / floor).toFixed(2)}×`);
+
+console.log('\ndecoding one ID, median of %d rounds (ratio = time / @sapphire/snowflake deconstruct)', ROUNDS);
+const fullPeer = decoded[3][1];
+for (const [name, ns] of decoded) console.log(`  ${name.padEnd(58)} ${ns.toFixed(1).padStart(8)} ns   ${(ns / fullPeer).toFixed(2)}×`);
 
 console.log('\nuniqueness over 1,000,000 IDs in a tight loop (thrown overflows retried)');
 const uniq = [
@@ -103,6 +122,7 @@ for (const [name, fn] of uniq) {
   console.log(`  ${name.padEnd(46)} ${u.duplicates === 0 ? 'unique' : `${u.duplicates} DUPLICATES`}${u.errors ? ` (${u.errors} thrown overflows)` : ''}`);
 }
 
+const sustainedRates = [];
 async function sustained(label, gen, seconds = 2) {
   const end = Date.now() + seconds * 1000;
   const startMs = Date.now();
@@ -113,12 +133,27 @@ async function sustained(label, gen, seconds = 2) {
   }
   const ms = Date.now() - startMs;
   const rate = ids / (ms / 1000);
+  sustainedRates.push([label, rate]);
   console.log(`  ${label.padEnd(46)} ${Math.round(rate).toLocaleString('en-US').padStart(10)}/s   ${((100 * rate) / 4_096_000).toFixed(1)}% of 4,096,000/s`);
 }
 console.log('\nsustained, real clock, %d s, awaiting timers on "retry after" (no busy-wait)', 2);
-await sustained('nextIdsAsync(4096), no borrowing', new Snowflake({ workerId: 3 }));
+await sustained('nextIdsAsync(4096), default options (2 ms borrow)', new Snowflake({ workerId: 2 }));
+await sustained('nextIdsAsync(4096), maxBorrowMs: 0 (no borrowing)', new Snowflake({ workerId: 3, maxBorrowMs: 0 }));
 await sustained('nextIdsAsync(4096), maxBorrowMs: 4', new Snowflake({ workerId: 4, maxBorrowMs: 4 }));
 await sustained('… and sequenceStartBound: 0', new Snowflake({ workerId: 5, maxBorrowMs: 4, sequenceStartBound: 0 }));
+
+// The default borrow is safe across restarts if no process can start again
+// and issue within it: the fastest start of a Node process to its first ID.
+const starts = [];
+for (let i = 0; i < 10; i++) {
+  const t0 = Date.now();
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e',
+    "import { Snowflake } from 'edgeleaf'; const s = new Snowflake({ workerId: 1 }); console.log(s.decompose(s.nextId()).timestamp);"],
+  { cwd: new URL('..', import.meta.url) });
+  starts.push(Number(String(out)) - t0);
+}
+starts.sort((a, b) => a - b);
+console.log(`  ${'a new Node process: spawn to its first ID (min / median of 10)'.padEnd(46)} ${starts[0]} / ${starts[5]} ms`);
 
 // The price of an opaque ID over a plain segment ID, in wasm: the same
 // SegmentGenerator loop with and without `opaque` (segments answered at once).
@@ -141,11 +176,36 @@ const key = OpaqueIds.generateKey();
 const plainNs = await segmentCost();
 console.log('\nSegmentGenerator nextIds(1000), per ID, median of %d rounds (ratio = time / plain)', ROUNDS);
 console.log(`  ${'plain segment IDs'.padEnd(46)} ${plainNs.toFixed(1).padStart(8)} ns   1.00×`);
+const opaqueNs = [];
 for (const [label, domain] of [['opaque, bits 53', { bits: 53 }], ['opaque, digits 12', { digits: 12 }]]) {
   const ns = await segmentCost({ key, ...domain });
+  opaqueNs.push(ns);
   console.log(`  ${label.padEnd(46)} ${ns.toFixed(1).padStart(8)} ns   ${(ns / plainNs).toFixed(2)}×  (+${(ns - plainNs).toFixed(0)} ns per opaque ID)`);
 }
 
 const wasm = readFileSync(new URL('../pkg/web/edgeleaf_bg.wasm', import.meta.url));
-console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes, ${gzipSync(wasm, { level: 9 }).length.toLocaleString('en-US')} gzipped`);
+const gzipped = gzipSync(wasm, { level: 9 }).length;
+console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes, ${gzipped.toLocaleString('en-US')} gzipped`);
+
+const byName = (name) => rows.find((r) => r[0] === name)[1];
+// The fastest correct snowflake peer (@sapphire/snowflake duplicates, below).
+const fastestPeer = Math.min(byName('flake-idgen next() (Buffer)'), byName('nodejs-snowflake getUniqueID()'));
+const floorRow = { name: 'floor: Date.now() + bare wasm export', value: floor };
+const ceiling = { name: 'the layout\'s ceiling', value: 4_096_000 };
+const fullDecoder = { name: decoded[3][0], value: decoded[3][1] };
+saveRows('node', `npm package in Node ${process.version} (per ID, medians of ${ROUNDS} rounds)`, [
+  { name: 'Snowflake nextId()', value: byName('edgeleaf nextId()'), unit: 'ns', baseline: floorRow, target: '≤ 1.2×', met: byName('edgeleaf nextId()') <= 1.2 * floor },
+  { name: 'Snowflake nextId() vs the fastest correct peer', value: byName('edgeleaf nextId()'), unit: 'ns', baseline: { name: 'fastest correct snowflake peer', value: fastestPeer } },
+  { name: 'Snowflake nextIds(1000), per ID', value: byName('edgeleaf nextIds(1000), per ID'), unit: 'ns', baseline: floorRow, target: '≤ 8 ns', met: byName('edgeleaf nextIds(1000), per ID') <= 8 },
+  { name: 'decompose(id)', value: decoded[0][1], unit: 'ns', baseline: fullDecoder, target: '≤ 1.0×', met: decoded[0][1] <= fullDecoder.value },
+  { name: 'Snowflake.decompose(id) (static)', value: decoded[2][1], unit: 'ns', baseline: fullDecoder },
+  { name: 'nodejs-snowflake timestampFromID (timestamp only)', value: decoded[5][1], unit: 'ns', baseline: fullDecoder },
+  ...sustainedRates.map(([label, rate], i) => ({
+    name: `sustained ${label}`, value: Math.round(rate), unit: 'IDs/s', baseline: ceiling,
+    ...(i === 0 ? { target: '≥ 97%', met: rate >= 0.97 * ceiling.value } : {}),
+  })),
+  { name: 'a new Node process: spawn to its first ID (min of 10)', value: starts[0], unit: 'ms', baseline: { name: 'the default borrow', value: 2 }, target: '≫ 1×' , met: starts[0] > 10 * 2 },
+  { name: 'opaque ID (53 bits) over a plain segment ID', value: opaqueNs[0], unit: 'ns', baseline: { name: 'plain segment ID', value: plainNs } },
+  { name: '.wasm gzipped', value: gzipped, unit: 'bytes', target: '≤ 40 KB', met: gzipped <= 40 * 1024 },
+]);
 void sink;

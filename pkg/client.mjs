@@ -57,7 +57,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
       this.#client = client;
       this.#nodeKey = nodeKey;
       this.#core = core;
-      this.#mint = new Minter(core, now);
+      this.#mint = new Minter(wasm, core, now);
       this.#store = store;
       this.#now = now;
       this.#schedule();

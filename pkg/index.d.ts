@@ -110,7 +110,7 @@ export interface SnowflakeOptions extends LayoutOptions {
   maxBackwardMs?: number;
   /** Each time unit's sequence starts at a random value below this (0: always 0). Default 100 (Leaf). */
   sequenceStartBound?: number;
-  /** When a unit's sequence runs out, issue from up to this many ms ahead of the clock instead of waiting. Default 0. */
+  /** When a unit's sequence runs out, issue from up to this many ms ahead of the clock instead of waiting. Default 2 (absorbs late timers; 0 never runs ahead). */
   maxBorrowMs?: number;
   /** Issue only from time units after this instant (Unix ms): a persisted last timestamp. */
   resumeAfter?: number;
@@ -126,7 +126,8 @@ export interface Parts {
 }
 
 export interface DecomposedId extends Parts {
-  date: Date;
+  /** A new Date of `timestamp` at each read (included by `JSON.stringify`). */
+  readonly date: Date;
 }
 
 export declare class Snowflake {

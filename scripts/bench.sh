@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh bench
 scripts/pkg.sh
 scripts/worker.sh
+rm -rf target/bench-report
 cargo bench --bench generators "$@"
 # The system Node (first on PATH here), the floor the package supports.
 "$(command -v node)" bench/node.bench.mjs
 node_modules/.bin/node bench/http.bench.mjs
+# Every figure above in one table, each with its same-run baseline.
+node_modules/.bin/node bench/report.mjs

@@ -111,7 +111,7 @@ pub use segment::{
 };
 pub use snowflake::{
     Fill, Next, SnowflakeConfig, SnowflakeGenerator, SnowflakeState, Wait, DEFAULT_MAX_BACKWARD_MS,
-    DEFAULT_SEQUENCE_START_BOUND, MAX_TOLERANCE_MS,
+    DEFAULT_SEQUENCE_START_BOUND, JS_DEFAULT_BORROW_MS, MAX_TOLERANCE_MS,
 };
 #[cfg(feature = "alloc")]
 pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};

@@ -30,6 +30,11 @@ pub struct TagRecord {
     /// domain's last ID. Fixed when the tag is created.
     #[cfg_attr(feature = "serde", serde(default))]
     pub opaque: Option<OpaqueDomain>,
+    /// The largest step granted (`None`: Leaf's 1,000,000). A tag whose
+    /// segments must stay short (fewer IDs skipped when an isolate is lost)
+    /// pins its step with `max_step == step`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_step: Option<u64>,
 }
 
 impl TagRecord {
@@ -54,6 +59,7 @@ impl TagRecord {
             description: description.into(),
             update_time: now_ms,
             opaque: None,
+            max_step: None,
         };
         record.validate()?;
         Ok(record)
@@ -66,6 +72,9 @@ impl TagRecord {
     pub fn validate(&self) -> Result<(), Error> {
         check_tag(&self.biz_tag)?;
         check_range("step", self.step, 1, MAX_STEP)?;
+        if let Some(m) = self.max_step {
+            check_range("max_step", m, self.step, MAX_STEP)?;
+        }
         if let Some(d) = self.opaque {
             d.validate()?;
         }
@@ -96,10 +105,23 @@ impl TagRecord {
         self.opaque.map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
     }
 
+    /// The same record with its largest step set (`None`: Leaf's cap).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] unless `step <= max_step <= 1,000,000`.
+    pub fn with_max_step(mut self, max_step: Option<u64>) -> Result<Self, Error> {
+        self.max_step = max_step;
+        self.validate()?;
+        Ok(self)
+    }
+
     /// The step granted to a caller that asks for `requested` (its dynamic
-    /// step): never below the tag's configured step, never above Leaf's cap.
+    /// step): never below the tag's configured step, never above its
+    /// `max_step` (Leaf's cap when unset).
     pub fn grant_step(&self, requested: Option<u64>) -> u64 {
-        requested.map_or(self.step, |s| s.clamp(self.step, MAX_STEP))
+        requested.map_or(self.step, |s| {
+            s.clamp(self.step, self.max_step.unwrap_or(MAX_STEP))
+        })
     }
 
     /// The next segment of `step` IDs (the record's own step when `None`),
@@ -156,6 +178,7 @@ impl TagRecord {
             description: description.into(),
             update_time: now_ms,
             opaque: self.opaque,
+            max_step: self.max_step,
         };
         next.validate()?;
         Ok(next)
@@ -230,6 +253,17 @@ mod tests {
         assert_eq!(r.grant_step(Some(1)), 10, "never below the tag's step");
         assert_eq!(r.grant_step(Some(5_000_000)), MAX_STEP);
         assert_eq!(r.grant_step(None), 10);
+        let pinned = r.clone().with_max_step(Some(10)).unwrap();
+        assert_eq!(
+            pinned.grant_step(Some(5_000)),
+            10,
+            "never above the tag's max_step"
+        );
+        assert!(
+            r.clone().with_max_step(Some(9)).is_err(),
+            "max_step below the step"
+        );
+        assert!(r.clone().with_max_step(Some(MAX_STEP + 1)).is_err());
         assert!(
             r.update(10, Some(99), "", 1).is_err(),
             "max_id never goes back"

@@ -7,7 +7,7 @@ use std::{format, string::String, vec, vec::Vec};
 use wasm_bindgen::prelude::*;
 
 use super::error::{coded, from_core, ms, whole};
-use super::layout::{info, parts_object, resolve, spec_object};
+use super::layout::{decompose_parts, info, resolve, spec_object};
 use super::options::{set, Options};
 use super::snowflake::Outcome;
 use crate::{
@@ -362,8 +362,8 @@ impl HolderCore {
         self.holder.state().lease.and_then(|l| l.layout)
     }
 
-    /// `{ timestamp, workerId, sequence }` of an ID under the lease's layout.
-    pub fn decompose(&self, id: u64) -> Result<JsValue, JsValue> {
-        parts_object(&self.layout_of().unwrap_or(crate::Layout::LEAF), id)
+    /// An ID's timestamp under the lease's layout (see `layout::decompose_parts`).
+    pub fn decompose(&self, id: u64) -> Result<f64, JsValue> {
+        decompose_parts(&self.layout_of().unwrap_or(crate::Layout::LEAF), id)
     }
 }

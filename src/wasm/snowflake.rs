@@ -5,7 +5,7 @@ use std::{format, vec, vec::Vec};
 use wasm_bindgen::prelude::*;
 
 use super::error::{coded, from_core, whole};
-use super::layout::{info, parts_object, resolve};
+use super::layout::{decompose_parts, info, resolve};
 use super::options::{set, Options};
 use crate::{Error, Next, SnowflakeConfig, SnowflakeGenerator, SplitMix64, Wait};
 
@@ -98,6 +98,7 @@ impl SnowflakeCore {
             })
         })?;
         let mut cfg = SnowflakeConfig::new(layout, worker_id);
+        cfg.max_borrow_ms = crate::JS_DEFAULT_BORROW_MS;
         if let Some(v) = o.number("maxBackwardMs")? {
             cfg.max_backward_ms = v;
         }
@@ -202,9 +203,9 @@ impl SnowflakeCore {
         info(self.gen.layout())
     }
 
-    /// `{ timestamp, workerId, sequence }` of an ID under this layout.
-    pub fn decompose(&self, id: u64) -> Result<JsValue, JsValue> {
-        parts_object(self.gen.layout(), id)
+    /// An ID's timestamp under this layout (see `layout::decompose_parts`).
+    pub fn decompose(&self, id: u64) -> Result<f64, JsValue> {
+        decompose_parts(self.gen.layout(), id)
     }
 
     /// `{ lastMs, sequence }` of the last issued ID, for persisting.

@@ -4,31 +4,13 @@
 // No ID may be issued twice, and max_id may only grow.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, ADMIN, CLIENT } from './service.mjs';
+import { ADMIN, CLIENT, spawnService, killHard } from './service.mjs';
 
-// Port 0: the service binds a free port itself and prints its URL (no
-// window in which another process could take a port we chose).
-async function launch(persist) {
-  // One minter, so the one killed mid-batch is the one that serves after the restart.
-  const vars = JSON.stringify({ SNOWFLAKE_MINTERS: '1' });
-  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), persist, '0', vars], {
-    detached: true, // its own process group, so workerd dies with it
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('service did not start in 30 s')), 30_000);
-    child.stdout.on('data', (d) => {
-      const m = /ready (\S+)/.exec(String(d));
-      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
-    });
-    child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
-  });
-  return { child, url };
-}
+// One minter, so the one killed mid-batch is the one that serves after the restart.
+const launch = (persist) => spawnService(persist, { SNOWFLAKE_MINTERS: '1' });
 
 /** Resolves once `check()` holds (polled every 20 ms), or fails after `ms`. */
 async function until(check, what, ms = 20_000) {
@@ -36,11 +18,6 @@ async function until(check, what, ms = 20_000) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-function killHard(child) {
-  try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
-  return new Promise((r) => (child.exitCode !== null || child.signalCode ? r() : child.once('exit', r)));
 }
 
 test('kill -9 while clients draw IDs, restart on the same state: nothing issued twice, max_id only grew', async () => {

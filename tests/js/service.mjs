@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import * as MF from 'miniflare';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,7 +29,8 @@ export function wranglerVars() {
 
 /** Miniflare options for the Worker; `vars` override wrangler.toml's. */
 export function options({ persist, vars = {}, port } = {}) {
-  const build = join(ROOT, 'worker/build');
+  // EDGELEAF_WORKER_BUILD: another build of the Worker (the size/speed bench).
+  const build = process.env.EDGELEAF_WORKER_BUILD ?? join(ROOT, 'worker/build');
   const v4 = {
     modulesRoot: build,
     modules: [
@@ -65,6 +67,33 @@ export async function start(opts = {}) {
     admin: (path, init = {}) => call(path, init, ADMIN),
     dispose: () => mf.dispose(),
   };
+}
+
+/**
+ * The service in a child process (its own process group, so workerd dies
+ * with it) on a 127.0.0.1 port it binds itself (port 0: no window in which
+ * another process could take a port we chose); resolves `{ child, url }`.
+ */
+export async function spawnService(persist, vars = {}) {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), persist, '0', JSON.stringify(vars)], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('service did not start in 30 s')), 30_000);
+    child.stdout.on('data', (d) => {
+      const m = /ready (\S+)/.exec(String(d));
+      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
+    });
+    child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
+  });
+  return { child, url };
+}
+
+/** SIGKILL to the service's whole process group; resolves once it is gone. */
+export function killHard(child) {
+  try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+  return new Promise((r) => (child.exitCode !== null || child.signalCode ? r() : child.once('exit', r)));
 }
 
 // `node tests/js/service.mjs <persist-dir> <port> [vars-json]`: serve until killed.

@@ -473,6 +473,27 @@ test('a step changed by the admin while buffers are loaded: IDs stay unique and 
   assert.ok(buffers.restep.buffer.step >= 500, `step ${buffers.restep.buffer.step}`);
 });
 
+test('maxStep pins a tag\'s segments: the dynamic step never grants more', async () => {
+  const view = await (await svc.admin('/v1/tags/pinned', put({ step: 10, maxStep: 10 }))).json();
+  assert.equal(view.maxStep, 10);
+  assert.equal((await (await svc.admin('/v1/tags/unpinned', put({ step: 10 }))).json()).maxStep, 1_000_000, 'unset: Leaf\'s cap');
+  // A lease asking for more gets the pinned step.
+  const lease = await (await svc.fetch('/v1/segment/pinned/lease', body({ step: 5000 }))).json();
+  assert.equal([lease.step, BigInt(lease.end) - BigInt(lease.start) + 1n].join(), '10,10');
+  // The isolate's buffer doubles its step as segments go fast, and the store
+  // holds it at 10: 500 IDs drawn leave max_id at most 3 segments beyond.
+  const ids = [];
+  for (let i = 0; i < 10; i++) ids.push(...(await (await svc.fetch('/v1/segment/pinned?count=50')).json()).ids);
+  assert.equal(new Set(ids).size, 500);
+  const { maxId } = await (await svc.admin('/v1/tags/pinned')).json();
+  assert.ok(BigInt(maxId) <= 10n + 500n + 30n, `max_id ${maxId}: segments grew past the pinned step`);
+  // Kept when the tag is updated without it; refused below the step.
+  assert.equal((await (await svc.admin('/v1/tags/pinned', put({ description: 'x' }))).json()).maxStep, 10);
+  await expectError(await svc.admin('/v1/tags/pinned', put({ maxStep: 5 })), 400, 'out_of_range');
+  await expectError(await svc.admin('/v1/tags/pinned', put({ maxStep: 1_000_001 })), 400, 'out_of_range');
+  assert.equal((await (await svc.admin('/v1/tags/pinned', put({ step: 20, maxStep: 40 }))).json()).maxStep, 40);
+});
+
 test('a lease requestId is one request: another body under it is a conflict; over 128 characters is refused', async () => {
   await svc.admin('/v1/tags/reqid', put({ step: 100 }));
   const first = await (await svc.fetch('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json();

@@ -32,7 +32,7 @@ test('1,000,000 IDs from nextIdsAsync() and nextIds() are unique and increasing'
 
 test('a frozen clock makes generation wait or fail, never repeat', async () => {
   let now = T0;
-  const s = new Snowflake({ workerId: 2, now: () => now });
+  const s = new Snowflake({ workerId: 2, now: () => now, maxBorrowMs: 0 });
   const ids = [];
   let err;
   try {
@@ -53,8 +53,19 @@ test('a frozen clock makes generation wait or fail, never repeat', async () => {
   assert.ok(late > ids.at(-1));
   assert.equal(s.decompose(late).timestamp, T0 + 1);
   // nextIds hands back what it generated on the error, nothing is lost.
-  const t = new Snowflake({ workerId: 2, now: () => T0, sequenceStartBound: 0 });
+  const t = new Snowflake({ workerId: 2, now: () => T0, sequenceStartBound: 0, maxBorrowMs: 0 });
   assert.throws(() => t.nextIds(5000), (e) => e.code === 'sequence_exhausted' && e.ids.length === 4096);
+});
+
+test('by default a generator borrows at most 2 ms ahead of a frozen clock, then waits', () => {
+  const s = new Snowflake({ workerId: 2, now: () => T0, sequenceStartBound: 0 });
+  let err;
+  try { s.nextIds(4 * 4096); } catch (e) { err = e; }
+  assert.equal(err.code, 'sequence_exhausted');
+  assert.equal(err.ids.length, 3 * 4096, 'the clock\'s unit and 2 borrowed');
+  assertIncreasing(err.ids);
+  assert.equal(s.decompose(err.ids.at(-1)).timestamp, T0 + 2);
+  assert.equal(err.retryAfterMs, 1);
 });
 
 test('borrowing runs ahead a bounded amount, then waits', () => {
@@ -67,7 +78,7 @@ test('borrowing runs ahead a bounded amount, then waits', () => {
 
 test('a clock that went back: a little waits, a lot fails', async () => {
   let now = T0;
-  const s = new Snowflake({ workerId: 3, now: () => now });
+  const s = new Snowflake({ workerId: 3, now: () => now, maxBorrowMs: 0 });
   const first = s.nextId();
   now = T0 - 3;
   assert.throws(() => s.nextId(), (e) => e.code === 'clock_behind' && e.retryAfterMs === 3);
@@ -87,6 +98,12 @@ test('decompose and compose round-trip under a custom epoch and layout', () => {
   assert.equal(parts.timestamp, T0 + 123);
   assert.equal(parts.date.getTime(), T0 + 123);
   assert.equal(parts.workerId, 1023);
+  assert.deepEqual(JSON.parse(JSON.stringify(parts)), {
+    timestamp: T0 + 123, date: new Date(T0 + 123).toISOString(), workerId: 1023, sequence: parts.sequence,
+  });
+  // Each decompose reads its own parts (the core keeps only the last ID's).
+  const other = s.decompose(Snowflake.compose({ timestamp: T0 + 5, workerId: 7, sequence: 9 }, { epoch }));
+  assert.deepEqual([other.workerId, other.sequence, parts.workerId], [7, 9, 1023]);
   assert.equal(Snowflake.compose(parts, { epoch }), id);
   assert.deepEqual(Snowflake.decompose(id.toString(), { epoch }), parts);
   // The same bits under Leaf's own epoch mean another time.

@@ -498,6 +498,8 @@ struct TagPut {
     monotonic: Option<bool>,
     /// `{"bits": 32..=63}` or `{"digits": 6..=18}`, at creation.
     opaque: Option<edgeleaf::OpaqueDomain>,
+    /// The largest step granted: `step..=1,000,000`.
+    max_step: Option<u64>,
 }
 
 /// `POST /v1/tags/{tag}/reveal`.
@@ -531,6 +533,7 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
             .opaque
             .map(edgeleaf::OpaqueDomain::validate)
             .transpose()?,
+        max_step: put.max_step,
         default_step: config.default_step,
     };
     let view: TagView = call(env, Store::Tag(tag), Method::Put, "/tag", Some(&upsert)).await?;

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use edgeleaf::{
     Allocation, ErrorCode, OpaqueDomain, OpaqueIds, SegmentDriver, SegmentStep, StepPolicy,
-    TagRecord, OPAQUE_KEY_BYTES,
+    TagRecord, MAX_STEP, OPAQUE_KEY_BYTES,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -40,6 +40,8 @@ pub struct TagView {
     pub monotonic: bool,
     /// `{"bits": n}` or `{"digits": n}` for an opaque tag (its key never leaves the store).
     pub opaque: Option<OpaqueDomain>,
+    /// The largest step granted (1,000,000 unless set).
+    pub max_step: u64,
 }
 
 /// `PUT /tag`: create, or update step/description (and raise max_id).
@@ -52,6 +54,7 @@ pub struct TagUpsert {
     pub description: Option<String>,
     pub monotonic: Option<bool>,
     pub opaque: Option<OpaqueDomain>,
+    pub max_step: Option<u64>,
     pub default_step: u64,
 }
 
@@ -134,6 +137,11 @@ struct Row {
 }
 
 #[derive(Deserialize)]
+struct MaxStepRow {
+    max_step: i64,
+}
+
+#[derive(Deserialize)]
 struct LeaseRow {
     start: String,
     end: String,
@@ -183,6 +191,18 @@ impl TagStore {
             description: row.description,
             update_time: stored_u64("update_time", row.update_time)?,
             opaque: None,
+            max_step: None,
+        };
+        let caps: Vec<MaxStepRow> = self
+            .sql
+            .exec("SELECT max_step FROM max_step WHERE id = 1", None)?
+            .to_array()?;
+        let record = match caps.into_iter().next() {
+            None => record,
+            Some(c) => TagRecord {
+                max_step: Some(stored_u64("max_step", c.max_step)?),
+                ..record
+            },
         };
         let opaque: Vec<OpaqueRow> = self
             .sql
@@ -233,6 +253,15 @@ impl TagStore {
                 i64::from(deleted).into(),
             ],
         )?;
+        match record.max_step {
+            #[allow(clippy::cast_possible_wrap)] // at most 1,000,000
+            Some(m) => self.sql.exec(
+                "INSERT INTO max_step(id, max_step) VALUES (1, ?)
+                 ON CONFLICT(id) DO UPDATE SET max_step = excluded.max_step",
+                vec![(m as i64).into()],
+            )?,
+            None => self.sql.exec("DELETE FROM max_step WHERE id = 1", None)?,
+        };
         Ok(())
     }
 
@@ -254,6 +283,7 @@ impl TagStore {
             update_time: s.record.update_time,
             monotonic: s.monotonic,
             opaque: s.record.opaque,
+            max_step: s.record.max_step.unwrap_or(MAX_STEP),
         }
     }
 
@@ -287,8 +317,13 @@ impl TagStore {
         let (record, created) = match &existing {
             // A deleted tag keeps its max_id: re-creating it continues after
             // every ID it ever handed out.
+            // The max_step is set below, against the new step.
             Some(s) => (
-                s.record.update(
+                TagRecord {
+                    max_step: None,
+                    ..s.record.clone()
+                }
+                .update(
                     req.step.unwrap_or(s.record.step),
                     max_id,
                     req.description.as_deref().unwrap_or(&s.record.description),
@@ -334,6 +369,10 @@ impl TagStore {
             Some(d) => record.with_opaque(d)?,
             None => record,
         };
+        // Kept unless set again; 1,000,000 (Leaf's cap) is the same as unset.
+        let kept = existing.as_ref().and_then(|s| s.record.max_step);
+        let max_step = req.max_step.or(kept).filter(|m| *m != MAX_STEP);
+        let record = record.with_max_step(max_step)?;
         let mut opaque_key = existing.and_then(|s| s.opaque_key);
         if let (Some(d), None) = (opaque, &opaque_key) {
             opaque_key = Some(self.save_opaque(d)?);
@@ -549,6 +588,7 @@ impl DurableObject for TagStore {
                update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
                end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS max_step(id INTEGER PRIMARY KEY CHECK (id = 1), max_step INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS opaque(id INTEGER PRIMARY KEY CHECK (id = 1),
                radix INTEGER NOT NULL, numerals INTEGER NOT NULL, key TEXT NOT NULL)",
         ])

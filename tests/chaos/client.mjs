@@ -1,0 +1,95 @@
+// One chaos client process: an EdgeleafClient (the npm package) drawing
+// segment IDs from the service's leases, one long-lived leased snowflake and
+// a churn of short-lived ones, under a clock the harness steps. Every ID
+// issued goes back to the harness (over IPC, every 100 ms) with the worker ID
+// and lease generation it was minted under; every refusal goes back by code.
+// `node client.mjs <url> <token> <tag>`, forked by chaos.mjs.
+import { EdgeleafClient } from 'edgeleaf';
+
+const [url, token, tag] = process.argv.slice(2);
+let offset = 0;
+let stopping = false;
+const now = () => Date.now() + offset;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const client = new EdgeleafClient({ url, token });
+let seg = [];
+let sf = new Map(); // "workerId:generation" → ID strings
+let refusals = {};
+let untyped = [];
+
+function refused(e) {
+  if (typeof e?.code === 'string') refusals[e.code] = (refusals[e.code] ?? 0) + 1;
+  else untyped.push(String(e?.stack ?? e));
+}
+
+function minted(lease, ids) {
+  const key = `${lease.workerId}:${lease.generation}`;
+  const list = sf.get(key) ?? [];
+  for (const id of ids) list.push(String(id));
+  sf.set(key, list);
+}
+
+function flush() {
+  const msg = { t: 'ids', seg, sf: [...sf], refusals, untyped };
+  seg = [];
+  sf = new Map();
+  refusals = {};
+  untyped = [];
+  return new Promise((r) => process.send(msg, r));
+}
+
+async function segments() {
+  const gen = client.segment(tag);
+  while (!stopping) {
+    try {
+      for (const id of await gen.nextIds(25)) seg.push(String(id));
+    } catch (e) {
+      refused(e);
+      await sleep(50);
+    }
+    await sleep(5);
+  }
+}
+
+// `churn`: a new node each time, a few IDs, then released. Otherwise one node
+// key kept for the process's life, reopened whenever its lease is gone.
+async function leased(churn) {
+  while (!stopping) {
+    let holder;
+    try {
+      holder = await client.snowflake({ now, ...(churn ? {} : { nodeKey: `chaos-${process.pid}` }) });
+    } catch (e) {
+      refused(e);
+      await sleep(100);
+      continue;
+    }
+    for (let i = 0, errors = 0; !stopping && (!churn || i < 5) && errors < 20; i++) {
+      // The lease is read in the same synchronous run as the minting: the
+      // generation recorded is the one the IDs were minted under.
+      const lease = holder.lease;
+      try {
+        minted(lease, holder.nextIds(20));
+        errors = 0;
+      } catch (e) {
+        if (e?.ids) minted(lease, e.ids);
+        refused(e);
+        if (e?.code === 'lease_expired' || e?.code === 'lease_lost') break;
+        errors++;
+      }
+      await sleep(churn ? 20 : 10);
+    }
+    await holder.close().catch(refused);
+  }
+}
+
+process.on('message', (m) => {
+  if (m.t === 'clock') offset = m.offset;
+  if (m.t === 'stop') stopping = true;
+});
+
+const timer = setInterval(flush, 100);
+await Promise.all([segments(), leased(false), leased(true)]);
+clearInterval(timer);
+await flush();
+process.disconnect();
