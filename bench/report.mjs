@@ -41,14 +41,15 @@ const fmt = (v, unit) => {
   const digits = Math.abs(v) >= 100 || Number.isInteger(v) ? 0 : Math.abs(v) >= 10 ? 1 : 2;
   return `${v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })} ${unit}`.trim();
 };
-console.log('\n| part | figure | value | baseline (same run) | ratio | target |');
-console.log('|---|---|---|---|---|---|');
+console.log('\n| figure | value | baseline (same run) | ratio | target |');
+console.log('|---|---|---|---|---|');
 for (const { title, rows } of parts) {
+  console.log(`| **${title}** | | | | |`);
   for (const r of rows) {
     const b = r.baseline;
     const ratio = b && typeof r.value === 'number' && b.value ? r.value / b.value : undefined;
     const ratioText = ratio === undefined ? '' : r.unit === 'IDs/s' || r.unit === 'req/s' ? `${(100 * ratio).toFixed(1)}%` : `${ratio.toFixed(2)}×`;
     const target = r.target ? `${r.target} — ${r.met ? 'met' : '**missed**'}` : '';
-    console.log(`| ${title} | ${r.name} | ${fmt(r.value, r.unit)} | ${b ? `${b.name}: ${fmt(b.value, r.unit)}` : ''} | ${ratioText} | ${target} |`);
+    console.log(`| ${r.name} | ${fmt(r.value, r.unit)} | ${b ? `${b.name}: ${fmt(b.value, r.unit)}` : ''} | ${ratioText} | ${target} |`);
   }
 }
