@@ -105,12 +105,13 @@ impl TagRecord {
         self.opaque.map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
     }
 
-    /// The same record with its largest step set (`None`: Leaf's cap).
+    /// The same record with its largest step set (`None`, or Leaf's cap of
+    /// 1,000,000, which is the same: unset).
     ///
     /// # Errors
     /// [`Error::OutOfRange`] unless `step <= max_step <= 1,000,000`.
     pub fn with_max_step(mut self, max_step: Option<u64>) -> Result<Self, Error> {
-        self.max_step = max_step;
+        self.max_step = max_step.filter(|m| *m != MAX_STEP);
         self.validate()?;
         Ok(self)
     }
@@ -156,14 +157,17 @@ impl TagRecord {
 
     /// The record with a new step and description, keeping `max_id`: an
     /// update may never move `max_id` back (that would reissue IDs). A higher
-    /// `max_id` is accepted (skipping IDs is safe).
+    /// `max_id` is accepted (skipping IDs is safe). `max_step` is kept when
+    /// `None`, else set as by [`TagRecord::with_max_step`], against the new step.
     ///
     /// # Errors
-    /// As [`TagRecord::new`]; [`Error::OutOfRange`] when `max_id` would go back.
+    /// As [`TagRecord::new`]; [`Error::OutOfRange`] when `max_id` would go
+    /// back or `max_step` would be below the step.
     pub fn update(
         &self,
         step: u64,
         max_id: Option<u64>,
+        max_step: Option<u64>,
         description: &str,
         now_ms: u64,
     ) -> Result<TagRecord, Error> {
@@ -178,7 +182,7 @@ impl TagRecord {
             description: description.into(),
             update_time: now_ms,
             opaque: self.opaque,
-            max_step: self.max_step,
+            max_step: max_step.or(self.max_step).filter(|m| *m != MAX_STEP),
         };
         next.validate()?;
         Ok(next)
@@ -265,9 +269,9 @@ mod tests {
         );
         assert!(r.clone().with_max_step(Some(MAX_STEP + 1)).is_err());
         assert!(
-            r.update(10, Some(99), "", 1).is_err(),
+            r.update(10, Some(99), None, "", 1).is_err(),
             "max_id never goes back"
         );
-        assert_eq!(r.update(20, Some(500), "d", 1).unwrap().max_id, 500);
+        assert_eq!(r.update(20, Some(500), None, "d", 1).unwrap().max_id, 500);
     }
 }

@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
-use edgeleaf::{Allocation, SegmentBuffer, SegmentNext, StepPolicy, TagRecord, MAX_SEGMENT_ID};
+use edgeleaf::{
+    Allocation, SegmentBuffer, SegmentNext, StepPolicy, TagRecord, MAX_SEGMENT_ID, MAX_STEP,
+};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -105,8 +107,8 @@ proptest! {
         for (i, (step, bump)) in ops.into_iter().enumerate() {
             if let Some(bump) = bump.filter(|_| i % 7 == 0) {
                 // An admin update may raise max_id, never lower it.
-                rec = rec.update(rec.step, Some(rec.max_id + bump), "x", i as u64).unwrap();
-                prop_assert!(rec.update(rec.step, Some(rec.max_id.saturating_sub(1)), "", 0).is_err()
+                rec = rec.update(rec.step, Some(rec.max_id + bump), None, "x", i as u64).unwrap();
+                prop_assert!(rec.update(rec.step, Some(rec.max_id.saturating_sub(1)), None, "", 0).is_err()
                     || rec.max_id == 0);
             }
             let (a, next) = rec.allocate(Some(step), i as u64).unwrap();
@@ -116,6 +118,40 @@ proptest! {
             prop_assert_eq!(next.max_id, a.end);
             last_end = a.end;
             rec = next;
+        }
+    }
+
+    /// A tag's `max_step` bounds every step granted, survives updates that
+    /// do not set it, and is never below the step: whatever step a caller
+    /// asks for and however the admin changes the tag.
+    #[test]
+    fn granted_steps_stay_within_step_and_max_step(
+        step in 1u64..=2000,
+        max_step in prop::option::of(1u64..=4000),
+        ops in prop::collection::vec((0u64..3_000_000, prop::option::of(1u64..=2000), prop::option::of(1u64..=4000)), 1..100),
+    ) {
+        let Ok(mut rec) = TagRecord::new("pinned", step, 0, "", 0).unwrap().with_max_step(max_step) else {
+            prop_assert!(max_step.is_some_and(|m| m < step));
+            return Ok(());
+        };
+        for (i, (asked, new_step, new_max)) in ops.into_iter().enumerate() {
+            let granted = rec.grant_step(Some(asked));
+            let cap = rec.max_step.unwrap_or(MAX_STEP);
+            prop_assert!(rec.step <= granted && granted <= cap);
+            let (a, next) = rec.allocate(Some(granted), i as u64).unwrap();
+            prop_assert!(a.end - a.start < cap);
+            rec = next;
+            if let Some(new_step) = new_step.filter(|_| i % 5 == 0) {
+                let kept = rec.max_step;
+                match rec.update(new_step, None, new_max, "", i as u64) {
+                    Ok(updated) => {
+                        prop_assert_eq!(updated.max_step, new_max.or(kept));
+                        prop_assert!(updated.max_step.is_none_or(|m| m >= updated.step));
+                        rec = updated;
+                    }
+                    Err(_) => prop_assert!(new_max.or(kept).is_some_and(|m| m < new_step)),
+                }
+            }
         }
     }
 }

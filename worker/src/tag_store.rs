@@ -317,15 +317,11 @@ impl TagStore {
         let (record, created) = match &existing {
             // A deleted tag keeps its max_id: re-creating it continues after
             // every ID it ever handed out.
-            // The max_step is set below, against the new step.
             Some(s) => (
-                TagRecord {
-                    max_step: None,
-                    ..s.record.clone()
-                }
-                .update(
+                s.record.update(
                     req.step.unwrap_or(s.record.step),
                     max_id,
+                    req.max_step,
                     req.description.as_deref().unwrap_or(&s.record.description),
                     now,
                 )?,
@@ -338,7 +334,8 @@ impl TagStore {
                     max_id.unwrap_or(0),
                     req.description.as_deref().unwrap_or(""),
                     now,
-                )?,
+                )?
+                .with_max_step(req.max_step)?,
                 true,
             ),
         };
@@ -369,10 +366,6 @@ impl TagStore {
             Some(d) => record.with_opaque(d)?,
             None => record,
         };
-        // Kept unless set again; 1,000,000 (Leaf's cap) is the same as unset.
-        let kept = existing.as_ref().and_then(|s| s.record.max_step);
-        let max_step = req.max_step.or(kept).filter(|m| *m != MAX_STEP);
-        let record = record.with_max_step(max_step)?;
         let mut opaque_key = existing.and_then(|s| s.opaque_key);
         if let (Some(d), None) = (opaque, &opaque_key) {
             opaque_key = Some(self.save_opaque(d)?);
