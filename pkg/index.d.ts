@@ -49,6 +49,8 @@ export type ErrorCode =
   | 'clock_behind_last_report'
   | 'reserved_node_key'
   | 'invalid_batch'
+  | 'invalid_key_spec'
+  | 'worker_id_limit'
   | 'http_error'
   // From EdgeleafClient itself:
   | 'service_unreachable'

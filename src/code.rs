@@ -82,6 +82,10 @@ codes! {
     ReservedNodeKey = "reserved_node_key", true;
     /// A minter answered a batch that breaks the batch rules.
     InvalidBatch = "invalid_batch", true;
+    /// A request for an API key that breaks a rule (name, scopes, tags).
+    InvalidKeySpec = "invalid_key_spec", true;
+    /// A credential holds as many live worker IDs as one may.
+    WorkerIdLimit = "worker_id_limit", true;
 
     // ---- the service's own
     /// No such route or tag.

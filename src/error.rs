@@ -179,6 +179,28 @@ pub enum Error {
         /// One past its last ID.
         end: u64,
     },
+    /// A token that names an API key the store does not hold (never made,
+    /// or revoked), or the key's ID with another secret.
+    KeyRefused,
+    /// The credential lacks the scope the route needs.
+    ScopeMissing {
+        /// The scope's name.
+        need: &'static str,
+    },
+    /// The route names a tag outside the key's tag limit.
+    TagNotAllowed,
+    /// A request for an API key that breaks a rule.
+    InvalidKeySpec {
+        /// The field (`"name"`, `"scopes"`, `"tags"`).
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// The credential already holds as many live worker IDs as one may.
+    WorkerIdLimit {
+        /// The limit.
+        limit: u32,
+    },
 }
 
 impl Error {
@@ -209,6 +231,11 @@ impl Error {
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
             Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
+            Error::KeyRefused | Error::ScopeMissing { .. } | Error::TagNotAllowed => {
+                ErrorCode::Forbidden
+            }
+            Error::InvalidKeySpec { .. } => ErrorCode::InvalidKeySpec,
+            Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
         }
     }
 }
@@ -340,6 +367,21 @@ impl fmt::Display for Error {
             Error::InvalidBatch { start, end } => write!(
                 f,
                 "minted batch: expected a non-empty range [start, end) of new IDs in one time unit of one worker, found [{start}, {end})"
+            ),
+            Error::KeyRefused => f.write_str(
+                "authorization: expected a live API key, found an unknown or revoked key or a wrong secret",
+            ),
+            Error::ScopeMissing { need } => write!(
+                f,
+                "authorization: expected a credential with the {need:?} scope, found one without it"
+            ),
+            Error::TagNotAllowed => f.write_str(
+                "authorization: expected a tag within the key's tag limit, found another",
+            ),
+            Error::InvalidKeySpec { field, expected } => write!(f, "{field}: expected {expected}"),
+            Error::WorkerIdLimit { limit } => write!(
+                f,
+                "worker id: expected fewer than {limit} live worker IDs held by this credential, found {limit} (release one, or let one lapse)"
             ),
         }
     }

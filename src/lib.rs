@@ -72,8 +72,12 @@ mod rand;
 mod segment;
 mod snowflake;
 
+#[cfg(feature = "alloc")]
+mod access;
 #[cfg(feature = "std")]
 mod clock;
+#[cfg(feature = "alloc")]
+mod history;
 #[cfg(feature = "alloc")]
 mod minted;
 #[cfg(feature = "alloc")]
@@ -81,11 +85,22 @@ mod registry;
 #[cfg(feature = "alloc")]
 mod tag;
 
+#[cfg(feature = "alloc")]
+pub use access::{
+    check_token, constant_time_eq, new_key, token_hash, token_key_id, Access, KeyCache, KeyLookup,
+    KeyRecord, KeySpec, Scope, Scopes, TagLimit, KEY_CACHE_ENTRIES, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+    KEY_TOKEN_PREFIX, MAX_KEY_NAME_LEN,
+};
 #[cfg(feature = "std")]
 pub use clock::unix_now_ms;
 pub use code::ErrorCode;
 pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
 pub use error::{ClockReference, Error};
+#[cfg(feature = "alloc")]
+pub use history::{
+    lease_events, per_minute, runway, AllocationEvent, LeaseEventKind, MinuteBucket, Runway,
+    HISTORY_LEN, LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
+};
 pub use holder::{
     Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
     SnowflakeHolder, DEFAULT_RESERVE_MS, DEFAULT_TAKE_OVER_MS, RENEW_RETRY_MS,

@@ -47,6 +47,10 @@ pub struct RegistryConfig {
     /// however many other nodes lease, the minters keep theirs.
     #[cfg_attr(feature = "serde", serde(default))]
     pub minters: u32,
+    /// The most live worker IDs one owner (a credential of the service) may
+    /// hold through [`Registry::lease_owned`]; `None`: no limit.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub per_owner: Option<u32>,
 }
 
 /// Node keys starting with this are the service's minters'; other nodes may
@@ -69,7 +73,14 @@ impl RegistryConfig {
             grace_ms: DEFAULT_GRACE_MS,
             max_skew_ms: DEFAULT_MAX_SKEW_MS,
             minters: 0,
+            per_owner: None,
         }
+    }
+
+    /// A fair share for one owner: half the worker IDs that are not the
+    /// minters' (at least 1), so that no one credential can take them all.
+    pub fn half_share(&self) -> u32 {
+        (self.capacity.saturating_sub(self.minters) / 2).max(1)
     }
 
     /// Checks the settings.
@@ -91,6 +102,9 @@ impl RegistryConfig {
         check_range("ttl_ms", self.ttl_ms, 1_000, DAY)?;
         check_range("grace_ms", self.grace_ms, 1, DAY)?;
         check_range("max_skew_ms", self.max_skew_ms, 0, self.grace_ms - 1)?;
+        if let Some(n) = self.per_owner {
+            check_range("per_owner", n.into(), 1, self.capacity.into())?;
+        }
         Ok(())
     }
 }
@@ -116,6 +130,9 @@ pub struct WorkerSlot {
     pub reported_clock_ms: u64,
     /// The registry's clock at that report.
     pub reported_at_ms: u64,
+    /// Who leased it through [`Registry::lease_owned`] (empty: no owner).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub owner: String,
 }
 
 /// Where a slot stands at a given registry time.
@@ -304,14 +321,43 @@ impl Registry {
         registry_now_ms: u64,
         previous: Option<(u32, u64)>,
     ) -> Result<Lease, Error> {
+        self.lease_owned("", node_key, node_now_ms, registry_now_ms, previous)
+    }
+
+    /// As [`Registry::lease`], for `owner` (a credential; empty: none), who
+    /// may hold at most [`RegistryConfig::per_owner`] live worker IDs. A
+    /// node re-leasing the live ID it proves to hold (`previous`) is not
+    /// counted twice.
+    ///
+    /// # Errors
+    /// As [`Registry::lease`]; [`Error::WorkerIdLimit`] when `owner`
+    /// already holds its limit.
+    pub fn lease_owned(
+        &mut self,
+        owner: &str,
+        node_key: &str,
+        node_now_ms: u64,
+        registry_now_ms: u64,
+        previous: Option<(u32, u64)>,
+    ) -> Result<Lease, Error> {
         check_key("node_key", node_key)?;
         if node_key.starts_with(MINTER_KEY_PREFIX) {
             return Err(Error::ReservedNodeKey {
                 prefix: MINTER_KEY_PREFIX,
             });
         }
+        if let (Some(limit), false) = (self.config.per_owner, owner.is_empty()) {
+            let held = self
+                .slots()
+                .filter(|s| s.owner == owner && self.status(s, registry_now_ms) == SlotStatus::Live)
+                .filter(|s| previous != Some((s.worker_id, s.generation)))
+                .count();
+            if held >= limit as usize {
+                return Err(Error::WorkerIdLimit { limit });
+            }
+        }
         let ids = self.config.minters..self.config.capacity;
-        self.grant(node_key, node_now_ms, registry_now_ms, previous, ids)
+        self.grant(owner, node_key, node_now_ms, registry_now_ms, previous, ids)
     }
 
     /// Leases worker ID `index` to minter `index` (node key
@@ -346,6 +392,7 @@ impl Registry {
         )?;
         let key = minter_node_key(index);
         self.grant(
+            "",
             &key,
             node_now_ms,
             registry_now_ms,
@@ -356,6 +403,7 @@ impl Registry {
 
     fn grant(
         &mut self,
+        owner: &str,
         node_key: &str,
         node_now_ms: u64,
         registry_now_ms: u64,
@@ -403,6 +451,7 @@ impl Registry {
             last_timestamp_ms: issue_after_ms,
             reported_clock_ms: node_now_ms,
             reported_at_ms: registry_now_ms,
+            owner: owner.into(),
         });
         self.next_generation += 1;
         Ok(Lease {
@@ -556,6 +605,7 @@ mod tests {
             grace_ms: 5_000,
             max_skew_ms: 1_000,
             minters: 0,
+            per_owner: None,
         })
         .unwrap()
     }
@@ -756,6 +806,7 @@ mod tests {
             last_timestamp_ms: 0,
             reported_clock_ms: 0,
             reported_at_ms: 0,
+            owner: String::new(),
         };
         assert!(Registry::from_parts(ok, 5, [slot.clone()]).is_err());
         let mut r = reg(2);

@@ -115,7 +115,7 @@ proptest! {
         offsets in prop::collection::vec(prop_oneof![-900i64..900, Just(-990i64), Just(990i64)], 2..5),
         ops in prop::collection::vec(op(4), 1..250),
     ) {
-        let reg_cfg = RegistryConfig { capacity, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: 0 };
+        let reg_cfg = RegistryConfig { capacity, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: 0, per_owner: None };
         let mut reg = Registry::new(reg_cfg).unwrap();
         let mut nodes: Vec<Node> = offsets.iter().enumerate().map(|(i, &offset)| Node {
             holder: SnowflakeHolder::with_rand(config(lease_again), SplitMix64::new(i as u64)).unwrap(),
@@ -272,6 +272,7 @@ fn a_recycled_worker_id_never_mints_into_the_previous_holders_time() {
         grace_ms: 2_000,
         max_skew_ms: 1_000,
         minters: 0,
+        per_owner: None,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let lease = |reg: &mut Registry, key: &str, now: u64| {
@@ -333,6 +334,7 @@ fn a_restart_under_a_wound_back_clock_never_reissues() {
         grace_ms: 5_000,
         max_skew_ms: 3_000,
         minters: 0,
+        per_owner: None,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let mut a = SnowflakeHolder::with_rand(config(false), SplitMix64::new(1)).unwrap();

@@ -140,7 +140,7 @@ proptest! {
         homes in prop::collection::vec(0u64..MINTERS as u64, 1..5),
         ops in prop::collection::vec(op(4), 1..300),
     ) {
-        let reg_cfg = RegistryConfig { capacity: 8, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: MINTERS };
+        let reg_cfg = RegistryConfig { capacity: 8, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: MINTERS, per_owner: None };
         let mut reg = Registry::new(reg_cfg).unwrap();
         let mut minters: Vec<Minter> = (0..MINTERS)
             .map(|i| Minter {

@@ -19,6 +19,7 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
         grace_ms: 2_000,
         max_skew_ms: 1_000,
         minters: 0,
+        per_owner: None,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let a = reg.lease("a", T0, T0, None).unwrap();

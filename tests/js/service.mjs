@@ -43,6 +43,7 @@ export function options({ persist, vars = {}, port } = {}) {
       CATALOG: { className: 'Catalog', useSQLite: true },
       REGISTRY: { className: 'WorkerRegistry', useSQLite: true },
       MINTERS: { className: 'SnowflakeMinter', useSQLite: true },
+      KEYS: { className: 'KeyStore', useSQLite: true },
     },
     bindings: { ...wranglerVars(), ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars },
     ...(persist ? { resourcePersistencePath: persist } : {}),
@@ -72,13 +73,18 @@ export async function start(opts = {}) {
 /**
  * The service in a child process (its own process group, so workerd dies
  * with it) on a 127.0.0.1 port it binds itself (port 0: no window in which
- * another process could take a port we chose); resolves `{ child, url }`.
+ * another process could take a port we chose); resolves `{ child, url }`;
+ * `capture` collects its stdout and stderr in `child.output`.
  */
-export async function spawnService(persist, vars = {}) {
+export async function spawnService(persist, vars = {}, { capture = false } = {}) {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), persist, '0', JSON.stringify(vars)], {
     detached: true,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', capture ? 'pipe' : 'inherit'],
   });
+  // With `capture`, everything the service prints (workerd's logs included).
+  child.output = '';
+  child.stdout.on('data', (d) => { child.output += d; });
+  child.stderr?.on('data', (d) => { child.output += d; });
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('service did not start in 30 s')), 30_000);
     child.stdout.on('data', (d) => {

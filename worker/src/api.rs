@@ -1,10 +1,10 @@
 //! The HTTP edge of the service: the one error type and its mapping to a
-//! status and a JSON body, request bodies with a size limit, bearer tokens.
+//! status and a JSON body, request bodies with a size limit.
 
 use edgeleaf::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use worker::{Headers, Request, Response};
+use worker::{Request, Response};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 4096;
@@ -39,12 +39,15 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::InvalidJson
         | C::InvalidRequestId
         | C::ReservedNodeKey
-        | C::InvalidId => 400,
+        | C::InvalidId
+        | C::InvalidKeySpec => 400,
         C::Unauthorized => 401,
         C::Forbidden => 403,
         C::NotFound => 404,
         C::MethodNotAllowed => 405,
         C::BodyTooLarge => 413,
+        // A quota: a lease the credential holds must lapse or be released.
+        C::WorkerIdLimit => 429,
         C::TagExhausted
         | C::SegmentOverlap
         | C::SegmentBufferFull
@@ -177,7 +180,7 @@ impl From<edgeleaf::Error> for ApiError {
         use edgeleaf::Error as E;
         let retry_ms = match &e {
             E::ClockMovedBackwards { last_ms, now_ms } => Some(last_ms.saturating_sub(*now_ms)),
-            E::NoFreeWorkerId { .. } => Some(10_000),
+            E::NoFreeWorkerId { .. } | E::WorkerIdLimit { .. } => Some(10_000),
             _ => None,
         };
         let err = ApiError::new(e.error_code(), e.to_string());
@@ -235,55 +238,4 @@ fn too_large(len: usize) -> ApiError {
         ErrorCode::BodyTooLarge,
         format!("body: expected at most {MAX_BODY_BYTES} bytes, found {len}"),
     )
-}
-
-/// Compares in time independent of where the first difference is.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0xff);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
-
-/// Checks `Authorization: Bearer <token>` against `expected` (none: open).
-pub fn authorize(headers: &Headers, expected: Option<&str>, what: &str) -> ApiResult<()> {
-    let Some(expected) = expected else {
-        return Ok(());
-    };
-    let given = headers
-        .get("Authorization")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let token = given.strip_prefix("Bearer ").unwrap_or("");
-    if given.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::Unauthorized,
-            format!("authorization: expected a Bearer {what} token, found none"),
-        ));
-    }
-    if constant_time_eq(token.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            ErrorCode::Forbidden,
-            format!("authorization: expected the {what} token, found another"),
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-        assert!(!constant_time_eq(b"", b"a"));
-    }
 }

@@ -101,9 +101,11 @@ impl Config {
                     ),
                 )
             })?;
+        let per_owner = number(env, "MAX_WORKERS_PER_KEY", registry.half_share().into())?;
+        registry.per_owner = Some(u32::try_from(per_owner).unwrap_or(u32::MAX));
         registry.validate().map_err(|e| {
             invalid(
-                "LEASE_TTL_MS / LEASE_GRACE_MS / MAX_SKEW_MS",
+                "LEASE_TTL_MS / LEASE_GRACE_MS / MAX_SKEW_MS / MAX_WORKERS_PER_KEY",
                 &e.to_string(),
             )
         })?;

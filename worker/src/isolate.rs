@@ -247,6 +247,7 @@ async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult
         node_key,
         node_time: ask.node_now_ms,
         previous: Previous::from_ask(ask.previous),
+        owner: String::new(),
     };
     let answer: ApiResult<Lease> =
         call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await;

@@ -4,10 +4,12 @@
 //! worker IDs. The HTTP API is documented in `worker/openapi.yaml`.
 
 mod api;
+mod auth;
 mod catalog;
 mod clock;
 mod config;
 mod isolate;
+mod key_store;
 mod minter_store;
 mod monitor;
 mod registry_store;
@@ -16,18 +18,20 @@ mod tag_store;
 
 use std::cell::RefCell;
 
-use edgeleaf::{check_tag, ErrorCode, Lease};
+use edgeleaf::{check_tag, ErrorCode, KeySpec, Lease, Scope};
 use serde::Deserialize;
 use serde_json::json;
 use worker::{event, Context, Env, Method, Request, Response};
 
-use api::{authorize, body, checked_count, json, ApiError, ApiResult, MAX_COUNT};
+use api::{body, checked_count, json, ApiError, ApiResult, MAX_COUNT};
+use auth::Caller;
 use config::Config;
-use registry_store::{LeaseRequest, RenewRequest};
+use registry_store::{LeaseRequest, RenewRequest, WorkerLeaseBody};
 use stores::{call, Store};
 use tag_store::{AllocateRequest, LeaseBody, SegmentLease, TagUpsert, TagView};
 
 pub use catalog::Catalog;
+pub use key_store::KeyStore;
 pub use minter_store::SnowflakeMinter;
 pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;
@@ -49,12 +53,18 @@ fn config(env: &Env) -> ApiResult<Config> {
     Ok(c)
 }
 
+/// What a route needs of its caller.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
+enum Need {
     Open,
-    Client,
-    Admin,
+    Scope(Scope),
 }
+
+const OPEN: Need = Need::Open;
+const IDS: Need = Need::Scope(Scope::Ids);
+const REGISTRY: Need = Need::Scope(Scope::Registry);
+const MONITOR: Need = Need::Scope(Scope::Monitor);
+const ADMIN: Need = Need::Scope(Scope::Admin);
 
 /// What a route does; `dispatch` runs it.
 #[derive(Clone, Copy)]
@@ -78,6 +88,9 @@ enum Op {
     TagDelete,
     TagReveal,
     Monitor,
+    KeyCreate,
+    KeyList,
+    KeyRevoke,
 }
 
 struct Route {
@@ -85,15 +98,16 @@ struct Route {
     /// `/`-separated; `{name}` matches one non-empty segment. Where two
     /// patterns match a path, the earlier one wins.
     path: &'static str,
-    access: Access,
+    /// The scope it needs; a key's tag limit applies to its `{tag}`.
+    need: Need,
     op: Op,
 }
 
-const fn route(method: Method, path: &'static str, access: Access, op: Op) -> Route {
+const fn route(method: Method, path: &'static str, need: Need, op: Op) -> Route {
     Route {
         method,
         path,
-        access,
+        need,
         op,
     }
 }
@@ -102,26 +116,29 @@ const fn route(method: Method, path: &'static str, access: Access, op: Op) -> Ro
 /// these (checked by tests/js/service.test.mjs through `/v1/health`).
 #[rustfmt::skip]
 const ROUTES: &[Route] = &[
-    route(Method::Get,    "/",                          Access::Open,   Op::Dashboard),
-    route(Method::Get,    "/index.html",                Access::Open,   Op::Dashboard),
-    route(Method::Get,    "/v1/ping",                   Access::Open,   Op::Ping),
-    route(Method::Get,    "/v1/health",                 Access::Open,   Op::Health),
-    route(Method::Get,    "/api/segment/get/{tag}",     Access::Client, Op::SegmentText),
-    route(Method::Get,    "/api/snowflake/get/{tag}",   Access::Client, Op::SnowflakeText),
-    route(Method::Get,    "/v1/segment/{tag}",          Access::Client, Op::SegmentIds),
-    route(Method::Post,   "/v1/segment/{tag}/lease",    Access::Client, Op::SegmentLease),
-    route(Method::Get,    "/v1/snowflake",              Access::Client, Op::SnowflakeIds),
-    route(Method::Get,    "/v1/snowflake/{id}",         Access::Client, Op::Decode),
-    route(Method::Post,   "/v1/workers/lease",          Access::Admin,  Op::WorkerLease),
-    route(Method::Post,   "/v1/workers/{id}/renew",     Access::Admin,  Op::WorkerRenew),
-    route(Method::Delete, "/v1/workers/{id}",           Access::Admin,  Op::WorkerRelease),
-    route(Method::Get,    "/v1/workers",                Access::Admin,  Op::Workers),
-    route(Method::Get,    "/v1/tags",                   Access::Admin,  Op::Tags),
-    route(Method::Get,    "/v1/tags/{tag}",             Access::Admin,  Op::TagGet),
-    route(Method::Put,    "/v1/tags/{tag}",             Access::Admin,  Op::TagPut),
-    route(Method::Delete, "/v1/tags/{tag}",             Access::Admin,  Op::TagDelete),
-    route(Method::Post,   "/v1/tags/{tag}/reveal",      Access::Admin,  Op::TagReveal),
-    route(Method::Get,    "/v1/monitor",                Access::Admin,  Op::Monitor),
+    route(Method::Get,    "/",                          OPEN,     Op::Dashboard),
+    route(Method::Get,    "/index.html",                OPEN,     Op::Dashboard),
+    route(Method::Get,    "/v1/ping",                   OPEN,     Op::Ping),
+    route(Method::Get,    "/v1/health",                 OPEN,     Op::Health),
+    route(Method::Get,    "/api/segment/get/{tag}",     IDS,      Op::SegmentText),
+    route(Method::Get,    "/api/snowflake/get/{tag}",   IDS,      Op::SnowflakeText),
+    route(Method::Get,    "/v1/segment/{tag}",          IDS,      Op::SegmentIds),
+    route(Method::Post,   "/v1/segment/{tag}/lease",    IDS,      Op::SegmentLease),
+    route(Method::Get,    "/v1/snowflake",              IDS,      Op::SnowflakeIds),
+    route(Method::Get,    "/v1/snowflake/{id}",         IDS,      Op::Decode),
+    route(Method::Post,   "/v1/workers/lease",          REGISTRY, Op::WorkerLease),
+    route(Method::Post,   "/v1/workers/{id}/renew",     REGISTRY, Op::WorkerRenew),
+    route(Method::Delete, "/v1/workers/{id}",           REGISTRY, Op::WorkerRelease),
+    route(Method::Get,    "/v1/workers",                MONITOR,  Op::Workers),
+    route(Method::Get,    "/v1/tags",                   MONITOR,  Op::Tags),
+    route(Method::Get,    "/v1/tags/{tag}",             MONITOR,  Op::TagGet),
+    route(Method::Put,    "/v1/tags/{tag}",             ADMIN,    Op::TagPut),
+    route(Method::Delete, "/v1/tags/{tag}",             ADMIN,    Op::TagDelete),
+    route(Method::Post,   "/v1/tags/{tag}/reveal",      ADMIN,    Op::TagReveal),
+    route(Method::Get,    "/v1/monitor",                MONITOR,  Op::Monitor),
+    route(Method::Post,   "/v1/keys",                   ADMIN,    Op::KeyCreate),
+    route(Method::Get,    "/v1/keys",                   ADMIN,    Op::KeyList),
+    route(Method::Delete, "/v1/keys/{id}",              ADMIN,    Op::KeyRevoke),
 ];
 
 fn segments(path: &str) -> Vec<&str> {
@@ -238,33 +255,30 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
     if matches!(route.op, Op::Ping | Op::Dashboard) {
         // Answered before the settings are read: they work even when a
         // setting is invalid.
-        return dispatch(route.op, &args, &mut req, env, ctx, None).await;
+        return dispatch(route.op, &args, &mut req, env, ctx, None, None).await;
     }
     let config = config(env)?;
-    match route.access {
-        Access::Open => {}
-        Access::Client => {
-            // The client token first (the common case); the admin token opens
-            // the ID routes too.
-            if let Err(e) = authorize(req.headers(), config.client_token.as_deref(), "client") {
-                if config.admin_token.is_none()
-                    || authorize(req.headers(), config.admin_token.as_deref(), "admin").is_err()
-                {
-                    return Err(e);
-                }
-            }
+    let caller = match route.need {
+        Need::Open => None,
+        Need::Scope(scope) => {
+            let tag = route
+                .path
+                .contains("{tag}")
+                .then(|| args.first().map(String::as_str))
+                .flatten();
+            Some(auth::authorize(env, &config, req.headers(), scope, tag).await?)
         }
-        Access::Admin => {
-            if config.admin_token.is_none() {
-                return Err(ApiError::new(
-                    ErrorCode::Forbidden,
-                    "admin API: expected ADMIN_TOKEN to be configured, found none",
-                ));
-            }
-            authorize(req.headers(), config.admin_token.as_deref(), "admin")?;
-        }
-    }
-    dispatch(route.op, &args, &mut req, env, ctx, Some(&config)).await
+    };
+    dispatch(
+        route.op,
+        &args,
+        &mut req,
+        env,
+        ctx,
+        Some(&config),
+        caller.as_ref(),
+    )
+    .await
 }
 
 async fn dispatch(
@@ -274,6 +288,7 @@ async fn dispatch(
     env: &Env,
     ctx: &Context,
     config: Option<&Config>,
+    caller: Option<&Caller>,
 ) -> ApiResult<Response> {
     let arg = || args.first().map_or("", String::as_str);
     let config =
@@ -340,7 +355,17 @@ async fn dispatch(
         }
         Op::Decode => decode(config()?, arg()),
         Op::WorkerLease => {
-            let request: LeaseRequest = body(req).await?;
+            let WorkerLeaseBody {
+                node_key,
+                node_time,
+                previous,
+            } = body(req).await?;
+            let request = LeaseRequest {
+                node_key,
+                node_time,
+                previous,
+                owner: caller.map_or_else(String::new, |c| c.owner.clone()),
+            };
             let lease: Lease =
                 call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await?;
             lease_json(config()?, &lease)
@@ -400,6 +425,24 @@ async fn dispatch(
             json(200, &answer)
         }
         Op::Monitor => json(200, &monitor::monitor()),
+        Op::KeyCreate => create_key(env, req).await,
+        Op::KeyList => {
+            let answer: serde_json::Value =
+                call(env, Store::Keys, Method::Get, "/list", None::<&()>).await?;
+            json(200, &answer)
+        }
+        Op::KeyRevoke => {
+            let answer: serde_json::Value = call(
+                env,
+                Store::Keys,
+                Method::Post,
+                "/revoke",
+                Some(&json!({ "id": arg() })),
+            )
+            .await?;
+            auth::forget_key(arg());
+            json(200, &answer)
+        }
     }
 }
 
@@ -539,6 +582,45 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
     let view: TagView = call(env, Store::Tag(tag), Method::Put, "/tag", Some(&upsert)).await?;
     catalog(env, Method::Put, tag).await?;
     json(200, &view)
+}
+
+/// `POST /v1/keys` `{"name", "scopes", "tags"?}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyBody {
+    name: String,
+    scopes: Vec<String>,
+    tags: Option<String>,
+}
+
+/// Makes a key: the core checks the request and makes the token from the
+/// platform's CSPRNG; the store keeps its hash; the token is answered once.
+async fn create_key(env: &Env, req: &mut Request) -> ApiResult<Response> {
+    let b: KeyBody = body(req).await?;
+    let spec = KeySpec::new(
+        &b.name,
+        b.scopes.iter().map(String::as_str),
+        b.tags.as_deref(),
+    )?;
+    let (id, token) = edgeleaf::new_key(&clock::random_bytes()?);
+    let new = key_store::NewKey {
+        id,
+        name: spec.name,
+        scopes: spec
+            .access
+            .scopes
+            .iter()
+            .map(|s| s.as_str().to_owned())
+            .collect(),
+        tags: spec.access.tags.to_string(),
+        hash: edgeleaf::token_hash(&token),
+    };
+    let view: key_store::KeyView =
+        call(env, Store::Keys, Method::Post, "/create", Some(&new)).await?;
+    let mut answer =
+        serde_json::to_value(&view).map_err(|e| ApiError::store_error(format!("key: {e}")))?;
+    answer["token"] = json!(token);
+    json(201, &answer)
 }
 
 /// Adds a tag to (PUT) or removes it from (DELETE) the catalog.

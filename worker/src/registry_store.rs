@@ -30,6 +30,15 @@ pub struct WorkerRegistry {
     registry: RefCell<Option<Registry>>,
 }
 
+/// `POST /v1/workers/lease`: what a node may ask.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkerLeaseBody {
+    pub node_key: String,
+    pub node_time: u64,
+    pub previous: Option<Previous>,
+}
+
 /// `POST /lease`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -39,6 +48,10 @@ pub struct LeaseRequest {
     pub node_time: u64,
     /// The node's last grant, from its own cache: proves it is that holder.
     pub previous: Option<Previous>,
+    /// The credential leasing (the Worker's caller); empty for the
+    /// service's own isolates.
+    #[serde(default)]
+    pub owner: String,
 }
 
 /// `POST /lease-minter`: only the Worker's minters send it (the public
@@ -150,6 +163,7 @@ struct SlotRow {
     last_timestamp: i64,
     reported_clock: i64,
     reported_at: i64,
+    owner: String,
 }
 
 #[derive(Deserialize)]
@@ -170,7 +184,13 @@ impl WorkerRegistry {
     ) -> ApiResult<T> {
         let mut cell = self.registry.borrow_mut();
         if cell.is_none() {
-            let rows: Vec<SlotRow> = self.sql.exec("SELECT * FROM slots", None)?.to_array()?;
+            let rows: Vec<SlotRow> = self
+                .sql
+                .exec(
+                    "SELECT s.*, COALESCE(o.owner, '') AS owner FROM slots s LEFT JOIN owners o USING (worker_id)",
+                    None,
+                )?
+                .to_array()?;
             let meta: Vec<Meta> = self
                 .sql
                 .exec("SELECT v FROM meta WHERE k = 'next_generation'", None)?
@@ -192,6 +212,7 @@ impl WorkerRegistry {
                         last_timestamp_ms: stored_u64("last_timestamp", r.last_timestamp)?,
                         reported_clock_ms: stored_u64("reported_clock", r.reported_clock)?,
                         reported_at_ms: stored_u64("reported_at", r.reported_at)?,
+                        owner: r.owner,
                     })
                 })
                 .collect::<ApiResult<Vec<WorkerSlot>>>()?;
@@ -236,6 +257,10 @@ impl WorkerRegistry {
             "INSERT OR REPLACE INTO slots(worker_id, node_key, generation, expires_at, released,
                last_timestamp, reported_clock, reported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             row,
+        )?;
+        self.sql.exec(
+            "INSERT OR REPLACE INTO owners(worker_id, owner) VALUES (?, ?)",
+            vec![i64::from(slot.worker_id).into(), slot.owner.as_str().into()],
         )?;
         #[allow(clippy::cast_possible_wrap)]
         self.sql.exec(
@@ -284,6 +309,9 @@ impl DurableObject for WorkerRegistry {
                generation INTEGER NOT NULL, expires_at INTEGER NOT NULL, released INTEGER NOT NULL,
                last_timestamp INTEGER NOT NULL, reported_clock INTEGER NOT NULL, reported_at INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL)",
+            // Added after `slots`: a table of its own, so that stores made
+            // before it need no migration (no row: no owner).
+            "CREATE TABLE IF NOT EXISTS owners(worker_id INTEGER PRIMARY KEY, owner TEXT NOT NULL)",
         ])
         .err();
         WorkerRegistry {
@@ -305,7 +333,8 @@ impl DurableObject for WorkerRegistry {
                 Ok(r) => self
                     .with_registry(|reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
-                        let lease = reg.lease(&r.node_key, r.node_time, now, prev)?;
+                        let lease =
+                            reg.lease_owned(&r.owner, &r.node_key, r.node_time, now, prev)?;
                         let id = lease.worker_id;
                         Ok((lease, Some(id)))
                     })

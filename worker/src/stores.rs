@@ -18,6 +18,8 @@ pub enum Store<'a> {
     Registry,
     /// Snowflake minter `i`.
     Minter(u32),
+    /// The single store of API keys.
+    Keys,
 }
 
 /// Calls `path` on a Durable Object and decodes its JSON answer.
@@ -33,6 +35,7 @@ pub async fn call<T: DeserializeOwned>(
         Store::Tag(tag) => ("TAGS", tag),
         Store::Catalog => ("CATALOG", "catalog"),
         Store::Registry => ("REGISTRY", "registry"),
+        Store::Keys => ("KEYS", "keys"),
         Store::Minter(i) => {
             minter = format!("minter-{i}");
             ("MINTERS", minter.as_str())

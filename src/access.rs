@@ -1,0 +1,446 @@
+//! Who may call what: the scopes of API keys, a key's limit to some tags, the
+//! keys' secrets (made from randomness the caller supplies, stored only as
+//! SHA-256 hashes, compared in constant time), and how long a host may trust
+//! a key it looked up before — the bound on how late a revocation bites.
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::key::check_key;
+
+/// What a credential may do. A route needs one scope (or none: open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Scope {
+    /// Draw IDs and lease segments.
+    Ids,
+    /// Lease, renew and release snowflake worker IDs.
+    Registry,
+    /// Read-only views: tags, workers, history, monitor, metrics.
+    Monitor,
+    /// Create, change and delete tags; manage keys.
+    Admin,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 4] = [Scope::Ids, Scope::Registry, Scope::Monitor, Scope::Admin];
+
+    /// Its name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::Ids => "ids",
+            Scope::Registry => "registry",
+            Scope::Monitor => "monitor",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// The scope named `name`.
+    pub fn parse(name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A set of scopes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scopes(u8);
+
+impl Scopes {
+    /// Every scope: the root key's.
+    pub const ALL: Scopes = Scopes(0b1111);
+
+    /// Just `scope`.
+    pub const fn only(scope: Scope) -> Scopes {
+        Scopes(scope.bit())
+    }
+
+    /// Whether `scope` is in the set.
+    pub const fn contains(self, scope: Scope) -> bool {
+        self.0 & scope.bit() != 0
+    }
+
+    /// The scopes named, each once; at least one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKeySpec`] for none, an unknown name or a repeated one.
+    pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Scopes, Error> {
+        let bad = Error::InvalidKeySpec {
+            field: "scopes",
+            expected: "one or more of \"ids\", \"registry\", \"monitor\", \"admin\", each once",
+        };
+        let mut set = Scopes::default();
+        for name in names {
+            let scope = Scope::parse(name).ok_or_else(|| bad.clone())?;
+            if set.contains(scope) {
+                return Err(bad);
+            }
+            set.0 |= scope.bit();
+        }
+        if set.0 == 0 {
+            return Err(bad);
+        }
+        Ok(set)
+    }
+
+    /// The scopes in the set, in [`Scope::ALL`]'s order.
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        Scope::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+}
+
+/// The tags a key may use: any, one, or those starting with a prefix
+/// (`"order*"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TagLimit {
+    /// Every tag.
+    #[default]
+    Any,
+    /// This tag only.
+    Exact(String),
+    /// Tags starting with this (non-empty) prefix.
+    Prefix(String),
+}
+
+impl TagLimit {
+    /// `"*"` (any), `"order"` (that tag) or `"order*"` (tags starting with
+    /// `order`); the characters are a tag's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKeySpec`] for anything else.
+    pub fn parse(raw: &str) -> Result<TagLimit, Error> {
+        let bad = || Error::InvalidKeySpec {
+            field: "tags",
+            expected: "\"*\", a tag, or a tag prefix ending in \"*\" (characters [A-Za-z0-9._:-])",
+        };
+        if raw == "*" {
+            return Ok(TagLimit::Any);
+        }
+        let (body, prefix) = match raw.strip_suffix('*') {
+            Some(p) => (p, true),
+            None => (raw, false),
+        };
+        check_key("tags", body).map_err(|_| bad())?;
+        Ok(if prefix {
+            TagLimit::Prefix(body.to_string())
+        } else {
+            TagLimit::Exact(body.to_string())
+        })
+    }
+
+    /// Whether the limit lets a key use `tag`.
+    pub fn allows(&self, tag: &str) -> bool {
+        match self {
+            TagLimit::Any => true,
+            TagLimit::Exact(t) => t == tag,
+            TagLimit::Prefix(p) => tag.starts_with(p.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for TagLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TagLimit::Any => f.write_str("*"),
+            TagLimit::Exact(t) => f.write_str(t),
+            TagLimit::Prefix(p) => write!(f, "{p}*"),
+        }
+    }
+}
+
+/// What a credential may do: its scopes, and the tags it may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// Its scopes.
+    pub scopes: Scopes,
+    /// The tags routes that name one may use.
+    pub tags: TagLimit,
+}
+
+impl Access {
+    /// The root key (`ADMIN_TOKEN`): everything.
+    pub fn root() -> Access {
+        Access {
+            scopes: Scopes::ALL,
+            tags: TagLimit::Any,
+        }
+    }
+
+    /// Whether this credential may call a route that needs `need`, naming
+    /// `tag` if it names one.
+    ///
+    /// # Errors
+    /// [`Error::ScopeMissing`], or [`Error::TagNotAllowed`] when the route's
+    /// tag is outside the key's limit.
+    pub fn permits(&self, need: Scope, tag: Option<&str>) -> Result<(), Error> {
+        if !self.scopes.contains(need) {
+            return Err(Error::ScopeMissing {
+                need: need.as_str(),
+            });
+        }
+        match tag {
+            Some(t) if !self.tags.allows(t) => Err(Error::TagNotAllowed),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The longest key name, in bytes.
+pub const MAX_KEY_NAME_LEN: usize = 100;
+
+/// A key as asked for: `POST /v1/keys` `{"name", "scopes", "tags"?}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpec {
+    /// A label for people (1..=100 bytes, no control characters).
+    pub name: String,
+    /// What the key may do.
+    pub access: Access,
+}
+
+impl KeySpec {
+    /// Checks a request for a key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKeySpec`] naming the field: a bad name, scopes or tag
+    /// limit, or a tag limit on a key with the `admin` scope (an admin could
+    /// make itself a key without the limit: the limit would be a pretence).
+    pub fn new<'a>(
+        name: &str,
+        scopes: impl IntoIterator<Item = &'a str>,
+        tags: Option<&str>,
+    ) -> Result<KeySpec, Error> {
+        if name.is_empty() || name.len() > MAX_KEY_NAME_LEN || name.chars().any(char::is_control) {
+            return Err(Error::InvalidKeySpec {
+                field: "name",
+                expected: "1..=100 bytes without control characters",
+            });
+        }
+        let scopes = Scopes::parse(scopes)?;
+        let tags = match tags {
+            None => TagLimit::Any,
+            Some(raw) => TagLimit::parse(raw)?,
+        };
+        if scopes.contains(Scope::Admin) && tags != TagLimit::Any {
+            return Err(Error::InvalidKeySpec {
+                field: "tags",
+                expected: "no tag limit on a key with the admin scope",
+            });
+        }
+        Ok(KeySpec {
+            name: name.to_string(),
+            access: Access { scopes, tags },
+        })
+    }
+}
+
+/// Every key's secret starts with this, so that scanners and people can tell
+/// one at a glance (and so it is never mistaken for a root token).
+pub const KEY_TOKEN_PREFIX: &str = "elk_";
+/// Random bytes a new key takes: 6 for its public ID, 32 for its secret.
+pub const KEY_RANDOM_BYTES: usize = 38;
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// A new key made from `random` (from a CSPRNG): its public ID (12 hex
+/// digits) and the token its holder presents, `elk_<id>_<64 hex digits>`.
+/// The token is shown once; only [`token_hash`] of it is kept.
+pub fn new_key(random: &[u8; KEY_RANDOM_BYTES]) -> (String, String) {
+    let id = hex(&random[..6]);
+    let token = alloc::format!("{KEY_TOKEN_PREFIX}{id}_{}", hex(&random[6..]));
+    (id, token)
+}
+
+/// The key ID a presented token names, if it has a key's shape (anything
+/// else is compared with the root tokens only).
+pub fn token_key_id(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix(KEY_TOKEN_PREFIX)?;
+    let (id, secret) = rest.split_once('_')?;
+    let is_hex = |s: &str, n: usize| {
+        s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    (is_hex(id, 12) && is_hex(secret, 64)).then_some(id)
+}
+
+/// SHA-256 of a token, hex: what the key store keeps.
+pub fn token_hash(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+/// Compares in time independent of where the first difference is.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0xff);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// A stored key as a host looks it up: its hash and what it may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRecord {
+    /// [`token_hash`] of its token.
+    pub hash: String,
+    /// What it may do.
+    pub access: Access,
+}
+
+/// What a presented token may do, given the store's record of its key
+/// (`None`: no such key, or revoked).
+///
+/// # Errors
+/// [`Error::KeyRefused`] for an unknown or revoked key or a wrong secret.
+pub fn check_token(record: Option<&KeyRecord>, token: &str) -> Result<Access, Error> {
+    match record {
+        Some(r) if constant_time_eq(token_hash(token).as_bytes(), r.hash.as_bytes()) => {
+            Ok(r.access.clone())
+        }
+        _ => Err(Error::KeyRefused),
+    }
+}
+
+/// How long a host may use a key record it looked up: a revoked key is
+/// refused everywhere at most this long after the revocation.
+pub const KEY_CACHE_MS: u64 = 10_000;
+/// Most key records a host keeps (the oldest lookup goes first).
+pub const KEY_CACHE_ENTRIES: usize = 256;
+
+/// A host's cache of key lookups, answers "none" included (a token for a
+/// key that does not exist must not reach the store on every request).
+#[derive(Debug, Default)]
+pub struct KeyCache {
+    entries: BTreeMap<String, (Option<KeyRecord>, u64)>,
+}
+
+/// What [`KeyCache::get`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KeyLookup<'a> {
+    /// A lookup younger than [`KEY_CACHE_MS`]: use it.
+    Cached(Option<&'a KeyRecord>),
+    /// Ask the store, then [`KeyCache::put`] its answer.
+    Fetch,
+}
+
+impl KeyCache {
+    /// The record of key `id` if it was looked up less than
+    /// [`KEY_CACHE_MS`] before `now_ms` (a clock that went back counts as
+    /// stale).
+    pub fn get(&self, id: &str, now_ms: u64) -> KeyLookup<'_> {
+        match self.entries.get(id) {
+            Some((record, at)) if now_ms >= *at && now_ms - at < KEY_CACHE_MS => {
+                KeyLookup::Cached(record.as_ref())
+            }
+            _ => KeyLookup::Fetch,
+        }
+    }
+
+    /// Keeps the store's answer for key `id`, looked up at `fetched_ms`
+    /// (when the lookup was sent: the answer is at least that fresh).
+    pub fn put(&mut self, id: &str, record: Option<KeyRecord>, fetched_ms: u64) {
+        if !self.entries.contains_key(id) && self.entries.len() >= KEY_CACHE_ENTRIES {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.entries.remove(&k);
+            }
+        }
+        self.entries.insert(id.to_string(), (record, fetched_ms));
+    }
+
+    /// Forgets key `id` (this host revoked it).
+    pub fn forget(&mut self, id: &str) {
+        self.entries.remove(id);
+    }
+
+    /// The IDs cached, for tests.
+    pub fn ids(&self) -> Vec<&str> {
+        self.entries.keys().map(String::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_and_limits_parse_and_refuse() {
+        let s = Scopes::parse(["ids", "monitor"]).unwrap();
+        assert!(s.contains(Scope::Ids) && s.contains(Scope::Monitor) && !s.contains(Scope::Admin));
+        assert!(Scopes::parse([]).is_err());
+        assert!(Scopes::parse(["ids", "ids"]).is_err());
+        assert!(Scopes::parse(["root"]).is_err());
+        assert_eq!(TagLimit::parse("*").unwrap(), TagLimit::Any);
+        assert_eq!(
+            TagLimit::parse("order*").unwrap(),
+            TagLimit::Prefix("order".into())
+        );
+        assert_eq!(
+            TagLimit::parse("order").unwrap(),
+            TagLimit::Exact("order".into())
+        );
+        for bad in ["", "**", "a*b", "a/b*", "*x"] {
+            assert!(TagLimit::parse(bad).is_err(), "{bad}");
+        }
+        assert!(TagLimit::Prefix("order".into()).allows("order-eu"));
+        assert!(!TagLimit::Prefix("order".into()).allows("orde"));
+        assert!(!TagLimit::Exact("order".into()).allows("order-eu"));
+        assert!(KeySpec::new("ops", ["admin"], Some("a*")).is_err());
+        assert!(KeySpec::new("", ["ids"], None).is_err());
+        assert!(KeySpec::new("a\nb", ["ids"], None).is_err());
+    }
+
+    #[test]
+    fn a_token_opens_only_its_own_record() {
+        let (id, token) = new_key(&[7; KEY_RANDOM_BYTES]);
+        assert_eq!(token_key_id(&token), Some(id.as_str()));
+        assert_eq!(token.len(), 4 + 12 + 1 + 64);
+        let record = KeyRecord {
+            hash: token_hash(&token),
+            access: Access::root(),
+        };
+        assert!(check_token(Some(&record), &token).is_ok());
+        let mut other = token.clone();
+        other.pop();
+        other.push('0');
+        assert_eq!(check_token(Some(&record), &other), Err(Error::KeyRefused));
+        assert_eq!(check_token(None, &token), Err(Error::KeyRefused));
+        assert_eq!(token_key_id("elk_abc_def"), None);
+        assert_eq!(token_key_id("test-admin-token"), None);
+    }
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+}

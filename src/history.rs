@@ -1,0 +1,229 @@
+//! What the stores remember of their past, and what it says: a tag's bounded
+//! allocation history read as IDs per minute, the step over time and the
+//! runway (when `max_id` reaches the end of the tag's domain at the last
+//! hour's rate); the registry's lease events.
+
+use alloc::vec::Vec;
+
+use crate::registry::WorkerSlot;
+
+/// How many allocations a tag remembers (the oldest go first).
+pub const HISTORY_LEN: u64 = 1000;
+/// How many lease events the registry remembers.
+pub const LEASE_EVENTS_LEN: u64 = 1000;
+/// The window of the runway's rate.
+pub const RUNWAY_WINDOW_MS: u64 = 3_600_000;
+
+const MINUTE_MS: u64 = 60_000;
+
+/// One segment a tag's store handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct AllocationEvent {
+    /// When, Unix ms.
+    pub at_ms: u64,
+    /// Its first ID.
+    pub start: u64,
+    /// Its last ID.
+    pub end: u64,
+}
+
+impl AllocationEvent {
+    /// How many IDs it held.
+    pub fn ids(&self) -> u64 {
+        self.end.saturating_sub(self.start).saturating_add(1)
+    }
+}
+
+/// One minute of a tag's allocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct MinuteBucket {
+    /// The minute's start, Unix ms.
+    pub minute_ms: u64,
+    /// IDs allocated in it, by every isolate and client together.
+    pub ids: u64,
+    /// Segments allocated in it.
+    pub allocations: u64,
+    /// The largest segment of the minute (0: none): the step over time.
+    pub max_step: u64,
+}
+
+/// The last `minutes` whole minutes up to `now_ms` (the current one last),
+/// every minute present, empty ones as zeros.
+pub fn per_minute(events: &[AllocationEvent], now_ms: u64, minutes: u64) -> Vec<MinuteBucket> {
+    let last = now_ms / MINUTE_MS * MINUTE_MS;
+    let first = last.saturating_sub(minutes.saturating_sub(1) * MINUTE_MS);
+    let mut buckets: Vec<MinuteBucket> = (0..)
+        .map(|i| first + i * MINUTE_MS)
+        .take_while(|m| *m <= last)
+        .map(|minute_ms| MinuteBucket {
+            minute_ms,
+            ids: 0,
+            allocations: 0,
+            max_step: 0,
+        })
+        .collect();
+    for e in events {
+        if e.at_ms < first || e.at_ms >= last + MINUTE_MS {
+            continue;
+        }
+        let i = usize::try_from((e.at_ms - first) / MINUTE_MS).unwrap_or(usize::MAX);
+        if let Some(b) = buckets.get_mut(i) {
+            b.ids = b.ids.saturating_add(e.ids());
+            b.allocations += 1;
+            b.max_step = b.max_step.max(e.ids());
+        }
+    }
+    buckets
+}
+
+/// How long a tag's IDs last at its recent rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct Runway {
+    /// IDs per hour over the window (the last hour, or since the oldest
+    /// allocation remembered if that is later).
+    pub ids_per_hour: u64,
+    /// IDs left: the domain's end minus `max_id`.
+    pub remaining: u64,
+    /// When `max_id` reaches the end at that rate, Unix ms (`None`: no
+    /// allocation in the window, or beyond `u64`).
+    pub exhausted_at_ms: Option<u64>,
+}
+
+/// The runway of a tag at `max_id` in a domain ending at `domain_max`.
+pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: u64) -> Runway {
+    let since = now_ms.saturating_sub(RUNWAY_WINDOW_MS);
+    let recent = events
+        .iter()
+        .filter(|e| e.at_ms > since && e.at_ms <= now_ms);
+    let (ids, oldest) = recent.fold((0u128, now_ms), |(n, oldest), e| {
+        (n + u128::from(e.ids()), oldest.min(e.at_ms))
+    });
+    // A history that begins inside the window (a new tag, or one whose
+    // remembered allocations cover less than an hour) is a rate over its own
+    // span, at least a minute so that one allocation is not an hour's worth.
+    let span = u128::from(now_ms - oldest.max(since)).max(u128::from(MINUTE_MS));
+    let remaining = domain_max.saturating_sub(max_id);
+    let per_hour = ids * u128::from(RUNWAY_WINDOW_MS) / span;
+    let exhausted_at_ms = (ids > 0)
+        .then(|| u128::from(remaining) * span / ids)
+        .and_then(|ms| u64::try_from(ms).ok())
+        .and_then(|ms| now_ms.checked_add(ms));
+    Runway {
+        ids_per_hour: u64::try_from(per_hour).unwrap_or(u64::MAX),
+        remaining,
+        exhausted_at_ms,
+    }
+}
+
+/// What happened to a worker ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LeaseEventKind {
+    /// Leased to a node.
+    Granted,
+    /// The holder renewed it.
+    Renewed,
+    /// The holder gave it back.
+    Released,
+    /// Its lease ran out unreleased (recorded when the ID is granted again).
+    Lapsed,
+}
+
+impl LeaseEventKind {
+    /// Its name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LeaseEventKind::Granted => "granted",
+            LeaseEventKind::Renewed => "renewed",
+            LeaseEventKind::Released => "released",
+            LeaseEventKind::Lapsed => "lapsed",
+        }
+    }
+}
+
+/// The events a registry operation made, from the worker ID's slot before
+/// and after it (`None` before: never leased), at `registry_now_ms`.
+pub fn lease_events(
+    before: Option<&WorkerSlot>,
+    after: &WorkerSlot,
+    registry_now_ms: u64,
+) -> Vec<(LeaseEventKind, u64)> {
+    let mut events = Vec::new();
+    match before {
+        Some(b) if b.generation == after.generation => {
+            if after.released && !b.released {
+                events.push((LeaseEventKind::Released, registry_now_ms));
+            } else if after.expires_at_ms > b.expires_at_ms {
+                events.push((LeaseEventKind::Renewed, registry_now_ms));
+            }
+        }
+        _ => {
+            if let Some(b) = before {
+                // The earlier grant was never given back: it lapsed when
+                // its lease ran out (or it is being taken over by a node
+                // proving it held it: then it was no lapse).
+                if !b.released && b.expires_at_ms <= registry_now_ms {
+                    events.push((LeaseEventKind::Lapsed, b.expires_at_ms));
+                }
+            }
+            events.push((LeaseEventKind::Granted, registry_now_ms));
+        }
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: u64 = 1_700_000_000_000 / MINUTE_MS * MINUTE_MS;
+
+    fn ev(at_ms: u64, start: u64, end: u64) -> AllocationEvent {
+        AllocationEvent { at_ms, start, end }
+    }
+
+    #[test]
+    fn minutes_add_up_every_allocation_in_them() {
+        let events = [
+            ev(T - 1, 1, 10),
+            ev(T, 11, 20),
+            ev(T + 59_999, 21, 120),
+            ev(T + 60_000, 121, 125),
+        ];
+        let b = per_minute(&events, T + 60_500, 3);
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.iter().map(|m| m.ids).collect::<Vec<_>>(), [10, 110, 5]);
+        assert_eq!(b[1].max_step, 100);
+        assert_eq!(b[1].allocations, 2);
+        assert_eq!(b[2].minute_ms, T + 60_000);
+    }
+
+    #[test]
+    fn runway_at_the_last_hours_rate() {
+        // 1,000 IDs a minute for an hour, 1,000,000 left: 1,000 minutes.
+        let events: Vec<_> = (0..60)
+            .map(|i| ev(T + i * MINUTE_MS, i * 1000 + 1, (i + 1) * 1000))
+            .collect();
+        let now = T + 60 * MINUTE_MS;
+        let r = runway(&events, 60_000, 1_060_000, now);
+        assert_eq!(r.ids_per_hour, 60_000);
+        assert_eq!(r.remaining, 1_000_000);
+        assert_eq!(r.exhausted_at_ms, Some(now + 1000 * MINUTE_MS));
+        // Nothing recent: no end in sight.
+        assert_eq!(
+            runway(&events, 60_000, 1_060_000, now + 2 * RUNWAY_WINDOW_MS).exhausted_at_ms,
+            None
+        );
+        // A young history: its own span, at least a minute.
+        let r = runway(&[ev(now - 1, 1, 100)], 100, 1100, now);
+        assert_eq!(r.ids_per_hour, 6000);
+        assert_eq!(r.exhausted_at_ms, Some(now + 10 * MINUTE_MS));
+    }
+}

@@ -1,0 +1,149 @@
+//! The access rules under random schedules: a revoked API key is refused by
+//! every host within `KEY_CACHE_MS` (and a live one never refused), and no
+//! credential ever holds more live worker IDs than `per_owner`.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::BTreeMap;
+
+use edgeleaf::{
+    check_token, new_key, token_hash, token_key_id, Access, Error, KeyCache, KeyLookup, KeyRecord,
+    Registry, RegistryConfig, SlotStatus, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+};
+use proptest::prelude::*;
+
+const T0: u64 = 1_735_689_600_000;
+
+#[derive(Debug, Clone)]
+enum KeyOp {
+    /// Host `h` serves a request with key `k`, `dt` ms after the last event.
+    Use { h: usize, k: usize, dt: u64 },
+    /// Key `k` is revoked at the store, `dt` ms after the last event.
+    Revoke { k: usize, dt: u64 },
+}
+
+fn key_op() -> impl Strategy<Value = KeyOp> {
+    prop_oneof![
+        4 => (0..4usize, 0..3usize, 0..4_000u64).prop_map(|(h, k, dt)| KeyOp::Use { h, k, dt }),
+        1 => (0..3usize, 0..4_000u64).prop_map(|(k, dt)| KeyOp::Revoke { k, dt }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn a_revoked_key_is_refused_everywhere_within_the_bound(ops in prop::collection::vec(key_op(), 1..200)) {
+        let tokens: Vec<(String, String)> = (0..3u8).map(|i| new_key(&[i + 1; KEY_RANDOM_BYTES])).collect();
+        let mut store: BTreeMap<String, KeyRecord> = tokens
+            .iter()
+            .map(|(id, token)| (id.clone(), KeyRecord { hash: token_hash(token), access: Access::root() }))
+            .collect();
+        let mut revoked_at: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut hosts: Vec<KeyCache> = (0..4).map(|_| KeyCache::default()).collect();
+        let mut now = T0;
+        for op in ops {
+            match op {
+                KeyOp::Revoke { k, dt } => {
+                    now += dt;
+                    store.remove(&tokens[k].0);
+                    revoked_at.entry(k).or_insert(now);
+                }
+                KeyOp::Use { h, k, dt } => {
+                    now += dt;
+                    let (id, token) = &tokens[k];
+                    prop_assert_eq!(token_key_id(token), Some(id.as_str()));
+                    let record = match hosts[h].get(id, now) {
+                        KeyLookup::Cached(r) => r.cloned(),
+                        KeyLookup::Fetch => {
+                            let r = store.get(id).cloned();
+                            hosts[h].put(id, r.clone(), now);
+                            r
+                        }
+                    };
+                    let verdict = check_token(record.as_ref(), token);
+                    match revoked_at.get(&k) {
+                        None => prop_assert!(verdict.is_ok(), "a live key refused"),
+                        Some(at) if now >= at + KEY_CACHE_MS => {
+                            prop_assert_eq!(verdict, Err(Error::KeyRefused), "revoked at {} still opened at {}", at, now);
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum LeaseOp {
+    /// Owner `o` leases for node `n`; with `prove`, presenting that node's
+    /// last grant.
+    Lease {
+        o: usize,
+        n: usize,
+        prove: bool,
+        dt: u64,
+    },
+    /// Node `n` releases its last grant.
+    Release { n: usize, dt: u64 },
+    /// Node `n` renews its last grant.
+    Renew { n: usize, dt: u64 },
+}
+
+fn lease_op() -> impl Strategy<Value = LeaseOp> {
+    prop_oneof![
+        4 => (0..3usize, 0..12usize, any::<bool>(), 0..3_000u64).prop_map(|(o, n, prove, dt)| LeaseOp::Lease { o, n, prove, dt }),
+        1 => (0..12usize, 0..3_000u64).prop_map(|(n, dt)| LeaseOp::Release { n, dt }),
+        2 => (0..12usize, 0..3_000u64).prop_map(|(n, dt)| LeaseOp::Renew { n, dt }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn no_owner_ever_holds_more_live_worker_ids_than_its_limit(limit in 1..4u32, ops in prop::collection::vec(lease_op(), 1..150)) {
+        let mut reg = Registry::new(RegistryConfig {
+            capacity: 16,
+            ttl_ms: 5_000,
+            grace_ms: 1_000,
+            max_skew_ms: 500,
+            minters: 0,
+            per_owner: Some(limit),
+        })
+        .unwrap();
+        let owners = ["a", "b", ""];
+        let mut last: BTreeMap<usize, (u32, u64)> = BTreeMap::new();
+        let mut now = T0;
+        for op in ops {
+            match op {
+                LeaseOp::Lease { o, n, prove, dt } => {
+                    now += dt;
+                    let previous = if prove { last.get(&n).copied() } else { None };
+                    match reg.lease_owned(owners[o], &format!("node-{n}"), now, now, previous) {
+                        Ok(l) => { last.insert(n, (l.worker_id, l.generation)); }
+                        Err(Error::WorkerIdLimit { limit: l }) => {
+                            prop_assert_eq!(l, limit);
+                            prop_assert!(!owners[o].is_empty(), "the service's own leases have no owner limit");
+                        }
+                        Err(Error::NoFreeWorkerId { .. }) => {}
+                        Err(e) => prop_assert!(false, "unexpected {}", e),
+                    }
+                }
+                LeaseOp::Release { n, dt } => {
+                    now += dt;
+                    if let Some((w, g)) = last.get(&n) { let _ = reg.release(*w, *g, now, now); }
+                }
+                LeaseOp::Renew { n, dt } => {
+                    now += dt;
+                    if let Some((w, g)) = last.get(&n) { let _ = reg.renew(*w, *g, now, now, now); }
+                }
+            }
+            for owner in ["a", "b"] {
+                let live = reg.slots().filter(|s| s.owner == owner && reg.status(s, now) == SlotStatus::Live).count();
+                prop_assert!(live <= limit as usize, "{} holds {} live IDs, limit {}", owner, live, limit);
+            }
+        }
+    }
+}

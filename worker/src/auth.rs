@@ -1,0 +1,143 @@
+//! Who is calling: the bearer token checked against the root tokens
+//! (`ADMIN_TOKEN`: every scope; `CLIENT_TOKEN`: `ids`) and the API keys of
+//! the `KeyStore`, looked up through this isolate's cache (the core's
+//! `KeyCache`: a revocation bites everywhere within `KEY_CACHE_MS`). What a
+//! credential may do is the core's rule (`Access::permits`).
+
+use std::cell::RefCell;
+
+use edgeleaf::{
+    check_token, constant_time_eq, token_key_id, Access, ErrorCode, KeyCache, KeyLookup, Scope,
+    Scopes, TagLimit,
+};
+use serde_json::json;
+use worker::{Env, Headers, Method};
+
+use crate::api::{ApiError, ApiResult};
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::key_store::Lookup;
+use crate::stores::{call, Store};
+
+thread_local! {
+    static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub access: Access,
+    /// Who holds worker IDs leased by this caller: a key's ID, `root`,
+    /// `client`, or `anonymous`.
+    pub owner: String,
+}
+
+fn bearer(headers: &Headers) -> ApiResult<Option<String>> {
+    let Some(given) = headers.get("Authorization").ok().flatten() else {
+        return Ok(None);
+    };
+    match given.strip_prefix("Bearer ") {
+        Some(token) if !token.is_empty() => Ok(Some(token.to_owned())),
+        _ => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "authorization: expected \"Bearer <token>\", found another scheme",
+        )),
+    }
+}
+
+/// The caller of a route that needs `need` (naming `tag` if it names one),
+/// refused with 401 (no token where one is needed) or 403.
+pub async fn authorize(
+    env: &Env,
+    config: &Config,
+    headers: &Headers,
+    need: Scope,
+    tag: Option<&str>,
+) -> ApiResult<Caller> {
+    let caller = identify(env, config, bearer(headers)?, need).await?;
+    caller.access.permits(need, tag)?;
+    Ok(caller)
+}
+
+async fn identify(
+    env: &Env,
+    config: &Config,
+    token: Option<String>,
+    need: Scope,
+) -> ApiResult<Caller> {
+    let root = |t: &str, expected: &Option<String>| {
+        expected
+            .as_deref()
+            .is_some_and(|e| constant_time_eq(t.as_bytes(), e.as_bytes()))
+    };
+    let Some(token) = token else {
+        // The ID routes are open while no CLIENT_TOKEN is set (as before
+        // keys existed); every other route needs a credential.
+        if need == Scope::Ids && config.client_token.is_none() {
+            return Ok(Caller {
+                access: Access {
+                    scopes: Scopes::only(Scope::Ids),
+                    tags: TagLimit::Any,
+                },
+                owner: "anonymous".into(),
+            });
+        }
+        return Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            format!("authorization: expected a Bearer token with the \"{need}\" scope, found none"),
+        ));
+    };
+    if root(&token, &config.admin_token) {
+        return Ok(Caller {
+            access: Access::root(),
+            owner: "root".into(),
+        });
+    }
+    if root(&token, &config.client_token) {
+        return Ok(Caller {
+            access: Access {
+                scopes: Scopes::only(Scope::Ids),
+                tags: TagLimit::Any,
+            },
+            owner: "client".into(),
+        });
+    }
+    let Some(id) = token_key_id(&token) else {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "authorization: expected ADMIN_TOKEN, CLIENT_TOKEN or an API key (elk_…), found another token",
+        ));
+    };
+    let now = now_ms();
+    let cached = KEYS.with(|k| match k.borrow().get(id, now) {
+        KeyLookup::Cached(record) => Some(record.cloned()),
+        KeyLookup::Fetch => None,
+    });
+    let record = match cached {
+        Some(record) => record,
+        None => {
+            let answer: Lookup = call(
+                env,
+                Store::Keys,
+                Method::Post,
+                "/lookup",
+                Some(&json!({ "id": id })),
+            )
+            .await?;
+            let record = answer.key.map(|k| k.record()).transpose()?;
+            KEYS.with(|k| k.borrow_mut().put(id, record.clone(), now));
+            record
+        }
+    };
+    let access = check_token(record.as_ref(), &token)?;
+    Ok(Caller {
+        access,
+        owner: id.to_owned(),
+    })
+}
+
+/// Drops this isolate's cached lookup of a key it just revoked (the others'
+/// expire within `KEY_CACHE_MS`).
+pub fn forget_key(id: &str) {
+    KEYS.with(|k| k.borrow_mut().forget(id));
+}
