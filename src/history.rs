@@ -3,9 +3,13 @@
 //! runway (when `max_id` reaches the end of the tag's domain at the last
 //! hour's rate); the registry's lease events.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::layout::Layout;
+use crate::opaque::OpaqueDomain;
 use crate::registry::WorkerSlot;
+use crate::segment::MAX_SEGMENT_ID;
 
 /// How many allocations a tag remembers (the oldest go first).
 pub const HISTORY_LEN: u64 = 1000;
@@ -80,6 +84,16 @@ pub fn per_minute(events: &[AllocationEvent], now_ms: u64, minutes: u64) -> Vec<
     buckets
 }
 
+/// The last ID a tag may reach: its opaque domain's, else 2^63 − 1, or
+/// the layout's largest ID when that is smaller (2^53 − 1 under `jsSafe`,
+/// whose users read IDs as JS numbers).
+pub fn domain_max(layout: &Layout, opaque: Option<OpaqueDomain>) -> u64 {
+    match opaque {
+        Some(d) => d.max_id(),
+        None => layout.max_id().min(MAX_SEGMENT_ID),
+    }
+}
+
 /// How long a tag's IDs last at its recent rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -148,20 +162,58 @@ impl LeaseEventKind {
     }
 }
 
+/// Something that happened to a worker ID's grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseEvent {
+    /// What.
+    pub kind: LeaseEventKind,
+    /// When, registry ms (a lapse: when the lease ran out).
+    pub at_ms: u64,
+    /// The grant it happened to.
+    pub worker_id: u32,
+    /// Its generation.
+    pub generation: u64,
+    /// Its node.
+    pub node_key: String,
+    /// Its owner (empty: the service's own).
+    pub owner: String,
+}
+
+impl LeaseEvent {
+    fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+        LeaseEvent {
+            kind,
+            at_ms,
+            worker_id: slot.worker_id,
+            generation: slot.generation,
+            node_key: slot.node_key.clone(),
+            owner: slot.owner.clone(),
+        }
+    }
+}
+
 /// The events a registry operation made, from the worker ID's slot before
 /// and after it (`None` before: never leased), at `registry_now_ms`.
 pub fn lease_events(
     before: Option<&WorkerSlot>,
     after: &WorkerSlot,
     registry_now_ms: u64,
-) -> Vec<(LeaseEventKind, u64)> {
+) -> Vec<LeaseEvent> {
     let mut events = Vec::new();
     match before {
         Some(b) if b.generation == after.generation => {
             if after.released && !b.released {
-                events.push((LeaseEventKind::Released, registry_now_ms));
+                events.push(LeaseEvent::of(
+                    LeaseEventKind::Released,
+                    registry_now_ms,
+                    after,
+                ));
             } else if after.expires_at_ms > b.expires_at_ms {
-                events.push((LeaseEventKind::Renewed, registry_now_ms));
+                events.push(LeaseEvent::of(
+                    LeaseEventKind::Renewed,
+                    registry_now_ms,
+                    after,
+                ));
             }
         }
         _ => {
@@ -170,10 +222,14 @@ pub fn lease_events(
                 // its lease ran out (or it is being taken over by a node
                 // proving it held it: then it was no lapse).
                 if !b.released && b.expires_at_ms <= registry_now_ms {
-                    events.push((LeaseEventKind::Lapsed, b.expires_at_ms));
+                    events.push(LeaseEvent::of(LeaseEventKind::Lapsed, b.expires_at_ms, b));
                 }
             }
-            events.push((LeaseEventKind::Granted, registry_now_ms));
+            events.push(LeaseEvent::of(
+                LeaseEventKind::Granted,
+                registry_now_ms,
+                after,
+            ));
         }
     }
     events

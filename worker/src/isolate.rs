@@ -84,6 +84,8 @@ pub(crate) struct Isolate {
     pub(crate) node_key: Option<String>,
     pub(crate) counters: Counters,
     pub(crate) started_ms: u64,
+    /// A random name for this isolate (metrics labels, tag histories).
+    id: String,
 }
 
 thread_local! {
@@ -92,6 +94,16 @@ thread_local! {
 
 pub(crate) fn with<T>(f: impl FnOnce(&mut Isolate) -> T) -> T {
     ISOLATE.with(|i| f(&mut i.borrow_mut()))
+}
+
+/// This isolate's name: 8 random hex digits, drawn at its first use.
+pub fn isolate_id() -> String {
+    with(|i| {
+        if i.id.is_empty() {
+            i.id = format!("{:08x}", random_u64() & 0xffff_ffff);
+        }
+        i.id.clone()
+    })
 }
 
 /// Counts an error answered by this isolate.
@@ -114,6 +126,7 @@ async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
             step: Some(step),
             request_id: None,
             for_isolate: true,
+            by: format!("isolate:{}", isolate_id()),
         }),
     )
     .await;

@@ -8,8 +8,10 @@ mod auth;
 mod catalog;
 mod clock;
 mod config;
+mod history;
 mod isolate;
 mod key_store;
+mod metrics;
 mod minter_store;
 mod monitor;
 mod registry_store;
@@ -91,6 +93,9 @@ enum Op {
     KeyCreate,
     KeyList,
     KeyRevoke,
+    TagHistory,
+    WorkerEvents,
+    Metrics,
 }
 
 struct Route {
@@ -126,6 +131,7 @@ const ROUTES: &[Route] = &[
     route(Method::Post,   "/v1/segment/{tag}/lease",    IDS,      Op::SegmentLease),
     route(Method::Get,    "/v1/snowflake",              IDS,      Op::SnowflakeIds),
     route(Method::Get,    "/v1/snowflake/{id}",         IDS,      Op::Decode),
+    route(Method::Get,    "/v1/workers/events",         MONITOR,  Op::WorkerEvents),
     route(Method::Post,   "/v1/workers/lease",          REGISTRY, Op::WorkerLease),
     route(Method::Post,   "/v1/workers/{id}/renew",     REGISTRY, Op::WorkerRenew),
     route(Method::Delete, "/v1/workers/{id}",           REGISTRY, Op::WorkerRelease),
@@ -135,7 +141,9 @@ const ROUTES: &[Route] = &[
     route(Method::Put,    "/v1/tags/{tag}",             ADMIN,    Op::TagPut),
     route(Method::Delete, "/v1/tags/{tag}",             ADMIN,    Op::TagDelete),
     route(Method::Post,   "/v1/tags/{tag}/reveal",      ADMIN,    Op::TagReveal),
+    route(Method::Get,    "/v1/tags/{tag}/history",     MONITOR,  Op::TagHistory),
     route(Method::Get,    "/v1/monitor",                MONITOR,  Op::Monitor),
+    route(Method::Get,    "/metrics",                   MONITOR,  Op::Metrics),
     route(Method::Post,   "/v1/keys",                   ADMIN,    Op::KeyCreate),
     route(Method::Get,    "/v1/keys",                   ADMIN,    Op::KeyList),
     route(Method::Delete, "/v1/keys/{id}",              ADMIN,    Op::KeyRevoke),
@@ -335,6 +343,7 @@ async fn dispatch(
                 step,
                 request_id,
                 for_isolate: false,
+                by: format!("lease:{}", caller.map_or("anonymous", |c| c.owner.as_str())),
             };
             let lease: SegmentLease = call(
                 env,
@@ -426,6 +435,22 @@ async fn dispatch(
         }
         Op::Monitor => json(200, &monitor::monitor()),
         Op::KeyCreate => create_key(env, req).await,
+        Op::TagHistory => {
+            let tag = tag_arg(arg())?;
+            let minutes = history::minutes(&req.url()?)?;
+            json(200, &history::answer(env, config()?, &tag, minutes).await?)
+        }
+        Op::WorkerEvents => {
+            let answer: serde_json::Value =
+                call(env, Store::Registry, Method::Get, "/events", None::<&()>).await?;
+            json(200, &answer)
+        }
+        Op::Metrics => {
+            let mut res = Response::ok(metrics::metrics(env, config()?).await?)?;
+            res.headers_mut()
+                .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
+            Ok(res)
+        }
         Op::KeyList => {
             let answer: serde_json::Value =
                 call(env, Store::Keys, Method::Get, "/list", None::<&()>).await?;

@@ -5,10 +5,11 @@
 //! what was granted.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use edgeleaf::{
-    ErrorCode, Grant, Layout, Lease, RandSource, Registry, RegistryConfig, Renewal, SlotStatus,
-    SnowflakeHolder, WorkerSlot,
+    lease_events, ErrorCode, Grant, Layout, Lease, LeaseEvent, RandSource, Registry,
+    RegistryConfig, Renewal, SlotStatus, SnowflakeHolder, WorkerSlot, LEASE_EVENTS_LEN,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -177,9 +178,12 @@ impl WorkerRegistry {
     }
 
     /// Runs `op` on the registry (loaded on first use), then writes the slot
-    /// it names and the generation counter.
+    /// it names, the generation counter and the lease events it made.
+    /// `target`: the worker ID the op is about, when known before it runs
+    /// (else every slot is kept to tell what changed).
     fn with_registry<T>(
         &self,
+        target: Option<u32>,
         op: impl FnOnce(&mut Registry, u64) -> ApiResult<(T, Option<u32>)>,
     ) -> ApiResult<T> {
         let mut cell = self.registry.borrow_mut();
@@ -229,15 +233,82 @@ impl WorkerRegistry {
         let registry = cell
             .as_mut()
             .ok_or_else(|| ApiError::store_error("registry: not loaded"))?;
-        let (value, changed) = op(registry, now_ms())?;
+        let before: BTreeMap<u32, WorkerSlot> = match target {
+            Some(id) => registry
+                .slot(id)
+                .cloned()
+                .map(|s| (id, s))
+                .into_iter()
+                .collect(),
+            None => registry.slots().map(|s| (s.worker_id, s.clone())).collect(),
+        };
+        let now = now_ms();
+        let (value, changed) = op(registry, now)?;
         if let Some(slot) = changed.and_then(|id| registry.slot(id)) {
-            if let Err(e) = self.persist(slot, registry.next_generation()) {
+            let events = lease_events(before.get(&slot.worker_id), slot, now);
+            let written = self
+                .persist(slot, registry.next_generation())
+                .and_then(|()| self.record(&events));
+            if let Err(e) = written {
                 // Memory must never run ahead of storage: reload next time.
                 *cell = None;
                 return Err(e);
             }
         }
         Ok(value)
+    }
+
+    /// Appends lease events, keeping the last `LEASE_EVENTS_LEN`.
+    fn record(&self, events: &[LeaseEvent]) -> ApiResult<()> {
+        for e in events {
+            // Unix ms and generations stay far below 2^63.
+            #[allow(clippy::cast_possible_wrap)]
+            self.sql.exec(
+                "INSERT INTO events(seq, at, kind, worker_id, node_key, generation, owner)
+                 VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?)",
+                vec![
+                    (e.at_ms as i64).into(),
+                    e.kind.as_str().into(),
+                    i64::from(e.worker_id).into(),
+                    e.node_key.as_str().into(),
+                    (e.generation as i64).into(),
+                    e.owner.as_str().into(),
+                ],
+            )?;
+        }
+        #[allow(clippy::cast_possible_wrap)]
+        self.sql.exec(
+            "DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?",
+            vec![(LEASE_EVENTS_LEN as i64).into()],
+        )?;
+        Ok(())
+    }
+
+    fn events(&self) -> ApiResult<Response> {
+        #[derive(Deserialize)]
+        struct Raw {
+            seq: i64,
+            at: i64,
+            kind: String,
+            worker_id: i64,
+            node_key: String,
+            generation: i64,
+            owner: String,
+        }
+        let rows: Vec<Raw> = self
+            .sql
+            .exec("SELECT * FROM events ORDER BY seq DESC", None)?
+            .to_array()?;
+        let events: Vec<serde_json::Value> = rows
+            .into_iter()
+            .map(|r| {
+                json!({
+                    "seq": r.seq, "atMs": r.at, "kind": r.kind, "workerId": r.worker_id,
+                    "nodeKey": r.node_key, "generation": r.generation, "owner": r.owner,
+                })
+            })
+            .collect();
+        json(200, &json!({ "events": events }))
     }
 
     fn persist(&self, slot: &WorkerSlot, next_generation: u64) -> ApiResult<()> {
@@ -271,7 +342,7 @@ impl WorkerRegistry {
     }
 
     fn list(&self) -> ApiResult<Response> {
-        self.with_registry(|reg, now| {
+        self.with_registry(Some(u32::MAX), |reg, now| {
             let workers: Vec<_> = reg
                 .slots()
                 .map(|s| {
@@ -283,7 +354,7 @@ impl WorkerRegistry {
                     json!({
                         "workerId": s.worker_id, "nodeKey": s.node_key, "generation": s.generation,
                         "status": status, "expiresAtMs": s.expires_at_ms,
-                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released,
+                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released, "owner": s.owner,
                     })
                 })
                 .collect();
@@ -312,6 +383,8 @@ impl DurableObject for WorkerRegistry {
             // Added after `slots`: a table of its own, so that stores made
             // before it need no migration (no row: no owner).
             "CREATE TABLE IF NOT EXISTS owners(worker_id INTEGER PRIMARY KEY, owner TEXT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
+               worker_id INTEGER NOT NULL, node_key TEXT NOT NULL, generation INTEGER NOT NULL, owner TEXT NOT NULL)",
         ])
         .err();
         WorkerRegistry {
@@ -329,9 +402,10 @@ impl DurableObject for WorkerRegistry {
         let path = req.path();
         let result = match (req.method(), path.as_str()) {
             (Method::Get, "/list") => self.list(),
+            (Method::Get, "/events") => self.events(),
             (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(|reg, now| {
+                    .with_registry(None, |reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
                         let lease =
                             reg.lease_owned(&r.owner, &r.node_key, r.node_time, now, prev)?;
@@ -343,7 +417,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(|reg, now| {
+                    .with_registry(Some(r.index), |reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
                         let lease = reg.lease_minter(r.index, r.node_time, now, prev)?;
                         let id = lease.worker_id;
@@ -354,7 +428,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(|reg, now| {
+                    .with_registry(Some(r.worker_id), |reg, now| {
                         let lease = reg.renew(
                             r.worker_id,
                             r.generation,
@@ -369,7 +443,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(|reg, now| {
+                    .with_registry(Some(r.worker_id), |reg, now| {
                         reg.release(r.worker_id, r.generation, r.last_timestamp, now)?;
                         Ok(((), Some(r.worker_id)))
                     })

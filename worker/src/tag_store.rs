@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use edgeleaf::{
     Allocation, ErrorCode, OpaqueDomain, OpaqueIds, SegmentDriver, SegmentStep, StepPolicy,
-    TagRecord, MAX_STEP, OPAQUE_KEY_BYTES,
+    TagRecord, HISTORY_LEN, MAX_STEP, OPAQUE_KEY_BYTES,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -76,6 +76,38 @@ pub struct AllocateRequest {
     /// with the segment. Never set from a client's body.
     #[serde(default)]
     pub for_isolate: bool,
+    /// Who asked, for the history: `isolate:<id>` or `lease:<key or token>`.
+    #[serde(default)]
+    pub by: String,
+}
+
+/// One remembered allocation, as `/history` answers it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEvent {
+    pub at_ms: u64,
+    pub start: String,
+    pub end: String,
+    pub by: String,
+}
+
+/// `GET /history`: the tag, its allocations so far, and the remembered ones
+/// (oldest first).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagHistory {
+    pub tag: TagView,
+    pub allocations: u64,
+    pub events: Vec<HistoryEvent>,
+}
+
+#[derive(Deserialize)]
+struct HistoryRow {
+    seq: i64,
+    at: i64,
+    start: String,
+    end: String,
+    by: String,
 }
 
 /// An opaque tag's permutation, for the service's own isolates.
@@ -380,11 +412,75 @@ impl TagStore {
         json(if created { 201 } else { 200 }, &Self::view(&stored))
     }
 
-    fn allocate(&self, stored: &Stored, step: Option<u64>) -> ApiResult<(Allocation, TagRecord)> {
+    fn allocate(
+        &self,
+        stored: &Stored,
+        step: Option<u64>,
+        by: &str,
+    ) -> ApiResult<(Allocation, TagRecord)> {
         let step = stored.record.grant_step(step);
-        let (alloc, next) = stored.record.allocate(Some(step), now_ms())?;
+        let now = now_ms();
+        let (alloc, next) = stored.record.allocate(Some(step), now)?;
         self.save(&next, stored.monotonic, false)?;
+        self.remember(&alloc, now, by)?;
         Ok((alloc, next))
+    }
+
+    /// Adds an allocation to the history, keeping the last `HISTORY_LEN`.
+    fn remember(&self, alloc: &Allocation, now: u64, by: &str) -> ApiResult<()> {
+        // Unix ms and counts of allocations stay far below 2^63.
+        #[allow(clippy::cast_possible_wrap)]
+        {
+            self.sql.exec(
+                "INSERT INTO history(seq, at, start, end, by)
+                 VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM history), ?, ?, ?, ?)",
+                vec![
+                    (now as i64).into(),
+                    alloc.start.to_string().into(),
+                    alloc.end.to_string().into(),
+                    by.into(),
+                ],
+            )?;
+            self.sql.exec(
+                "DELETE FROM history WHERE seq <= (SELECT MAX(seq) FROM history) - ?",
+                vec![(HISTORY_LEN as i64).into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn history(&self) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let rows: Vec<HistoryRow> = self
+            .sql
+            .exec(
+                "SELECT seq, at, start, end, by FROM history ORDER BY seq",
+                None,
+            )?
+            .to_array()?;
+        let allocations = match rows.last() {
+            Some(r) => stored_u64("history seq", r.seq)?,
+            None => 0,
+        };
+        let events = rows
+            .into_iter()
+            .map(|r| {
+                Ok(HistoryEvent {
+                    at_ms: stored_u64("history at", r.at)?,
+                    start: r.start,
+                    end: r.end,
+                    by: r.by,
+                })
+            })
+            .collect::<ApiResult<Vec<_>>>()?;
+        json(
+            200,
+            &TagHistory {
+                tag: Self::view(&stored),
+                allocations,
+                events,
+            },
+        )
     }
 
     fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {
@@ -445,7 +541,7 @@ impl TagStore {
                 );
             }
         }
-        let (alloc, _) = self.allocate(&stored, req.step)?;
+        let (alloc, _) = self.allocate(&stored, req.step, &req.by)?;
         if let Some(id) = &req.request_id {
             let now = now_ms();
             #[allow(clippy::cast_possible_wrap)] // Unix ms and steps are far below 2^63
@@ -548,12 +644,12 @@ impl TagStore {
                     prefetch: Some(step),
                 }
                 | SegmentStep::LoadNow { step } => {
-                    let loaded = self
-                        .allocate(&record, Some(step))
-                        .and_then(|(alloc, next)| {
-                            record.record = next;
-                            Ok(driver.loaded(alloc, now_ms())?)
-                        });
+                    let loaded =
+                        self.allocate(&record, Some(step), "store")
+                            .and_then(|(alloc, next)| {
+                                record.record = next;
+                                Ok(driver.loaded(alloc, now_ms())?)
+                            });
                     if let Err(e) = loaded {
                         driver.load_failed();
                         return Err(e);
@@ -584,6 +680,8 @@ impl DurableObject for TagStore {
             "CREATE TABLE IF NOT EXISTS max_step(id INTEGER PRIMARY KEY CHECK (id = 1), max_step INTEGER NOT NULL)",
             "CREATE TABLE IF NOT EXISTS opaque(id INTEGER PRIMARY KEY CHECK (id = 1),
                radix INTEGER NOT NULL, numerals INTEGER NOT NULL, key TEXT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS history(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL,
+               start TEXT NOT NULL, end TEXT NOT NULL, by TEXT NOT NULL)",
         ])
         .err();
         TagStore {
@@ -604,6 +702,7 @@ impl DurableObject for TagStore {
                 Err(e) => Err(e),
             },
             (Method::Get, "/tag") => self.live().and_then(|s| json(200, &Self::view(&s))),
+            (Method::Get, "/history") => self.history(),
             (Method::Delete, "/tag") => self.live().and_then(|s| {
                 *self.driver.borrow_mut() = None;
                 self.save(&s.record, s.monotonic, true)?;

@@ -1,0 +1,102 @@
+//! `GET /v1/tags/{tag}/history`: what the tag's store remembers of its
+//! allocations — every isolate's and client's together — read by the core as
+//! IDs per minute, the step over time and the runway.
+
+use edgeleaf::{domain_max, per_minute, runway, AllocationEvent, ErrorCode, Runway};
+use serde_json::json;
+use worker::{Env, Method};
+
+use crate::api::{ApiError, ApiResult};
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::stores::{call, Store};
+use crate::tag_store::TagHistory;
+
+/// The most minutes one history answer covers (a day).
+pub const MAX_MINUTES: u64 = 1440;
+
+/// A tag's history from its store.
+pub async fn load(env: &Env, tag: &str) -> ApiResult<TagHistory> {
+    call(env, Store::Tag(tag), Method::Get, "/history", None::<&()>).await
+}
+
+/// The remembered allocations as the core reads them.
+pub fn events(h: &TagHistory) -> ApiResult<Vec<AllocationEvent>> {
+    h.events
+        .iter()
+        .map(|e| {
+            let bound = |s: &str| {
+                s.parse::<u64>()
+                    .map_err(|_| ApiError::store_error(format!("history: bound {s:?}")))
+            };
+            Ok(AllocationEvent {
+                at_ms: e.at_ms,
+                start: bound(&e.start)?,
+                end: bound(&e.end)?,
+            })
+        })
+        .collect()
+}
+
+/// The runway of a tag from its history.
+pub fn tag_runway(config: &Config, h: &TagHistory, now: u64) -> ApiResult<Runway> {
+    let max_id: u64 = h
+        .tag
+        .max_id
+        .parse()
+        .map_err(|_| ApiError::store_error(format!("history: max_id {:?}", h.tag.max_id)))?;
+    Ok(runway(
+        &events(h)?,
+        max_id,
+        domain_max(&config.layout, h.tag.opaque),
+        now,
+    ))
+}
+
+/// `?minutes=N`, 1..=1440 (default 60).
+pub fn minutes(url: &worker::Url) -> ApiResult<u64> {
+    let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "minutes") else {
+        return Ok(60);
+    };
+    raw.parse::<u64>()
+        .ok()
+        .filter(|m| (1..=MAX_MINUTES).contains(m))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::OutOfRange,
+                format!("minutes: expected 1..={MAX_MINUTES}, found {raw:?}"),
+            )
+        })
+}
+
+/// The answer of `GET /v1/tags/{tag}/history`.
+pub async fn answer(
+    env: &Env,
+    config: &Config,
+    tag: &str,
+    minutes: u64,
+) -> ApiResult<serde_json::Value> {
+    let h = load(env, tag).await?;
+    let now = now_ms();
+    let events = events(&h)?;
+    let r = tag_runway(config, &h, now)?;
+    let recent: Vec<serde_json::Value> = h
+        .events
+        .iter()
+        .rev()
+        .take(100)
+        .zip(events.iter().rev())
+        .map(|(e, a)| json!({ "atMs": e.at_ms, "start": e.start, "end": e.end, "ids": a.ids(), "by": e.by }))
+        .collect();
+    Ok(json!({
+        "bizTag": h.tag.biz_tag, "maxId": h.tag.max_id, "step": h.tag.step,
+        "domainMax": domain_max(&config.layout, h.tag.opaque).to_string(),
+        "allocations": h.allocations, "remembered": h.events.len(), "nowMs": now,
+        "minutes": per_minute(&events, now, minutes),
+        "runway": {
+            "idsPerHour": r.ids_per_hour, "remaining": r.remaining.to_string(),
+            "exhaustedAtMs": r.exhausted_at_ms,
+        },
+        "recent": recent,
+    }))
+}
