@@ -105,7 +105,7 @@ pub struct Runway {
     /// IDs left: the domain's end minus `max_id`.
     pub remaining: u64,
     /// When `max_id` reaches the end at that rate, Unix ms (`None`: no
-    /// allocation in the window, or beyond `u64`).
+    /// allocation in the window; `u64::MAX`: further than that).
     pub exhausted_at_ms: Option<u64>,
 }
 
@@ -124,10 +124,13 @@ pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: 
     let span = u128::from(now_ms - oldest.max(since)).max(u128::from(MINUTE_MS));
     let remaining = domain_max.saturating_sub(max_id);
     let per_hour = ids * u128::from(RUNWAY_WINDOW_MS) / span;
-    let exhausted_at_ms = (ids > 0)
-        .then(|| u128::from(remaining) * span / ids)
-        .and_then(|ms| u64::try_from(ms).ok())
-        .and_then(|ms| now_ms.checked_add(ms));
+    let exhausted_at_ms = (ids > 0).then(|| {
+        let ms = u128::from(remaining) * span / ids;
+        u64::try_from(ms)
+            .ok()
+            .and_then(|ms| now_ms.checked_add(ms))
+            .unwrap_or(u64::MAX)
+    });
     Runway {
         ids_per_hour: u64::try_from(per_hour).unwrap_or(u64::MAX),
         remaining,
@@ -272,6 +275,9 @@ mod tests {
         assert_eq!(r.ids_per_hour, 60_000);
         assert_eq!(r.remaining, 1_000_000);
         assert_eq!(r.exhausted_at_ms, Some(now + 1000 * MINUTE_MS));
+        // Further than u64 reaches.
+        let r = runway(&events, 60_000, u64::MAX, now);
+        assert_eq!(r.exhausted_at_ms, Some(u64::MAX));
         // Nothing recent: no end in sight.
         assert_eq!(
             runway(&events, 60_000, 1_060_000, now + 2 * RUNWAY_WINDOW_MS).exhausted_at_ms,

@@ -1,33 +1,44 @@
 // The dashboard (www/index.html, served by the Worker at /) in headless
 // Chromium against the Worker listening on 127.0.0.1: a person types the
-// token, creates a tag, draws IDs and sees the buffers and the registry.
+// token, creates tags, draws IDs and sees them charted from the stores'
+// histories, watches worker-ID leases count down, reads a snowflake's bit
+// fields, creates and revokes an API key; then the same on a phone's width.
+// No console errors anywhere. Screenshots land in the temp directory.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch } from './chromium.mjs';
-import { ROOT, ADMIN } from './service.mjs';
+import { spawnService, killHard, ADMIN } from './service.mjs';
 
-test('the dashboard manages tags and shows buffers, counters and leases', async () => {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  const child = spawn(process.execPath, [join(ROOT, 'tests/js/service.mjs'), mkdtempSync(join(tmpdir(), 'edgeleaf-ui-')), String(port)], {
-    detached: true, stdio: ['ignore', 'pipe', 'inherit'],
-  });
+const SERIES = [[0x2e, 0x6f, 0xd8], [0x1f, 0x7a, 0x4d]];
+
+/** Pixels of a chart's canvas drawn in the first two series' colours. */
+const seriesPixels = (page, id) => page.evaluate(([id, colors]) => {
+  const canvas = document.querySelector(`#${id} canvas`);
+  if (!canvas) return 0;
+  const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i + 3] > 200 && colors.some(([r, g, b]) => Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) < 40)) n++;
+  }
+  return n;
+}, [id, SERIES]);
+
+test('the dashboard: charts from real history, leases counting down, bit fields, keys, phone width', async () => {
+  const { child, url } = await spawnService(mkdtempSync(join(tmpdir(), 'edgeleaf-ui-')));
+  const call = (path, init = {}, token = ADMIN) => fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
   let browser;
   try {
-    await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('ready') && resolve()));
     browser = await launch();
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${port}/`);
-    // Without a token the page says what to do.
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('dialog', (d) => d.accept());
+    await page.goto(`${url}/`);
+    // Without a token the page says what to do (and asks nothing it would be refused).
     await page.waitForFunction(() => document.getElementById('status').textContent.includes('token'));
     await page.fill('#token', ADMIN);
     await page.dispatchEvent('#token', 'change');
@@ -40,39 +51,89 @@ test('the dashboard manages tags and shows buffers, counters and leases', async 
     await page.fill('#seg-count', '30');
     await page.click('#segment-form button');
     await page.waitForFunction(() => document.getElementById('output').textContent.includes('"ids"'));
-    const ids = JSON.parse(await page.textContent('#output')).ids;
-    assert.deepEqual(ids.slice(0, 3), ['1', '2', '3']);
-    await page.click('#snowflake-form button');
-    await page.waitForFunction(() => /"ids"/.test(document.getElementById('output').textContent));
-    const sf = JSON.parse(await page.textContent('#output')).ids[0];
-    await page.fill('#decode-id', sf);
-    await page.click('#decode-form button');
-    await page.waitForFunction(() => document.getElementById('output').textContent.includes('workerId'));
-    await page.waitForFunction(() => document.getElementById('buffers').textContent.includes('ui-orders')
-      && document.getElementById('workers').textContent.includes('live'));
-    assert.match(await page.textContent('#layout'), /layout 41\/10\/12/);
+    assert.deepEqual(JSON.parse(await page.textContent('#output')).ids.slice(0, 3), ['1', '2', '3']);
+    // More traffic on two tags, as other clients would make it.
+    await call('/v1/tags/ui-billing', { method: 'PUT', body: JSON.stringify({ step: 500 }) });
+    for (let i = 0; i < 4; i++) {
+      await call('/v1/segment/ui-orders?count=1000');
+      await call('/v1/segment/ui-billing?count=700');
+    }
+    // The charts draw both tags' series from the stores' histories.
+    await page.waitForFunction(() => document.querySelectorAll('#chart-ids .u-series').length >= 3, null, { timeout: 15_000 });
+    const legend = await page.textContent('#chart-ids .u-legend');
+    assert.ok(legend.includes('ui-orders') && legend.includes('ui-billing'), legend);
+    await page.waitForFunction(() => document.getElementById('tags').textContent.match(/ui-orders.*?> 1,000 years/));
+    assert.ok(await seriesPixels(page, 'chart-ids') > 100, 'IDs per minute drawn');
+    assert.ok(await seriesPixels(page, 'chart-step') > 20, 'step over time drawn');
+
+    // A snowflake, drawn as its fields: the worker field holds what the API decodes.
+    await page.click('#decode-new');
+    await page.waitForFunction(() => document.querySelectorAll('#bits > div').length === 3);
+    const id = await page.inputValue('#decode-id');
+    const decoded = await (await call(`/v1/snowflake/${id}`)).json();
+    const fields = await page.$$eval('#bits > div b', (bs) => bs.map((b) => b.textContent));
+    assert.deepEqual(fields, [String(decoded.timestamp), String(decoded.workerId), String(decoded.sequence)]);
+    assert.equal((await page.textContent('#bitstring')).length, 63);
+
+    // A lease, on the occupancy grid, counting down.
+    const lease = await (await call('/v1/workers/lease', { method: 'POST', body: JSON.stringify({ nodeKey: 'ui-node', nodeTime: Date.now() }) })).json();
+    await page.waitForFunction(() => document.getElementById('leases').textContent.includes('ui-node'), null, { timeout: 10_000 });
+    const countdown = () => page.$$eval('#leases tr', (rows) => rows.find((r) => r.textContent.includes('ui-node')).lastChild.textContent);
+    const first = await countdown();
+    await page.waitForTimeout(2100);
+    assert.notEqual(await countdown(), first, 'the expiry counts down');
+    assert.match(first, /^\d+ s$/);
+    assert.equal(await page.$eval(`#occupancy i:nth-child(${lease.workerId + 1})`, (c) => c.className), 'live');
+
+    // An API key: made from the form, its secret shown once, revoked from the table.
+    await page.fill('#key-name', 'ui-key');
+    await page.click('#key-form button');
+    await page.waitForSelector('#secret code');
+    const secret = await page.textContent('#secret code');
+    assert.match(secret, /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/);
+    assert.equal((await call('/v1/segment/ui-orders', {}, secret)).status, 200);
+    await page.click('#secret button');
+    await page.waitForFunction(() => document.getElementById('keys').textContent.includes('ui-key'));
+    assert.ok(!(await page.textContent('body')).includes(secret), 'the secret is gone from the page');
+    await page.click('#keys tr:has-text("ui-key") button');
+    await page.waitForFunction(() => !document.getElementById('keys').textContent.includes('ui-key'));
+    assert.equal((await call('/v1/segment/ui-orders', {}, secret)).status, 403);
+
     // An opaque tag: created, listed as such, its IDs revealed.
     await page.fill('#tag-name', 'ui-secret');
     await page.fill('#tag-step', '');
     await page.fill('#tag-desc', '');
     await page.selectOption('#tag-opaque', 'digits:12');
     await page.click('#tag-form button');
-    await page.waitForFunction(() => document.getElementById('tags').textContent.includes('opaque, 12 digits'));
+    await page.waitForFunction(() => document.getElementById('tags').textContent.includes('opaque 12 digits'));
     await page.fill('#seg-tag', 'ui-secret');
     await page.fill('#seg-count', '3');
     await page.click('#segment-form button');
     await page.waitForFunction(() => document.getElementById('output').textContent.includes('"ids"'));
-    const secret = JSON.parse(await page.textContent('#output')).ids[0];
+    const opaqueId = JSON.parse(await page.textContent('#output')).ids[0];
     await page.fill('#reveal-tag', 'ui-secret');
-    await page.fill('#reveal-id', secret);
+    await page.fill('#reveal-id', opaqueId);
     await page.click('#reveal-form button');
     await page.waitForFunction(() => document.getElementById('output').textContent.includes('belongs'));
-    const revealed = JSON.parse(await page.textContent('#output'));
-    assert.equal(revealed.belongs, true);
+    assert.equal(JSON.parse(await page.textContent('#output')).belongs, true);
+    assert.match(await page.textContent('#layout'), /layout 41\/10\/12/);
     await page.screenshot({ path: join(tmpdir(), 'edgeleaf-dashboard.png'), fullPage: true });
+
+    // A phone's width: everything fits, the charts draw.
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+    phone.on('pageerror', (e) => errors.push(`phone: ${e.message}`));
+    phone.on('console', (m) => { if (m.type() === 'error') errors.push(`phone: ${m.text()}`); });
+    await phone.goto(`${url}/`);
+    await phone.fill('#token', ADMIN);
+    await phone.dispatchEvent('#token', 'change');
+    await phone.waitForFunction(() => document.querySelectorAll('#chart-ids .u-series').length >= 3, null, { timeout: 15_000 });
+    assert.ok(await seriesPixels(phone, 'chart-ids') > 50, 'IDs per minute drawn on a phone');
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone`);
+    await phone.screenshot({ path: join(tmpdir(), 'edgeleaf-dashboard-phone.png'), fullPage: true });
     assert.deepEqual(errors, []);
   } finally {
     await browser?.close();
-    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+    await killHard(child);
   }
 });

@@ -38,8 +38,11 @@ pub use minter_store::SnowflakeMinter;
 pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;
 
-/// The dashboard page (`www/index.html`), served at `/`.
+/// The dashboard page (`www/index.html`), served at `/`, and its chart
+/// library (uPlot, from the npm packages `make test` / `make dev` install).
 const DASHBOARD: &str = include_str!("../../www/index.html");
+const UPLOT_JS: &str = include_str!("../../node_modules/uplot/dist/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../node_modules/uplot/dist/uPlot.min.css");
 
 thread_local! {
     static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
@@ -72,6 +75,7 @@ const ADMIN: Need = Need::Scope(Scope::Admin);
 #[derive(Clone, Copy)]
 enum Op {
     Dashboard,
+    Asset(&'static str, &'static str),
     Ping,
     Health,
     SegmentText,
@@ -123,6 +127,8 @@ const fn route(method: Method, path: &'static str, need: Need, op: Op) -> Route 
 const ROUTES: &[Route] = &[
     route(Method::Get,    "/",                          OPEN,     Op::Dashboard),
     route(Method::Get,    "/index.html",                OPEN,     Op::Dashboard),
+    route(Method::Get,    "/assets/uplot.js",           OPEN,     Op::Asset(UPLOT_JS, "text/javascript; charset=utf-8")),
+    route(Method::Get,    "/assets/uplot.css",          OPEN,     Op::Asset(UPLOT_CSS, "text/css; charset=utf-8")),
     route(Method::Get,    "/v1/ping",                   OPEN,     Op::Ping),
     route(Method::Get,    "/v1/health",                 OPEN,     Op::Health),
     route(Method::Get,    "/api/segment/get/{tag}",     IDS,      Op::SegmentText),
@@ -260,7 +266,7 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
         return Ok(res);
     };
     let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
-    if matches!(route.op, Op::Ping | Op::Dashboard) {
+    if matches!(route.op, Op::Ping | Op::Dashboard | Op::Asset(..)) {
         // Answered before the settings are read: they work even when a
         // setting is invalid.
         return dispatch(route.op, &args, &mut req, env, ctx, None, None).await;
@@ -309,6 +315,11 @@ async fn dispatch(
             let mut res = Response::ok(DASHBOARD)?;
             res.headers_mut()
                 .set("Content-Type", "text/html; charset=utf-8")?;
+            Ok(res)
+        }
+        Op::Asset(body, content_type) => {
+            let mut res = Response::ok(body)?;
+            res.headers_mut().set("Content-Type", content_type)?;
             Ok(res)
         }
         Op::Health => {
