@@ -137,3 +137,43 @@ test('the dashboard: charts from real history, leases counting down, bit fields,
     await killHard(child);
   }
 });
+
+test('a page on another origin calls the service when CORS_ORIGINS lists it (preflight, Authorization), and only then', async () => {
+  const { createServer } = await import('node:http');
+  // The other origin: a page that draws IDs from the service with a token.
+  const site = createServer((req, res) => { res.setHeader('content-type', 'text/html'); res.end('<!doctype html><title>app</title>'); });
+  await new Promise((r) => site.listen(0, '127.0.0.1', r));
+  const sitePort = site.address().port;
+  const allowed = `http://127.0.0.1:${sitePort}`;
+  const { child, url } = await spawnService(mkdtempSync(join(tmpdir(), 'edgeleaf-cors-')), { CORS_ORIGINS: allowed });
+  let browser;
+  try {
+    browser = await launch();
+    const draw = async (origin) => {
+      const page = await browser.newPage();
+      await page.goto(`${origin}/`);
+      const result = await page.evaluate(async ([service, token]) => {
+        try {
+          const res = await fetch(`${service}/v1/segment/cors-app?count=3`, { headers: { authorization: `Bearer ${token}` } });
+          return { status: res.status, body: await res.json(), cache: res.headers.get('cache-control') };
+        } catch (e) {
+          return { failed: String(e) };
+        }
+      }, [url, ADMIN]);
+      await page.close();
+      return result;
+    };
+    await fetch(`${url}/v1/tags/cors-app`, { method: 'PUT', body: '{}', headers: { authorization: `Bearer ${ADMIN}` } });
+    const ok = await draw(allowed);
+    assert.equal(ok.status, 200, JSON.stringify(ok));
+    assert.deepEqual(ok.body.ids, ['1', '2', '3']);
+    assert.equal(ok.cache, 'no-store');
+    // The same page from an origin not listed: the browser refuses the answer.
+    const refused = await draw(`http://localhost:${sitePort}`);
+    assert.match(refused.failed ?? '', /TypeError|Failed to fetch/, JSON.stringify(refused));
+  } finally {
+    await browser?.close();
+    await killHard(child);
+    site.close();
+  }
+});
