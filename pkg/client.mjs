@@ -239,8 +239,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
     }
 
     /**
-     * A Snowflake under a worker ID leased from the registry (needs the admin
-     * token). `store` keeps the last lease and timestamp across restarts.
+     * A Snowflake under a worker ID leased from the registry (needs a key
+     * with the `registry` scope). `store` keeps the last lease and timestamp across restarts.
      */
     snowflake(opts) {
       return LeasedSnowflake.open(this, opts);

@@ -218,7 +218,7 @@ export declare class SegmentGenerator {
 export interface EdgeleafClientOptions {
   /** The service, e.g. `http://127.0.0.1:8787`. */
   url: string;
-  /** Bearer token: the client token for segments, the admin token for snowflake(). */
+  /** Bearer token: an API key (`elk_…`) with the `ids` scope for segment(), the `registry` scope for snowflake(); or the client token for segment(). */
   token?: string;
   /** A fetch implementation (default `globalThis.fetch`). */
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
@@ -297,7 +297,7 @@ export declare class EdgeleafClient {
   constructor(options: EdgeleafClientOptions);
   /** A SegmentGenerator fed by the service's segment leases (IDs generated in this process). */
   segment(tag: string, options?: Omit<SegmentGeneratorOptions, 'tag' | 'fetchSegment'>): SegmentGenerator;
-  /** Leases a worker ID from the registry (admin token). */
+  /** Leases a worker ID from the registry (a key with the `registry` scope; at most MAX_WORKERS_PER_KEY live per key: 429 `worker_id_limit`). */
   snowflake(options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>;
   /** One JSON request to the service. */
   request(method: string, path: string, body?: unknown): Promise<any>;
