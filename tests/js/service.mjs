@@ -28,7 +28,13 @@ export function wranglerVars() {
 }
 
 /** Miniflare options for the Worker; `vars` override wrangler.toml's. */
-export function options({ persist, vars = {}, port } = {}) {
+export function options(opts = {}) {
+  const v4 = v4Options(opts);
+  return MF.convertV4MiniflareOptions ? MF.convertV4MiniflareOptions(v4) : v4;
+}
+
+/** The same, in Miniflare's v4 shape (one worker's options, shared ones inline). */
+export function v4Options({ persist, vars = {}, port } = {}) {
   // EDGELEAF_WORKER_BUILD: another build of the Worker (the size/speed bench).
   const build = process.env.EDGELEAF_WORKER_BUILD ?? join(ROOT, 'worker/build');
   const v4 = {
@@ -50,7 +56,7 @@ export function options({ persist, vars = {}, port } = {}) {
     ...(port !== undefined ? { host: '127.0.0.1', port } : {}),
     cf: false,
   };
-  return MF.convertV4MiniflareOptions ? MF.convertV4MiniflareOptions(v4) : v4;
+  return v4;
 }
 
 /** The Worker in this process; `fetch(path, init)` calls it with the client token. */
