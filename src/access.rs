@@ -182,6 +182,14 @@ impl Access {
         }
     }
 
+    /// One scope, every tag (`CLIENT_TOKEN`: `ids`).
+    pub fn only(scope: Scope) -> Access {
+        Access {
+            scopes: Scopes::only(scope),
+            tags: TagLimit::Any,
+        }
+    }
+
     /// Whether this credential may call a route that needs `need`, naming
     /// `tag` if it names one.
     ///

@@ -8,7 +8,6 @@ use std::cell::RefCell;
 
 use edgeleaf::{
     check_token, constant_time_eq, token_key_id, Access, ErrorCode, KeyCache, KeyLookup, Scope,
-    Scopes, TagLimit,
 };
 use serde_json::json;
 use worker::{Env, Headers, Method};
@@ -75,10 +74,7 @@ async fn identify(
         // keys existed); every other route needs a credential.
         if need == Scope::Ids && config.client_token.is_none() {
             return Ok(Caller {
-                access: Access {
-                    scopes: Scopes::only(Scope::Ids),
-                    tags: TagLimit::Any,
-                },
+                access: Access::only(Scope::Ids),
                 owner: "anonymous".into(),
             });
         }
@@ -95,10 +91,7 @@ async fn identify(
     }
     if root(&token, &config.client_token) {
         return Ok(Caller {
-            access: Access {
-                scopes: Scopes::only(Scope::Ids),
-                tags: TagLimit::Any,
-            },
+            access: Access::only(Scope::Ids),
             owner: "client".into(),
         });
     }

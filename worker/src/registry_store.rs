@@ -20,7 +20,7 @@ use worker::{
 use crate::api::{body, json, ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::stores::{call, create_tables, stored_u64, Store};
+use crate::stores::{append_bounded, call, create_tables, stored_u64, Store};
 
 #[durable_object]
 pub struct WorkerRegistry {
@@ -167,6 +167,16 @@ struct SlotRow {
     owner: String,
 }
 
+/// Which slot an operation may change, known before it runs.
+enum Watch {
+    /// This worker ID's (renew, release, a minter's lease).
+    Slot(u32),
+    /// Any (a lease picks the worker ID).
+    Any,
+    /// None (a read).
+    Nothing,
+}
+
 #[derive(Deserialize)]
 struct Meta {
     v: i64,
@@ -178,12 +188,11 @@ impl WorkerRegistry {
     }
 
     /// Runs `op` on the registry (loaded on first use), then writes the slot
-    /// it names, the generation counter and the lease events it made.
-    /// `target`: the worker ID the op is about, when known before it runs
-    /// (else every slot is kept to tell what changed).
+    /// it names, the generation counter and the lease events it made (from
+    /// the slot as it was before, kept as `watch` says).
     fn with_registry<T>(
         &self,
-        target: Option<u32>,
+        watch: Watch,
         op: impl FnOnce(&mut Registry, u64) -> ApiResult<(T, Option<u32>)>,
     ) -> ApiResult<T> {
         let mut cell = self.registry.borrow_mut();
@@ -233,14 +242,14 @@ impl WorkerRegistry {
         let registry = cell
             .as_mut()
             .ok_or_else(|| ApiError::store_error("registry: not loaded"))?;
-        let before: BTreeMap<u32, WorkerSlot> = match target {
-            Some(id) => registry
+        let before: BTreeMap<u32, WorkerSlot> = match watch {
+            Watch::Slot(id) => registry
                 .slot(id)
-                .cloned()
-                .map(|s| (id, s))
+                .map(|s| (id, s.clone()))
                 .into_iter()
                 .collect(),
-            None => registry.slots().map(|s| (s.worker_id, s.clone())).collect(),
+            Watch::Any => registry.slots().map(|s| (s.worker_id, s.clone())).collect(),
+            Watch::Nothing => BTreeMap::new(),
         };
         let now = now_ms();
         let (value, changed) = op(registry, now)?;
@@ -263,24 +272,22 @@ impl WorkerRegistry {
         for e in events {
             // Unix ms and generations stay far below 2^63.
             #[allow(clippy::cast_possible_wrap)]
-            self.sql.exec(
-                "INSERT INTO events(seq, at, kind, worker_id, node_key, generation, owner)
-                 VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?)",
-                vec![
-                    (e.at_ms as i64).into(),
-                    e.kind.as_str().into(),
-                    i64::from(e.worker_id).into(),
-                    e.node_key.as_str().into(),
-                    (e.generation as i64).into(),
-                    e.owner.as_str().into(),
-                ],
+            let row = vec![
+                (e.at_ms as i64).into(),
+                e.kind.as_str().into(),
+                i64::from(e.worker_id).into(),
+                e.node_key.as_str().into(),
+                (e.generation as i64).into(),
+                e.owner.as_str().into(),
+            ];
+            append_bounded(
+                &self.sql,
+                "events",
+                &["at", "kind", "worker_id", "node_key", "generation", "owner"],
+                row,
+                LEASE_EVENTS_LEN,
             )?;
         }
-        #[allow(clippy::cast_possible_wrap)]
-        self.sql.exec(
-            "DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?",
-            vec![(LEASE_EVENTS_LEN as i64).into()],
-        )?;
         Ok(())
     }
 
@@ -342,7 +349,7 @@ impl WorkerRegistry {
     }
 
     fn list(&self) -> ApiResult<Response> {
-        self.with_registry(Some(u32::MAX), |reg, now| {
+        self.with_registry(Watch::Nothing, |reg, now| {
             let workers: Vec<_> = reg
                 .slots()
                 .map(|s| {
@@ -405,7 +412,7 @@ impl DurableObject for WorkerRegistry {
             (Method::Get, "/events") => self.events(),
             (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(None, |reg, now| {
+                    .with_registry(Watch::Any, |reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
                         let lease =
                             reg.lease_owned(&r.owner, &r.node_key, r.node_time, now, prev)?;
@@ -417,7 +424,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Some(r.index), |reg, now| {
+                    .with_registry(Watch::Slot(r.index), |reg, now| {
                         let prev = r.previous.map(|p| (p.worker_id, p.generation));
                         let lease = reg.lease_minter(r.index, r.node_time, now, prev)?;
                         let id = lease.worker_id;
@@ -428,7 +435,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Some(r.worker_id), |reg, now| {
+                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
                         let lease = reg.renew(
                             r.worker_id,
                             r.generation,
@@ -443,7 +450,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Some(r.worker_id), |reg, now| {
+                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
                         reg.release(r.worker_id, r.generation, r.last_timestamp, now)?;
                         Ok(((), Some(r.worker_id)))
                     })

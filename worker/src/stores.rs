@@ -3,7 +3,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
-use worker::{Env, Headers, Method, Request, RequestInit, SqlStorage};
+use worker::{Env, Headers, Method, Request, RequestInit, SqlStorage, SqlStorageValue};
 
 use crate::api::{ApiError, ApiResult};
 
@@ -72,6 +72,31 @@ pub fn create_tables(sql: &SqlStorage, ddl: &[&str]) -> ApiResult<()> {
         sql.exec(statement, None)
             .map_err(|e| ApiError::store_error(format!("store: creating tables: {e}")))?;
     }
+    Ok(())
+}
+
+/// Appends a row to a bounded log table (`seq INTEGER PRIMARY KEY`, then
+/// `columns`) and drops all but its last `keep` rows. `seq` counts every row
+/// ever appended, so the newest row's `seq` is the log's total.
+pub fn append_bounded(
+    sql: &SqlStorage,
+    table: &str,
+    columns: &[&str],
+    values: Vec<SqlStorageValue>,
+    keep: u64,
+) -> ApiResult<()> {
+    let marks = vec!["?"; columns.len()].join(", ");
+    sql.exec(
+        &format!(
+            "INSERT INTO {table}(seq, {}) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM {table}), {marks})",
+            columns.join(", ")
+        ),
+        values,
+    )?;
+    sql.exec(
+        &format!("DELETE FROM {table} WHERE seq <= (SELECT MAX(seq) FROM {table}) - ?"),
+        vec![i64::try_from(keep).unwrap_or(i64::MAX).into()],
+    )?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use worker::{
 
 use crate::api::{body, checked_count, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
-use crate::stores::{create_tables, stored_u64};
+use crate::stores::{append_bounded, create_tables, stored_u64};
 
 /// How long a lease's request ID is remembered for retries.
 const REQUEST_ID_TTL_MS: u64 = 3_600_000;
@@ -428,25 +428,21 @@ impl TagStore {
 
     /// Adds an allocation to the history, keeping the last `HISTORY_LEN`.
     fn remember(&self, alloc: &Allocation, now: u64, by: &str) -> ApiResult<()> {
-        // Unix ms and counts of allocations stay far below 2^63.
+        // Unix ms stay far below 2^63.
         #[allow(clippy::cast_possible_wrap)]
-        {
-            self.sql.exec(
-                "INSERT INTO history(seq, at, start, end, by)
-                 VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM history), ?, ?, ?, ?)",
-                vec![
-                    (now as i64).into(),
-                    alloc.start.to_string().into(),
-                    alloc.end.to_string().into(),
-                    by.into(),
-                ],
-            )?;
-            self.sql.exec(
-                "DELETE FROM history WHERE seq <= (SELECT MAX(seq) FROM history) - ?",
-                vec![(HISTORY_LEN as i64).into()],
-            )?;
-        }
-        Ok(())
+        let row = vec![
+            (now as i64).into(),
+            alloc.start.to_string().into(),
+            alloc.end.to_string().into(),
+            by.into(),
+        ];
+        append_bounded(
+            &self.sql,
+            "history",
+            &["at", "start", "end", "by"],
+            row,
+            HISTORY_LEN,
+        )
     }
 
     fn history(&self) -> ApiResult<Response> {
