@@ -17,9 +17,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use edgeleaf::{
-    answer_batch_now, batch_ranges, Grant, HolderConfig, HolderNext, HolderState, Layout,
-    MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, Renewal, SlotStatus,
-    SnowflakeHolder, SplitMix64, StalenessHistogram, DEFAULT_STALENESS_MS,
+    answer_batch_now, batch_ranges, Grant, GrantRequest, HolderConfig, HolderNext, HolderState,
+    Layout, LeaseSecret, MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, Renewal,
+    SlotStatus, SnowflakeHolder, SplitMix64, StalenessHistogram, DEFAULT_STALENESS_MS,
 };
 
 const T0: u64 = 1_767_225_600_000;
@@ -380,14 +380,15 @@ impl Sim {
                 }
                 HolderNext::Lease(ask) => {
                     waited += LATENCY_MS.1 / 2;
-                    match self.reg.lease(
-                        &format!("isolate-{i}"),
-                        ask.node_now_ms,
-                        now,
-                        ask.previous,
-                    ) {
+                    let key = format!("isolate-{i}");
+                    let secret = LeaseSecret::from_random([(i % 251) as u8; 16]);
+                    match self
+                        .reg
+                        .lease(GrantRequest::from_ask(&ask, "", &key, secret), now)
+                    {
                         Ok(l) => {
-                            let _ = holder.granted(Grant::from_lease(&l, layout), clock);
+                            let _ =
+                                holder.granted(Grant::from_lease(&l, Some(secret), layout), clock);
                         }
                         Err(e) => {
                             holder.lease_failed(Some(e.error_code()), clock);
@@ -493,12 +494,18 @@ impl Sim {
             match poll.next {
                 HolderNext::Done => break,
                 HolderNext::Lease(ask) => {
-                    match self
-                        .reg
-                        .lease_minter(index, ask.node_now_ms, now + waited, ask.previous)
-                    {
+                    let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
+                    match self.reg.lease_minter(
+                        index,
+                        ask.node_now_ms,
+                        ask.previous,
+                        secret,
+                        now + waited,
+                    ) {
                         Ok(l) => {
-                            let _ = m.holder.granted(Grant::from_lease(&l, layout), at);
+                            let _ = m
+                                .holder
+                                .granted(Grant::from_lease(&l, Some(secret), layout), at);
                         }
                         Err(e) => {
                             m.holder.lease_failed(Some(e.error_code()), at);
@@ -531,15 +538,9 @@ fn renew(
     clock: u64,
     layout: Layout,
 ) {
-    match reg.renew(
-        r.worker_id,
-        r.generation,
-        r.node_now_ms,
-        r.last_timestamp_ms,
-        now,
-    ) {
-        Ok(l) => holder.renewed(Grant::from_lease(&l, layout), clock),
-        Err(e) => holder.renewal_failed(r.generation, Some(e.error_code()), clock),
+    match reg.renew("", &r, now) {
+        Ok(l) => holder.renewed(Grant::from_lease(&l, None, layout), clock),
+        Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), clock),
     }
 }
 

@@ -23,13 +23,15 @@ function randomHex(bytes) {
   return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-// The registry's answer as the holder reads it (the layout without expiresAt).
+// The registry's answer as the holder reads it (the layout without
+// expiresAt; a grant's secret, which a renewal's answer does not repeat).
 function grantOf(lease) {
   const l = lease.layout;
   return {
     workerId: lease.workerId, generation: lease.generation, expiresAtMs: lease.expiresAtMs,
     issueAfterMs: lease.issueAfterMs, ttlMs: lease.ttlMs,
     layout: { timestampBits: l.timestampBits, workerBits: l.workerBits, sequenceBits: l.sequenceBits, epoch: l.epoch, unitMs: l.unitMs },
+    ...(lease.secret === undefined ? {} : { secret: lease.secret }),
   };
 }
 
@@ -159,7 +161,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
     decompose(id) { return this.#mint.decompose(id); }
     get workerId() { return this.#core.state().workerId; }
     get layout() { return this.#core.layout(); }
-    /** `{ workerId, generation, expiresAtMs, ttlMs, nodeKey }`. */
+    /** `{ workerId, generation, expiresAtMs, ttlMs, nodeKey }` (never the lease's secret). */
     get lease() {
       const { workerId, generation, expiresAtMs, ttlMs } = this.#core.state();
       return { workerId, generation, expiresAtMs, ttlMs, nodeKey: this.#nodeKey };
@@ -172,8 +174,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
       const release = this.#core.close(this.#now());
       await this.#save();
       if (release === null) return;
-      const { workerId, generation, lastTimestamp } = release;
-      await this.#client.request('DELETE', `/v1/workers/${workerId}`, { generation, lastTimestamp }).catch(() => {});
+      const { workerId, generation, secret, lastTimestamp } = release;
+      await this.#client.request('DELETE', `/v1/workers/${workerId}`, { generation, secret, lastTimestamp }).catch(() => {});
     }
   }
 
@@ -240,7 +242,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     /**
      * A Snowflake under a worker ID leased from the registry (needs a key
-     * with the `registry` scope). `store` keeps the last lease and timestamp across restarts.
+     * with the `registry` scope). `store` keeps the last lease (with its
+     * secret: keep it private) and timestamp across restarts.
      */
     snowflake(opts) {
       return LeasedSnowflake.open(this, opts);

@@ -45,6 +45,7 @@ export type ErrorCode =
   | 'config_invalid'
   | 'no_free_worker_id'
   | 'lease_not_held'
+  | 'not_lease_holder'
   | 'clock_skew'
   | 'clock_behind_last_report'
   | 'reserved_node_key'

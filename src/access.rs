@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::key::check_key;
+use crate::secret::constant_time_eq;
 
 /// What a credential may do. A route needs one scope (or none: open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -296,17 +297,6 @@ pub fn token_key_id(token: &str) -> Option<&str> {
 /// SHA-256 of a token, hex: what the key store keeps.
 pub fn token_hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
-}
-
-/// Compares in time independent of where the first difference is.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0xff);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
 }
 
 /// A stored key as a host looks it up: its hash and what it may do.

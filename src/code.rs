@@ -72,6 +72,9 @@ codes! {
     LeaseNotHeld = "lease_not_held", true;
     /// A lease that lapsed before it was renewed.
     LeaseExpired = "lease_expired", true;
+    /// A live lease named by a caller that is not its holder (wrong secret
+    /// or another credential); the lease is unchanged.
+    NotLeaseHolder = "not_lease_holder", true;
     /// A node clock behind the last timestamp on record.
     ClockBehindLastReport = "clock_behind_last_report", true;
     /// A node clock too far from the reference.

@@ -125,6 +125,16 @@ pub enum Error {
         /// The generation the caller presented.
         generation: u64,
     },
+    /// A grant that is live (or still provable) was named by a caller that
+    /// did not prove to hold it: a wrong or missing lease secret, or another
+    /// credential than the one that leased. Nothing changed: the real
+    /// holder keeps its lease.
+    NotLeaseHolder {
+        /// The worker ID.
+        worker_id: u32,
+        /// What was wrong: `"secret"` or `"owner"`.
+        mismatch: &'static str,
+    },
     /// The lease lapsed before it was renewed; the node must stop issuing.
     LeaseExpired {
         /// The worker ID.
@@ -226,6 +236,7 @@ impl Error {
             Error::NoFreeWorkerId { .. } => ErrorCode::NoFreeWorkerId,
             Error::LeaseNotHeld { .. } => ErrorCode::LeaseNotHeld,
             Error::LeaseExpired { .. } => ErrorCode::LeaseExpired,
+            Error::NotLeaseHolder { .. } => ErrorCode::NotLeaseHolder,
             Error::ClockBehindLastReport { .. } => ErrorCode::ClockBehindLastReport,
             Error::ClockSkew { .. } => ErrorCode::ClockSkew,
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
@@ -312,6 +323,13 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "lease: expected worker {worker_id} to be held under generation {generation}, found it is not"
+            ),
+            Error::NotLeaseHolder {
+                worker_id,
+                mismatch,
+            } => write!(
+                f,
+                "lease of worker {worker_id}: expected the holder's {mismatch}, found another"
             ),
             Error::LeaseExpired {
                 worker_id,

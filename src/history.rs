@@ -151,6 +151,8 @@ pub enum LeaseEventKind {
     Released,
     /// Its lease ran out unreleased (recorded when the ID is granted again).
     Lapsed,
+    /// An operator ended it without its holder.
+    Evicted,
 }
 
 impl LeaseEventKind {
@@ -161,6 +163,7 @@ impl LeaseEventKind {
             LeaseEventKind::Renewed => "renewed",
             LeaseEventKind::Released => "released",
             LeaseEventKind::Lapsed => "lapsed",
+            LeaseEventKind::Evicted => "evicted",
         }
     }
 }
@@ -205,7 +208,13 @@ pub fn lease_events(
     let mut events = Vec::new();
     match before {
         Some(b) if b.generation == after.generation => {
-            if after.released && !b.released {
+            if after.evicted && !b.evicted {
+                events.push(LeaseEvent::of(
+                    LeaseEventKind::Evicted,
+                    registry_now_ms,
+                    after,
+                ));
+            } else if after.released && !b.released {
                 events.push(LeaseEvent::of(
                     LeaseEventKind::Released,
                     registry_now_ms,
@@ -224,7 +233,7 @@ pub fn lease_events(
                 // The earlier grant was never given back: it lapsed when
                 // its lease ran out (or it is being taken over by a node
                 // proving it held it: then it was no lapse).
-                if !b.released && b.expires_at_ms <= registry_now_ms {
+                if !b.released && !b.evicted && b.expires_at_ms <= registry_now_ms {
                     events.push(LeaseEvent::of(LeaseEventKind::Lapsed, b.expires_at_ms, b));
                 }
             }

@@ -30,6 +30,7 @@ use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
 use crate::layout::Layout;
 use crate::rand::{NoRandom, RandSource};
+use crate::secret::{Claim, LeaseSecret};
 use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
 
 /// A request marked in flight this long is presumed lost and may be sent again.
@@ -59,12 +60,21 @@ pub struct Grant {
     pub ttl_ms: u64,
     /// The layout of the IDs.
     pub layout: Layout,
+    /// The grant's secret, which renewals, the release and a restart's
+    /// reclaim present (`None`: a grant from before secrets).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub secret: Option<LeaseSecret>,
 }
 
 impl Grant {
-    /// A registry [`Lease`](crate::Lease) under `layout`.
+    /// A registry [`Lease`](crate::Lease) under `layout`, with the secret
+    /// the registry's host answered with it (a renewal's answer has none:
+    /// the holder keeps the one it has).
     #[cfg(feature = "alloc")]
-    pub fn from_lease(lease: &crate::Lease, layout: Layout) -> Grant {
+    pub fn from_lease(lease: &crate::Lease, secret: Option<LeaseSecret>, layout: Layout) -> Grant {
         Grant {
             worker_id: lease.worker_id,
             generation: lease.generation,
@@ -72,6 +82,16 @@ impl Grant {
             issue_after_ms: lease.issue_after_ms,
             ttl_ms: lease.ttl_ms,
             layout,
+            secret,
+        }
+    }
+
+    /// What this grant's holder presents to the registry.
+    pub fn claim(&self) -> Claim {
+        Claim {
+            worker_id: self.worker_id,
+            generation: self.generation,
+            secret: self.secret,
         }
     }
 
@@ -110,6 +130,24 @@ pub struct SavedLease {
     /// Its layout. Without one the lease only proves who the node is; it
     /// cannot be minted under while the registry is unreachable.
     pub layout: Option<Layout>,
+    /// Its secret: what proves the node holds it (`None`: saved before
+    /// grants had secrets; it proves nothing then).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub secret: Option<LeaseSecret>,
+}
+
+impl SavedLease {
+    /// What the node presents for it.
+    pub fn claim(&self) -> Claim {
+        Claim {
+            worker_id: self.worker_id,
+            generation: self.generation,
+            secret: self.secret,
+        }
+    }
 }
 
 /// How a holder mints and what it does after losing its lease.
@@ -152,17 +190,15 @@ impl Default for HolderConfig {
 pub struct LeaseAsk {
     /// The node's clock, Unix ms.
     pub node_now_ms: u64,
-    /// The last grant (worker ID, generation), proving the node held it.
-    pub previous: Option<(u32, u64)>,
+    /// The last grant, with its secret: proves the node held it.
+    pub previous: Option<Claim>,
 }
 
 /// Ask the registry to renew (or, from [`SnowflakeHolder::close`], release).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Renewal {
-    /// The worker ID.
-    pub worker_id: u32,
-    /// The grant's generation.
-    pub generation: u64,
+    /// The grant, with its secret.
+    pub claim: Claim,
     /// The node's clock, Unix ms.
     pub node_now_ms: u64,
     /// The latest timestamp issued under the lease, Unix ms.
@@ -229,7 +265,8 @@ enum Phase<R: RandSource> {
 /// let HolderNext::Lease(ask) = holder.poll(now, &mut out)?.next else { unreachable!() };
 /// // ... send `ask` to the registry; it answers:
 /// let grant = Grant { worker_id: 3, generation: 1, expires_at_ms: now + 60_000,
-///                     issue_after_ms: 0, ttl_ms: 60_000, layout: Layout::LEAF };
+///                     issue_after_ms: 0, ttl_ms: 60_000, layout: Layout::LEAF,
+///                     secret: None };
 /// holder.granted(grant, now)?;
 /// assert_eq!(holder.poll(now, &mut out)?.filled, 2);
 /// assert_eq!(Layout::LEAF.decompose(out[0])?.worker_id, 3);
@@ -452,7 +489,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                 let next = if claim(&mut self.leasing_since, now_ms, take_over_ms) {
                     HolderNext::Lease(LeaseAsk {
                         node_now_ms: now_ms,
-                        previous: self.saved.map(|s| (s.worker_id, s.generation)),
+                        previous: self.saved.map(|s| s.claim()),
                     })
                 } else {
                     HolderNext::LeaseInFlight
@@ -544,8 +581,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             return None;
         }
         Some(Renewal {
-            worker_id: grant.worker_id,
-            generation: grant.generation,
+            claim: grant.claim(),
             node_now_ms: now_ms,
             last_timestamp_ms,
         })
@@ -612,6 +648,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             expires_at_ms: grant.expires_at_ms,
             ttl_ms: grant.ttl_ms,
             layout: Some(grant.layout),
+            secret: grant.secret,
         });
         self.phase = Phase::Holding {
             grant,
@@ -645,6 +682,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             issue_after_ms: self.floor_ms,
             ttl_ms: saved.ttl_ms,
             layout,
+            secret: saved.secret,
         };
         self.granted(grant, now_ms).is_ok() && self.lease().is_some()
     }
@@ -717,8 +755,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// [`SnowflakeHolder::state`] first.
     pub fn close(&mut self, now_ms: u64) -> Option<Renewal> {
         let release = self.lease().map(|g| Renewal {
-            worker_id: g.worker_id,
-            generation: g.generation,
+            claim: g.claim(),
             node_now_ms: now_ms,
             last_timestamp_ms: self.last_timestamp_ms(),
         });
@@ -750,6 +787,7 @@ mod tests {
             issue_after_ms: 0,
             ttl_ms: 10_000,
             layout: Layout::LEAF,
+            secret: Some(LeaseSecret::from_random([9; 16])),
         }
     }
 
@@ -792,9 +830,9 @@ mod tests {
         assert_eq!(one(&mut h, T).unwrap().renew, None);
         // Asked for before it is due, it is sent; its answer clears it.
         let early = h.renewal_now(T + 1).unwrap();
-        h.renewed(grant(early.generation, T), T + 2);
+        h.renewed(grant(early.claim.generation, T), T + 2);
         let r = one(&mut h, T + 5_000).unwrap().renew.unwrap();
-        assert_eq!((r.worker_id, r.generation), (7, 1));
+        assert_eq!((r.claim.worker_id, r.claim.generation), (7, 1));
         // One renewal in flight at a time, even when asked for.
         assert_eq!(one(&mut h, T + 5_001).unwrap().renew, None);
         assert_eq!(h.renewal_now(T + 5_002), None);
@@ -816,7 +854,11 @@ mod tests {
     fn a_refused_renewal_stops_minting_and_a_transient_failure_retries() {
         let mut h = holding(HolderConfig::default());
         let r = one(&mut h, T + 5_000).unwrap().renew.unwrap();
-        h.renewal_failed(r.generation, Some(ErrorCode::StoreUnavailable), T + 5_010);
+        h.renewal_failed(
+            r.claim.generation,
+            Some(ErrorCode::StoreUnavailable),
+            T + 5_010,
+        );
         assert_eq!(one(&mut h, T + 5_020).unwrap().renew, None, "backs off");
         let r = one(&mut h, T + 5_010 + RENEW_RETRY_MS)
             .unwrap()
@@ -826,7 +868,7 @@ mod tests {
         h.renewal_failed(99, Some(ErrorCode::LeaseNotHeld), T + 6_100);
         assert_eq!(one(&mut h, T + 6_100).unwrap().filled, 1);
         // ... its own is not.
-        h.renewal_failed(r.generation, Some(ErrorCode::LeaseNotHeld), T + 6_200);
+        h.renewal_failed(r.claim.generation, Some(ErrorCode::LeaseNotHeld), T + 6_200);
         assert!(matches!(
             one(&mut h, T + 6_200),
             Err(Error::LeaseLost {
@@ -849,7 +891,10 @@ mod tests {
         let HolderNext::Lease(ask) = one(&mut h, T + 10_000).unwrap().next else {
             panic!("expected a new lease")
         };
-        assert_eq!(ask.previous, Some((7, 1)));
+        assert_eq!(
+            ask.previous.map(|c| (c.worker_id, c.generation)),
+            Some((7, 1))
+        );
         // The registry answers with an issue_after in the past: the holder's
         // own last timestamp still bounds the first ID.
         h.granted(grant(2, T + 9_000), T + 9_999).unwrap();
@@ -881,7 +926,10 @@ mod tests {
         let HolderNext::Lease(ask) = one(&mut r, T + 500).unwrap().next else {
             panic!()
         };
-        assert_eq!(ask.previous, Some((7, 1)));
+        assert_eq!(
+            ask.previous.map(|c| (c.worker_id, c.generation)),
+            Some((7, 1))
+        );
         // The registry does not answer: the saved, unexpired lease is used,
         // after the restart moment.
         assert!(r.lease_failed(None, T + 500));
@@ -942,7 +990,10 @@ mod tests {
         let mut h = holding(HolderConfig::default());
         assert_eq!(one(&mut h, T + 1).unwrap().filled, 1);
         let release = h.close(T + 2).unwrap();
-        assert_eq!((release.worker_id, release.last_timestamp_ms), (7, T + 1));
+        assert_eq!(
+            (release.claim.worker_id, release.last_timestamp_ms),
+            (7, T + 1)
+        );
         assert_eq!(h.close(T + 3), None);
         assert!(matches!(
             one(&mut h, T + 3),

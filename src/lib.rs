@@ -69,6 +69,7 @@ mod key;
 mod layout;
 mod opaque;
 mod rand;
+mod secret;
 mod segment;
 mod snowflake;
 
@@ -87,8 +88,8 @@ mod tag;
 
 #[cfg(feature = "alloc")]
 pub use access::{
-    check_token, constant_time_eq, new_key, token_hash, token_key_id, Access, KeyCache, KeyLookup,
-    KeyRecord, KeySpec, Scope, Scopes, TagLimit, KEY_CACHE_ENTRIES, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+    check_token, new_key, token_hash, token_key_id, Access, KeyCache, KeyLookup, KeyRecord,
+    KeySpec, Scope, Scopes, TagLimit, KEY_CACHE_ENTRIES, KEY_CACHE_MS, KEY_RANDOM_BYTES,
     KEY_TOKEN_PREFIX, MAX_KEY_NAME_LEN,
 };
 #[cfg(feature = "std")]
@@ -117,9 +118,10 @@ pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};
 #[cfg(feature = "alloc")]
 pub use registry::{
-    minter_node_key, Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot, DEFAULT_GRACE_MS,
-    DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY, MINTER_KEY_PREFIX,
+    minter_node_key, GrantRequest, Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot,
+    DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY, MINTER_KEY_PREFIX,
 };
+pub use secret::{constant_time_eq, Claim, HexSecret, LeaseSecret, SecretHash, LEASE_SECRET_BYTES};
 pub use segment::{
     Allocation, SegmentBuffer, SegmentNext, SegmentSnapshot, SegmentView, StepPolicy, Take,
     DEFAULT_PREFETCH_PERCENT, DEFAULT_SEGMENT_DURATION_MS, MAX_SEGMENT_ID, MAX_STEP,

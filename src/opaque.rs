@@ -82,16 +82,7 @@ pub const OPAQUE_KEY_BYTES: usize = 16;
 /// A key written as 32 hex digits (how the service stores it, and one of the
 /// forms the JS package accepts).
 pub fn key_from_hex(hex: &str) -> Option<[u8; OPAQUE_KEY_BYTES]> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 2 * OPAQUE_KEY_BYTES {
-        return None;
-    }
-    let digit = |b: u8| char::from(b).to_digit(16);
-    let mut key = [0u8; OPAQUE_KEY_BYTES];
-    for (k, pair) in key.iter_mut().zip(bytes.chunks_exact(2)) {
-        *k = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
-    }
-    Some(key)
+    crate::secret::decode_hex(hex)
 }
 
 /// The permutation for one domain and key.

@@ -16,8 +16,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::error::{check_range, ClockReference, Error};
+use crate::holder::{LeaseAsk, Renewal};
 use crate::key::check_key;
 use crate::layout::Layout;
+use crate::secret::{Claim, LeaseSecret, SecretHash};
 
 /// Default lease time to live.
 pub const DEFAULT_TTL_MS: u64 = 60_000;
@@ -48,7 +50,7 @@ pub struct RegistryConfig {
     #[cfg_attr(feature = "serde", serde(default))]
     pub minters: u32,
     /// The most live worker IDs one owner (a credential of the service) may
-    /// hold through [`Registry::lease_owned`]; `None`: no limit.
+    /// hold through [`Registry::lease`]; `None`: no limit.
     #[cfg_attr(feature = "serde", serde(default))]
     pub per_owner: Option<u32>,
 }
@@ -130,9 +132,17 @@ pub struct WorkerSlot {
     pub reported_clock_ms: u64,
     /// The registry's clock at that report.
     pub reported_at_ms: u64,
-    /// Who leased it through [`Registry::lease_owned`] (empty: no owner).
+    /// Who leased it (a credential of the service; empty: the service itself).
     #[cfg_attr(feature = "serde", serde(default))]
     pub owner: String,
+    /// The hash of the latest grant's secret. `None`: nobody can prove to
+    /// hold the grant — it was granted before grants had secrets, or evicted.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub secret: Option<SecretHash>,
+    /// An operator evicted the grant: its holder is refused at its next
+    /// renewal, and the ID is fenced like an unprovable grant's.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub evicted: bool,
 }
 
 /// Where a slot stands at a given registry time.
@@ -142,13 +152,15 @@ pub struct WorkerSlot {
 pub enum SlotStatus {
     /// Leased and not expired.
     Live,
-    /// Expired, but within the grace period: not yet reusable.
+    /// Expired or evicted, but within the grace period: not yet reusable.
     Lapsed,
-    /// Released by its holder, or past TTL + grace: reusable.
+    /// Released by its holder, or past its end + grace: reusable.
     Free,
 }
 
-/// A grant or renewal: what a node needs to issue IDs.
+/// A grant or renewal: what a node needs to issue IDs. The grant's secret
+/// is not here: the registry never has it (the host draws it, gives the
+/// registry its hash, and answers the secret to the caller alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
@@ -168,18 +180,65 @@ pub struct Lease {
     pub ttl_ms: u64,
 }
 
+/// A node's request for a lease.
+#[derive(Debug, Clone, Copy)]
+pub struct GrantRequest<'a> {
+    /// The credential asking (empty: the service itself). It alone may
+    /// renew, release or reclaim the grant, and it may hold at most
+    /// [`RegistryConfig::per_owner`] live worker IDs.
+    pub owner: &'a str,
+    /// The node's name (Leaf used ip:port).
+    pub node_key: &'a str,
+    /// The node's clock, Unix ms.
+    pub node_now_ms: u64,
+    /// The grant the node held before, from its own cache: with its secret,
+    /// a restarted node gets its worker ID back.
+    pub previous: Option<Claim>,
+    /// The new grant's secret, drawn by the host from its CSPRNG; the
+    /// registry keeps only its hash, and the host answers it to the caller.
+    pub secret: LeaseSecret,
+}
+
+impl<'a> GrantRequest<'a> {
+    /// A holder's [`LeaseAsk`], from `owner`'s node `node_key`.
+    pub fn from_ask(
+        ask: &LeaseAsk,
+        owner: &'a str,
+        node_key: &'a str,
+        secret: LeaseSecret,
+    ) -> Self {
+        GrantRequest {
+            owner,
+            node_key,
+            node_now_ms: ask.node_now_ms,
+            previous: ask.previous,
+            secret,
+        }
+    }
+}
+
 /// The registry.
 ///
 /// ```
-/// use edgeleaf::{Layout, Registry, RegistryConfig};
+/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal};
 ///
 /// let mut reg = Registry::new(RegistryConfig::new(&Layout::LEAF))?;
 /// let now = 1_700_000_000_000;
-/// let a = reg.lease("10.0.0.1:8080", now, now, None)?;
-/// let b = reg.lease("10.0.0.2:8080", now, now, None)?;
+/// // The host draws each grant's secret from its CSPRNG and answers it to
+/// // the caller alone; the registry keeps its hash.
+/// let secret = LeaseSecret::from_random([7; 16]);
+/// let ask = |node_key| GrantRequest {
+///     owner: "team-a", node_key, node_now_ms: now, previous: None, secret,
+/// };
+/// let a = reg.lease(ask("10.0.0.1:8080"), now)?;
+/// let b = reg.lease(ask("10.0.0.2:8080"), now)?;
 /// assert_ne!(a.worker_id, b.worker_id);
-/// let renewed = reg.renew(a.worker_id, a.generation, now + 1_000, now + 999, now + 1_000)?;
+/// let claim = Claim { worker_id: a.worker_id, generation: a.generation, secret: Some(secret) };
+/// let renewal = Renewal { claim, node_now_ms: now + 1_000, last_timestamp_ms: now + 999 };
+/// let renewed = reg.renew("team-a", &renewal, now + 1_000)?;
 /// assert_eq!(renewed.worker_id, a.worker_id);
+/// // Another credential, even with the secret, is refused; nothing changes.
+/// assert!(reg.renew("team-b", &renewal, now + 1_000).is_err());
 /// # Ok::<(), edgeleaf::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +249,15 @@ pub struct Registry {
     next_generation: u64,
     /// Indexed by worker ID; `None` for IDs never leased.
     slots: Vec<Option<WorkerSlot>>,
+}
+
+/// How a grant of a worker ID came to be chosen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chosen {
+    /// The node proved it held the latest grant of this ID: it restarts.
+    Reclaimed,
+    /// A free ID (or the node's own earlier one).
+    Free,
 }
 
 impl Registry {
@@ -256,13 +324,26 @@ impl Registry {
         self.slots.get(worker_id as usize).and_then(Option::as_ref)
     }
 
+    /// The latest instant (registry ms, and the bound on the timestamps its
+    /// holder may have issued) of a slot's grant. A grant nobody can prove to
+    /// hold (evicted, or from before secrets) is not asked how far it got:
+    /// its holder may mint until its expiry by a clock up to `max_skew_ms`
+    /// away, so it ends that much later.
+    pub fn grant_end_ms(&self, slot: &WorkerSlot) -> u64 {
+        if slot.evicted || slot.secret.is_none() {
+            slot.expires_at_ms.saturating_add(self.config.max_skew_ms)
+        } else {
+            slot.expires_at_ms
+        }
+    }
+
     /// Where a slot stands at `registry_now_ms`.
     pub fn status(&self, slot: &WorkerSlot, registry_now_ms: u64) -> SlotStatus {
         if slot.released
-            || registry_now_ms >= slot.expires_at_ms.saturating_add(self.config.grace_ms)
+            || registry_now_ms >= self.grant_end_ms(slot).saturating_add(self.config.grace_ms)
         {
             SlotStatus::Free
-        } else if registry_now_ms < slot.expires_at_ms {
+        } else if registry_now_ms < slot.expires_at_ms && !slot.evicted {
             SlotStatus::Live
         } else {
             SlotStatus::Lapsed
@@ -301,68 +382,53 @@ impl Registry {
         Some(u64::try_from(avg.max(0)).unwrap_or(u64::MAX))
     }
 
-    /// Leases a worker ID to `node_key`.
+    /// Leases a worker ID to a node.
     ///
-    /// The node gets, in order of preference: the ID named by `previous`
-    /// (worker ID and generation from its own cache) if that grant is still
-    /// the latest one of that ID, even if live — the node proves it is the
-    /// holder; else its own earlier ID if free; else the lowest free ID.
-    /// A node that cannot prove it holds a live lease never shares its ID.
-    ///
-    /// # Errors
-    /// [`Error::InvalidKey`] for a bad node key; [`Error::ClockSkew`] when the
-    /// node's clock is off from the registry's or from the live nodes'
-    /// average; [`Error::ClockBehindLastReport`] when it is behind the last
-    /// timestamp recorded for the chosen ID; [`Error::NoFreeWorkerId`].
-    pub fn lease(
-        &mut self,
-        node_key: &str,
-        node_now_ms: u64,
-        registry_now_ms: u64,
-        previous: Option<(u32, u64)>,
-    ) -> Result<Lease, Error> {
-        self.lease_owned("", node_key, node_now_ms, registry_now_ms, previous)
-    }
-
-    /// As [`Registry::lease`], for `owner` (a credential; empty: none), who
-    /// may hold at most [`RegistryConfig::per_owner`] live worker IDs. A
-    /// node re-leasing the live ID it proves to hold (`previous`) is not
-    /// counted twice.
+    /// The node gets, in order of preference: the ID named by `previous` if
+    /// that grant is still the latest one of that ID, even if live, and the
+    /// node proves it holds it (same owner, node key and secret) — it
+    /// restarts; else its own earlier ID if free; else the lowest free ID.
+    /// A node that cannot prove it holds a live grant never shares its ID,
+    /// and naming a live grant without proof is refused, not passed over.
     ///
     /// # Errors
-    /// As [`Registry::lease`]; [`Error::WorkerIdLimit`] when `owner`
-    /// already holds its limit.
-    pub fn lease_owned(
-        &mut self,
-        owner: &str,
-        node_key: &str,
-        node_now_ms: u64,
-        registry_now_ms: u64,
-        previous: Option<(u32, u64)>,
-    ) -> Result<Lease, Error> {
-        check_key("node_key", node_key)?;
-        if node_key.starts_with(MINTER_KEY_PREFIX) {
+    /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
+    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already holds
+    /// its limit; [`Error::NotLeaseHolder`] when `previous` names a live grant
+    /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
+    /// when the node's clock is off from the registry's or from the live
+    /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
+    /// last timestamp recorded for the chosen ID; [`Error::NoFreeWorkerId`].
+    pub fn lease(&mut self, ask: GrantRequest<'_>, registry_now_ms: u64) -> Result<Lease, Error> {
+        check_key("node_key", ask.node_key)?;
+        if ask.node_key.starts_with(MINTER_KEY_PREFIX) {
             return Err(Error::ReservedNodeKey {
                 prefix: MINTER_KEY_PREFIX,
             });
         }
-        if let (Some(limit), false) = (self.config.per_owner, owner.is_empty()) {
+        if let (Some(limit), false) = (self.config.per_owner, ask.owner.is_empty()) {
+            let renamed = ask.previous.map(|p| (p.worker_id, p.generation));
             let held = self
                 .slots()
-                .filter(|s| s.owner == owner && self.status(s, registry_now_ms) == SlotStatus::Live)
-                .filter(|s| previous != Some((s.worker_id, s.generation)))
+                .filter(|s| {
+                    s.owner == ask.owner && self.status(s, registry_now_ms) == SlotStatus::Live
+                })
+                .filter(|s| renamed != Some((s.worker_id, s.generation)))
                 .count();
             if held >= limit as usize {
                 return Err(Error::WorkerIdLimit { limit });
             }
         }
         let ids = self.config.minters..self.config.capacity;
-        self.grant(owner, node_key, node_now_ms, registry_now_ms, previous, ids)
+        self.grant(ask, registry_now_ms, ids, false)
     }
 
     /// Leases worker ID `index` to minter `index` (node key
-    /// [`minter_node_key`]`(index)`): the same rules as [`Registry::lease`],
-    /// over that one reserved ID.
+    /// [`minter_node_key`]`(index)`, owner: the service): the same rules as
+    /// [`Registry::lease`], over that one reserved ID. Minters are the
+    /// service's own, reached by no caller from outside, so a minter whose
+    /// state was saved before grants had secrets reclaims such a grant by
+    /// its generation alone.
     ///
     /// # Errors
     /// [`Error::OutOfRange`] unless `index < minters`; as [`Registry::lease`],
@@ -373,8 +439,9 @@ impl Registry {
         &mut self,
         index: u32,
         node_now_ms: u64,
+        previous: Option<Claim>,
+        secret: LeaseSecret,
         registry_now_ms: u64,
-        previous: Option<(u32, u64)>,
     ) -> Result<Lease, Error> {
         if self.config.minters == 0 {
             return Err(Error::OutOfRange {
@@ -391,36 +458,35 @@ impl Registry {
             u64::from(self.config.minters) - 1,
         )?;
         let key = minter_node_key(index);
-        self.grant(
-            "",
-            &key,
+        let ask = GrantRequest {
+            owner: "",
+            node_key: &key,
             node_now_ms,
-            registry_now_ms,
             previous,
-            index..index + 1,
-        )
+            secret,
+        };
+        self.grant(ask, registry_now_ms, index..index + 1, true)
     }
 
     fn grant(
         &mut self,
-        owner: &str,
-        node_key: &str,
-        node_now_ms: u64,
+        ask: GrantRequest<'_>,
         registry_now_ms: u64,
-        previous: Option<(u32, u64)>,
         ids: core::ops::Range<u32>,
+        minter: bool,
     ) -> Result<Lease, Error> {
+        let node_now_ms = ask.node_now_ms;
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
         if let Some(avg) = self.live_clock_average(registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
-        let worker_id = self.choose(node_key, registry_now_ms, previous, ids)?;
+        let (worker_id, chosen) = self.choose(&ask, registry_now_ms, ids, minter)?;
+        let end_ms = self.slot(worker_id).map(|s| self.grant_end_ms(s));
         let generation = self.next_generation;
         let ttl_ms = self.config.ttl_ms;
         let slot = &mut self.slots[worker_id as usize];
-        let issue_after_ms = match slot {
-            None => 0,
-            Some(s) => {
+        let issue_after_ms = match (slot, end_ms) {
+            (Some(s), Some(end_ms)) => {
                 if node_now_ms < s.last_timestamp_ms {
                     return Err(Error::ClockBehindLastReport {
                         worker_id: Some(worker_id),
@@ -428,53 +494,97 @@ impl Registry {
                         node_now_ms,
                     });
                 }
-                let proved = previous == Some((worker_id, s.generation)) && s.node_key == node_key;
-                // An unreleased earlier grant to someone who has not proved
-                // to be this node may have issued up to its expiry. A node
-                // that proved it held the grant is restarting: its previous
-                // incarnation may have issued up to now, past its last report.
+                // Given back by its proved holder: it told how far it got.
+                // Reclaimed: the holder's previous incarnation may have issued
+                // up to now, past its last report. Otherwise the earlier grant
+                // may have issued up to its end.
                 if s.released {
                     s.last_timestamp_ms
-                } else if proved {
+                } else if chosen == Chosen::Reclaimed {
                     s.last_timestamp_ms.max(node_now_ms.min(s.expires_at_ms))
                 } else {
-                    s.last_timestamp_ms.max(s.expires_at_ms)
+                    s.last_timestamp_ms.max(end_ms)
                 }
             }
+            _ => 0,
         };
-        *slot = Some(WorkerSlot {
+        self.slots[worker_id as usize] = Some(WorkerSlot {
             worker_id,
-            node_key: node_key.into(),
+            node_key: ask.node_key.into(),
             generation,
             expires_at_ms: registry_now_ms + ttl_ms,
             released: false,
             last_timestamp_ms: issue_after_ms,
             reported_clock_ms: node_now_ms,
             reported_at_ms: registry_now_ms,
-            owner: owner.into(),
+            owner: ask.owner.into(),
+            secret: Some(ask.secret.hash()),
+            evicted: false,
         });
         self.next_generation += 1;
         Ok(Lease {
             worker_id,
             generation,
-            node_key: node_key.into(),
+            node_key: ask.node_key.into(),
             expires_at_ms: registry_now_ms + ttl_ms,
             issue_after_ms,
             ttl_ms,
         })
     }
 
+    /// Whether `owner`, presenting `proof`, holds `slot`'s latest grant.
+    /// `legacy`: a grant from before secrets is proved by its generation.
+    fn check_holder(
+        slot: &WorkerSlot,
+        owner: &str,
+        proof: &Claim,
+        legacy: bool,
+    ) -> Result<(), Error> {
+        if slot.generation != proof.generation || slot.released || slot.evicted {
+            return Err(Error::LeaseNotHeld {
+                worker_id: proof.worker_id,
+                generation: proof.generation,
+            });
+        }
+        let refused = |mismatch| Error::NotLeaseHolder {
+            worker_id: proof.worker_id,
+            mismatch,
+        };
+        if slot.owner != owner {
+            return Err(refused("owner"));
+        }
+        match (slot.secret, proof.secret) {
+            (Some(held), Some(given)) if held == given.hash() => Ok(()),
+            (None, None) if legacy => Ok(()),
+            _ => Err(refused("secret")),
+        }
+    }
+
     fn choose(
         &mut self,
-        node_key: &str,
+        ask: &GrantRequest<'_>,
         registry_now_ms: u64,
-        previous: Option<(u32, u64)>,
         ids: core::ops::Range<u32>,
-    ) -> Result<u32, Error> {
-        if let Some((id, generation)) = previous.filter(|(id, _)| ids.contains(id)) {
-            if let Some(s) = self.slot(id) {
-                if s.generation == generation && s.node_key == node_key && !s.released {
-                    return Ok(id);
+        minter: bool,
+    ) -> Result<(u32, Chosen), Error> {
+        if let Some(p) = ask.previous.filter(|p| ids.contains(&p.worker_id)) {
+            if let Some(s) = self.slot(p.worker_id) {
+                // Both from before secrets: the node has nothing to prove
+                // with, and is not told off for it (it gets another ID).
+                let legacy = s.secret.is_none() && p.secret.is_none();
+                match Self::check_holder(s, ask.owner, &p, minter) {
+                    Ok(()) if s.node_key == ask.node_key => {
+                        return Ok((p.worker_id, Chosen::Reclaimed))
+                    }
+                    // Someone names a live grant it cannot prove to hold:
+                    // refused, so that it learns its proof is wrong.
+                    Err(e @ Error::NotLeaseHolder { .. })
+                        if !legacy && self.status(s, registry_now_ms) == SlotStatus::Live =>
+                    {
+                        return Err(e)
+                    }
+                    // A grant that is gone, or not this node's: no proof.
+                    _ => {}
                 }
             }
         }
@@ -484,7 +594,7 @@ impl Registry {
         };
         let own = ids
             .clone()
-            .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == node_key));
+            .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == ask.node_key));
         let Some(id) = own.or_else(|| ids.clone().find(free)) else {
             return Err(Error::NoFreeWorkerId {
                 capacity: self.config.capacity,
@@ -493,44 +603,49 @@ impl Registry {
         if self.slots.len() <= id as usize {
             self.slots.resize(id as usize + 1, None);
         }
-        Ok(id)
+        Ok((id, Chosen::Free))
     }
 
-    fn held(&mut self, worker_id: u32, generation: u64) -> Result<&mut WorkerSlot, Error> {
-        match self
+    fn held(&mut self, owner: &str, proof: &Claim) -> Result<&mut WorkerSlot, Error> {
+        let slot = self
             .slots
-            .get_mut(worker_id as usize)
+            .get_mut(proof.worker_id as usize)
             .and_then(Option::as_mut)
-        {
-            Some(s) if s.generation == generation && !s.released => Ok(s),
-            _ => Err(Error::LeaseNotHeld {
-                worker_id,
-                generation,
-            }),
-        }
+            .ok_or(Error::LeaseNotHeld {
+                worker_id: proof.worker_id,
+                generation: proof.generation,
+            })?;
+        Self::check_holder(slot, owner, proof, false)?;
+        Ok(slot)
     }
 
-    /// Extends a live lease. `last_timestamp_ms` is the latest timestamp the
-    /// node has issued under it.
+    /// Extends a live lease for its holder: `owner`, presenting the grant's
+    /// secret in the [`Renewal`]'s claim, with the node's clock and the latest
+    /// timestamp it issued under the lease. A refusal changes nothing.
     ///
     /// # Errors
     /// [`Error::LeaseNotHeld`] for a wrong generation (fenced off by a newer
-    /// grant) or a released lease; [`Error::LeaseExpired`] once the lease
-    /// lapsed — the node must stop issuing and lease again;
-    /// [`Error::ClockSkew`] against the registry's clock;
-    /// [`Error::ClockBehindLastReport`] when the node's clock went back past
-    /// what it reported before.
+    /// grant), a released or an evicted lease; [`Error::NotLeaseHolder`] for
+    /// another owner or a wrong secret (the lease stays its holder's);
+    /// [`Error::LeaseExpired`] once the lease lapsed — the node must stop
+    /// issuing and lease again; [`Error::ClockSkew`] against the registry's
+    /// clock; [`Error::ClockBehindLastReport`] when the node's clock went
+    /// back past what it reported before.
     pub fn renew(
         &mut self,
-        worker_id: u32,
-        generation: u64,
-        node_now_ms: u64,
-        last_timestamp_ms: u64,
+        owner: &str,
+        renewal: &Renewal,
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         let max_skew_ms = self.config.max_skew_ms;
         let ttl_ms = self.config.ttl_ms;
-        let slot = self.held(worker_id, generation)?;
+        let Renewal {
+            claim,
+            node_now_ms,
+            last_timestamp_ms,
+        } = *renewal;
+        let worker_id = claim.worker_id;
+        let slot = self.held(owner, &claim)?;
         if registry_now_ms >= slot.expires_at_ms {
             return Err(Error::LeaseExpired {
                 worker_id,
@@ -546,10 +661,14 @@ impl Registry {
                 max_skew_ms,
             });
         }
-        if node_now_ms < slot.last_timestamp_ms.max(slot.reported_clock_ms) {
+        // Against the node's last clock reading, not the timestamps it
+        // reported: those may lie ahead of its clock (a restarted holder
+        // reports the reservation it resumes after), and its own floor
+        // already keeps it from minting below them.
+        if node_now_ms < slot.reported_clock_ms {
             return Err(Error::ClockBehindLastReport {
                 worker_id: Some(worker_id),
-                last_timestamp_ms: slot.last_timestamp_ms.max(slot.reported_clock_ms),
+                last_timestamp_ms: slot.reported_clock_ms,
                 node_now_ms,
             });
         }
@@ -559,7 +678,7 @@ impl Registry {
         slot.expires_at_ms = registry_now_ms + ttl_ms;
         Ok(Lease {
             worker_id,
-            generation,
+            generation: claim.generation,
             node_key: slot.node_key.clone(),
             expires_at_ms: slot.expires_at_ms,
             issue_after_ms: slot.last_timestamp_ms,
@@ -567,21 +686,23 @@ impl Registry {
         })
     }
 
-    /// Gives a worker ID back; it is free at once. `last_timestamp_ms` is the
-    /// latest timestamp issued under it, kept so the next holder issues after
-    /// it.
+    /// Gives a worker ID back for its holder (`owner`, presenting the
+    /// grant's secret); it is free at once. The release's
+    /// `last_timestamp_ms` is the latest timestamp issued under it, kept so
+    /// the next holder issues after it — only the proved holder's word sets
+    /// that floor.
     ///
     /// # Errors
-    /// [`Error::LeaseNotHeld`] for a wrong generation or an ID already released.
+    /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] and
+    /// [`Error::NotLeaseHolder`].
     pub fn release(
         &mut self,
-        worker_id: u32,
-        generation: u64,
-        last_timestamp_ms: u64,
+        owner: &str,
+        release: &Renewal,
         registry_now_ms: u64,
     ) -> Result<(), Error> {
-        let slot = self.held(worker_id, generation)?;
-        slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
+        let slot = self.held(owner, &release.claim)?;
+        slot.last_timestamp_ms = slot.last_timestamp_ms.max(release.last_timestamp_ms);
         if registry_now_ms >= slot.expires_at_ms {
             // Released after it lapsed: the holder's word is no better than
             // the lease's end, which bounds what it may have issued.
@@ -590,13 +711,48 @@ impl Registry {
         slot.released = true;
         Ok(())
     }
+
+    /// An operator's tool for a stuck node: ends the latest grant of
+    /// `worker_id` without its holder. The holder is refused at its next
+    /// renewal ([`Error::LeaseNotHeld`]: it stops), and since it may mint
+    /// until then by its own clock, the ID is reused only after the grant's
+    /// end ([`Registry::grant_end_ms`]: its expiry plus the largest skew)
+    /// plus the grace period, and its next holder issues only after that
+    /// end. Returns that end.
+    ///
+    /// # Errors
+    /// [`Error::LeaseNotHeld`] when the ID has no grant to evict (never
+    /// leased, released, already evicted, or free).
+    pub fn evict(&mut self, worker_id: u32, registry_now_ms: u64) -> Result<u64, Error> {
+        let status = self
+            .slot(worker_id)
+            .map(|s| self.status(s, registry_now_ms));
+        let slot = self
+            .slots
+            .get_mut(worker_id as usize)
+            .and_then(Option::as_mut);
+        match (slot, status) {
+            (Some(s), Some(SlotStatus::Live | SlotStatus::Lapsed)) if !s.evicted => {
+                s.evicted = true;
+                s.secret = None;
+                let end = s.expires_at_ms.saturating_add(self.config.max_skew_ms);
+                Ok(end)
+            }
+            (s, _) => Err(Error::LeaseNotHeld {
+                worker_id,
+                generation: s.map_or(0, |s| s.generation),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::LeaseSecret;
 
     const T: u64 = 1_700_000_000_000;
+    const OWNER: &str = "team-a";
 
     fn reg(capacity: u32) -> Registry {
         Registry::new(RegistryConfig {
@@ -610,35 +766,76 @@ mod tests {
         .unwrap()
     }
 
+    /// Each grant's secret: unique per grant, known to the test.
+    fn secret_of(generation: u64) -> LeaseSecret {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&generation.to_le_bytes());
+        LeaseSecret::from_random(b)
+    }
+
+    fn proof(l: &Lease) -> Claim {
+        Claim {
+            worker_id: l.worker_id,
+            generation: l.generation,
+            secret: Some(secret_of(l.generation)),
+        }
+    }
+
+    fn rn(claim: Claim, node_now_ms: u64, last_timestamp_ms: u64) -> Renewal {
+        Renewal {
+            claim,
+            node_now_ms,
+            last_timestamp_ms,
+        }
+    }
+
+    /// Leases as `OWNER` with a fresh secret.
+    fn lease(
+        r: &mut Registry,
+        key: &str,
+        node_now: u64,
+        reg_now: u64,
+        previous: Option<Claim>,
+    ) -> Result<Lease, Error> {
+        let ask = GrantRequest {
+            owner: OWNER,
+            node_key: key,
+            node_now_ms: node_now,
+            previous,
+            secret: secret_of(r.next_generation()),
+        };
+        r.lease(ask, reg_now)
+    }
+
     #[test]
     fn lowest_free_id_and_no_sharing() {
         let mut r = reg(3);
         let ids: Vec<u32> = ["a", "b", "c"]
             .iter()
-            .map(|k| r.lease(k, T, T, None).unwrap().worker_id)
+            .map(|k| lease(&mut r, k, T, T, None).unwrap().worker_id)
             .collect();
         assert_eq!(ids, [0, 1, 2]);
         assert_eq!(
-            r.lease("d", T, T, None),
+            lease(&mut r, "d", T, T, None),
             Err(Error::NoFreeWorkerId { capacity: 3 })
         );
         // "a" again without proof: its ID is live, so it gets none.
-        assert!(r.lease("a", T, T, None).is_err());
+        assert!(lease(&mut r, "a", T, T, None).is_err());
     }
 
     #[test]
     fn lease_expiry_at_ttl_and_recycling_after_grace() {
         let mut r = reg(1);
-        let a = r.lease("a", T, T, None).unwrap();
+        let a = lease(&mut r, "a", T, T, None).unwrap();
         assert_eq!(a.expires_at_ms, T + 10_000);
         // TTL − 1 ms: renewal works.
         let a = r
-            .renew(0, a.generation, T + 9_999, T + 9_000, T + 9_999)
+            .renew(OWNER, &rn(proof(&a), T + 9_999, T + 9_000), T + 9_999)
             .unwrap();
         // TTL + 1 ms after that renewal: refused, the node must stop.
         let lapsed_at = a.expires_at_ms;
         assert_eq!(
-            r.renew(0, a.generation, lapsed_at + 1, T, lapsed_at + 1),
+            r.renew(OWNER, &rn(proof(&a), lapsed_at + 1, T), lapsed_at + 1),
             Err(Error::LeaseExpired {
                 worker_id: 0,
                 expired_at_ms: lapsed_at,
@@ -646,21 +843,23 @@ mod tests {
             })
         );
         // Exactly at TTL it has lapsed too.
-        assert!(r.renew(0, a.generation, lapsed_at, T, lapsed_at).is_err());
+        assert!(r
+            .renew(OWNER, &rn(proof(&a), lapsed_at, T), lapsed_at)
+            .is_err());
         // Within the grace period nobody else gets it.
         let g = lapsed_at + 5_000;
         assert!(matches!(
-            r.lease("b", g - 1, g - 1, None),
+            lease(&mut r, "b", g - 1, g - 1, None),
             Err(Error::NoFreeWorkerId { .. })
         ));
         // After TTL + grace it is recycled, issuing only after the old lease's end.
-        let b = r.lease("b", g, g, None).unwrap();
+        let b = lease(&mut r, "b", g, g, None).unwrap();
         assert_eq!(b.worker_id, 0);
         assert!(b.generation > a.generation);
         assert_eq!(b.issue_after_ms, lapsed_at);
         // The old holder is fenced off.
         assert!(matches!(
-            r.renew(0, a.generation, g, g, g),
+            r.renew(OWNER, &rn(proof(&a), g, g), g),
             Err(Error::LeaseNotHeld { .. })
         ));
     }
@@ -668,66 +867,204 @@ mod tests {
     #[test]
     fn a_node_gets_its_previous_id_back() {
         let mut r = reg(4);
-        r.lease("x", T, T, None).unwrap();
-        let a = r.lease("a", T, T, None).unwrap();
-        // With proof (its cached grant), even while live: same ID, new generation.
-        let again = r
-            .lease("a", T + 1, T + 1, Some((a.worker_id, a.generation)))
-            .unwrap();
+        lease(&mut r, "x", T, T, None).unwrap();
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        // With proof (its cached grant and secret), even while live: same
+        // ID, new generation.
+        let again = lease(&mut r, "a", T + 1, T + 1, Some(proof(&a))).unwrap();
         assert_eq!(again.worker_id, a.worker_id);
         assert!(again.generation > a.generation);
         // Its previous incarnation may have issued up to now: resume after it.
         assert_eq!(again.issue_after_ms, T + 1);
         // Released: free, and it comes back to the same node.
-        r.release(again.worker_id, again.generation, T + 1, T + 2)
+        r.release(OWNER, &rn(proof(&again), 0, T + 1), T + 2)
             .unwrap();
-        let third = r.lease("a", T + 3, T + 3, None).unwrap();
+        let third = lease(&mut r, "a", T + 3, T + 3, None).unwrap();
         assert_eq!(third.worker_id, a.worker_id);
         assert_eq!(third.issue_after_ms, T + 1);
+    }
+
+    #[test]
+    fn only_the_holder_renews_releases_or_reclaims() {
+        let mut r = reg(4);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        let before = r.clone();
+        let wrong = Claim {
+            secret: Some(secret_of(999)),
+            ..proof(&a)
+        };
+        let none = Claim {
+            secret: None,
+            ..proof(&a)
+        };
+        let secret_refused = Error::NotLeaseHolder {
+            worker_id: a.worker_id,
+            mismatch: "secret",
+        };
+        let owner_refused = Error::NotLeaseHolder {
+            worker_id: a.worker_id,
+            mismatch: "owner",
+        };
+        for p in [wrong, none] {
+            assert_eq!(
+                r.renew(OWNER, &rn(p, T + 1, T), T + 1).unwrap_err(),
+                secret_refused
+            );
+            assert_eq!(
+                r.release(OWNER, &rn(p, 0, T), T + 1).unwrap_err(),
+                secret_refused
+            );
+            assert_eq!(
+                lease(&mut r, "a", T + 1, T + 1, Some(p)).unwrap_err(),
+                secret_refused
+            );
+        }
+        // The right secret under another credential is refused too.
+        assert_eq!(
+            r.renew("team-b", &rn(proof(&a), T + 1, T), T + 1)
+                .unwrap_err(),
+            owner_refused
+        );
+        assert_eq!(
+            r.release("team-b", &rn(proof(&a), 0, T), T + 1)
+                .unwrap_err(),
+            owner_refused
+        );
+        // Nothing changed: the holder's lease is as it was, and it renews.
+        assert_eq!(r, before);
+        assert!(r.renew(OWNER, &rn(proof(&a), T + 2, T + 1), T + 2).is_ok());
+        // A proof of a grant that is gone is no proof (and no refusal): the
+        // node gets a fresh ID.
+        let g = T + 2 + 10_000 + 5_000;
+        let later = lease(&mut r, "z", g, g, Some(wrong)).unwrap();
+        assert_eq!(later.worker_id, 0);
+    }
+
+    #[test]
+    fn eviction_stops_the_holder_and_fences_past_its_end_plus_skew() {
+        let mut r = reg(1);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        assert!(matches!(r.evict(0, T + 100), Ok(end) if end == a.expires_at_ms + 1_000));
+        assert!(r.evict(0, T + 100).is_err(), "evicted twice");
+        // The holder is refused at its next renewal, so it stops.
+        assert!(matches!(
+            r.renew(OWNER, &rn(proof(&a), T + 200, T + 100), T + 200),
+            Err(Error::LeaseNotHeld { .. })
+        ));
+        assert_eq!(r.status(r.slot(0).unwrap(), T + 200), SlotStatus::Lapsed);
+        // Reused only after its end (expiry + skew) + grace, issuing after the end.
+        let free_at = a.expires_at_ms + 1_000 + 5_000;
+        assert!(lease(&mut r, "b", free_at - 1, free_at - 1, None).is_err());
+        let b = lease(&mut r, "b", free_at, free_at, None).unwrap();
+        assert_eq!(b.issue_after_ms, a.expires_at_ms + 1_000);
+        // Nothing to evict on a free or never-leased ID.
+        assert!(reg(2).evict(1, T).is_err());
+    }
+
+    #[test]
+    fn grants_from_before_secrets_are_fenced_and_only_minters_reclaim_them() {
+        let mut r = Registry::new(RegistryConfig {
+            minters: 1,
+            ..*reg(3).config()
+        })
+        .unwrap();
+        let m = r.lease_minter(0, T, None, secret_of(1), T).unwrap();
+        let n = lease(&mut r, "n", T, T, None).unwrap();
+        // As an old store has them: no secret.
+        let slots: Vec<WorkerSlot> = r
+            .slots()
+            .cloned()
+            .map(|s| WorkerSlot { secret: None, ..s })
+            .collect();
+        let mut r = Registry::from_parts(*r.config(), r.next_generation(), slots).unwrap();
+        let legacy = |l: &Lease| Claim {
+            secret: None,
+            ..proof(l)
+        };
+        // Nobody renews or releases them, with or without a secret.
+        assert!(r.renew(OWNER, &rn(legacy(&n), T + 1, T), T + 1).is_err());
+        assert!(r.renew(OWNER, &rn(proof(&n), T + 1, T), T + 1).is_err());
+        assert!(r.release(OWNER, &rn(legacy(&n), 0, T), T + 1).is_err());
+        // The node that held it, restarting without a secret, gets another
+        // ID while it is live (no refusal: it had nothing to prove with).
+        let n2 = lease(&mut r, "n", T + 1, T + 1, Some(legacy(&n))).unwrap();
+        assert_ne!(n2.worker_id, n.worker_id);
+        // A minter reclaims its own by generation (it is the service's own).
+        let m2 = r
+            .lease_minter(0, T + 2, Some(legacy(&m)), secret_of(7), T + 2)
+            .unwrap();
+        assert_eq!((m2.worker_id, m2.issue_after_ms), (0, T + 2));
+        // The legacy grant lapses, then is fenced at expiry + skew.
+        let free_at = n.expires_at_ms + 1_000 + 5_000;
+        r.release(OWNER, &rn(proof(&n2), 0, T + 5), T + 5).unwrap();
+        assert!(
+            lease(&mut r, "x", free_at - 1, free_at - 1, None)
+                .unwrap()
+                .worker_id
+                != n.worker_id
+        );
+        let x = lease(&mut r, "y", free_at, free_at, None).unwrap();
+        assert_eq!(
+            (x.worker_id, x.issue_after_ms),
+            (n.worker_id, n.expires_at_ms + 1_000)
+        );
     }
 
     #[test]
     fn clock_checks_refuse_bad_nodes() {
         let mut r = reg(8);
         assert!(matches!(
-            r.lease("a", T + 1_001, T, None),
+            lease(&mut r, "a", T + 1_001, T, None),
             Err(Error::ClockSkew {
                 reference: ClockReference::Registry,
                 ..
             })
         ));
         // Two live nodes running 900 ms ahead of the registry.
-        r.lease("a", T + 900, T, None).unwrap();
-        r.lease("b", T + 900, T, None).unwrap();
+        lease(&mut r, "a", T + 900, T, None).unwrap();
+        lease(&mut r, "b", T + 900, T, None).unwrap();
         // Within 1 s of the registry, but 1.1 s behind the live average.
         assert!(matches!(
-            r.lease("c", T - 200, T, None),
+            lease(&mut r, "c", T - 200, T, None),
             Err(Error::ClockSkew {
                 reference: ClockReference::LiveNodesAverage,
                 ..
             })
         ));
-        assert!(r.lease("c", T + 500, T, None).is_ok());
+        assert!(lease(&mut r, "c", T + 500, T, None).is_ok());
     }
 
     #[test]
     fn a_clock_behind_the_last_report_is_refused() {
         let mut r = reg(1);
-        let a = r.lease("a", T, T, None).unwrap();
+        let a = lease(&mut r, "a", T, T, None).unwrap();
         let a = r
-            .renew(0, a.generation, T + 2_000, T + 1_999, T + 2_000)
+            .renew(OWNER, &rn(proof(&a), T + 2_000, T + 1_999), T + 2_000)
             .unwrap();
         // The node's clock went back 500 ms since its last report.
         assert!(matches!(
-            r.renew(0, a.generation, T + 1_500, T + 1_500, T + 2_500),
+            r.renew(OWNER, &rn(proof(&a), T + 1_500, T + 1_500), T + 2_500),
             Err(Error::ClockBehindLastReport { .. })
         ));
-        r.release(0, a.generation, T + 1_999, T + 2_600).unwrap();
+        r.release(OWNER, &rn(proof(&a), 0, T + 1_999), T + 2_600)
+            .unwrap();
         // A restart whose clock is behind the last issued timestamp: refused.
         assert!(matches!(
-            r.lease("a", T + 1_000, T + 1_500, None),
+            lease(&mut r, "a", T + 1_000, T + 1_500, None),
             Err(Error::ClockBehindLastReport { .. })
         ));
+    }
+
+    #[test]
+    fn a_holder_reporting_timestamps_ahead_of_its_clock_is_renewed_again() {
+        // A restarted holder resumes after its saved reservation, up to a
+        // few seconds ahead of its clock, and reports that as issued.
+        let mut r = reg(1);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        r.renew(OWNER, &rn(proof(&a), T + 1_000, T + 3_000), T + 1_000)
+            .unwrap();
+        let again = r.renew(OWNER, &rn(proof(&a), T + 2_000, T + 3_000), T + 2_000);
+        assert_eq!(again.map(|l| l.issue_after_ms), Ok(T + 3_000));
     }
 
     #[test]
@@ -738,39 +1075,42 @@ mod tests {
         })
         .unwrap();
         // Others draw from 2..4 only, and may not pose as minters.
-        assert_eq!(r.lease("a", T, T, None).unwrap().worker_id, 2);
-        assert_eq!(r.lease("b", T, T, None).unwrap().worker_id, 3);
+        assert_eq!(lease(&mut r, "a", T, T, None).unwrap().worker_id, 2);
+        assert_eq!(lease(&mut r, "b", T, T, None).unwrap().worker_id, 3);
         assert_eq!(
-            r.lease("c", T, T, None),
+            lease(&mut r, "c", T, T, None),
             Err(Error::NoFreeWorkerId { capacity: 4 })
         );
         assert_eq!(
-            r.lease("minter:0", T, T, None),
+            lease(&mut r, "minter:0", T, T, None),
             Err(Error::ReservedNodeKey {
                 prefix: MINTER_KEY_PREFIX
             })
         );
         // Minter i gets worker ID i however full the rest is.
-        let m1 = r.lease_minter(1, T, T, None).unwrap();
+        let m1 = r
+            .lease_minter(1, T, None, secret_of(r.next_generation()), T)
+            .unwrap();
         assert_eq!((m1.worker_id, m1.node_key.as_str()), (1, "minter:1"));
         assert!(matches!(
-            r.lease_minter(2, T, T, None),
+            r.lease_minter(2, T, None, secret_of(0), T),
             Err(Error::OutOfRange { .. })
         ));
         // A restarted minter proves its grant and keeps its ID; one that
         // cannot prove it waits for the lapse like anyone else.
+        let next = secret_of(r.next_generation());
         let again = r
-            .lease_minter(1, T + 5, T + 5, Some((1, m1.generation)))
+            .lease_minter(1, T + 5, Some(proof(&m1)), next, T + 5)
             .unwrap();
         assert_eq!(again.worker_id, 1);
         assert_eq!(again.issue_after_ms, T + 5);
-        assert!(r.lease_minter(1, T + 6, T + 6, None).is_err());
-        // Proof of a reserved ID does not get an ordinary node into it.
-        assert!(r.lease("a", T, T, Some((1, again.generation))).is_err());
+        assert!(r.lease_minter(1, T + 6, None, secret_of(0), T + 6).is_err());
+        // Claim of a reserved ID does not get an ordinary node into it.
+        assert!(lease(&mut r, "a", T, T, Some(proof(&again))).is_err());
         // A node that held an ID before it was reserved keeps it until it
         // lapses; the minter waits.
         let mut small = reg(4);
-        let x = small.lease("x", T, T, None).unwrap();
+        let x = lease(&mut small, "x", T, T, None).unwrap();
         assert_eq!(x.worker_id, 0);
         let mut grown = Registry::from_parts(
             RegistryConfig {
@@ -781,9 +1121,11 @@ mod tests {
             small.slots().cloned(),
         )
         .unwrap();
-        assert!(grown.lease_minter(0, T, T, None).is_err());
+        assert!(grown.lease_minter(0, T, None, secret_of(0), T).is_err());
         let later = T + 10_000 + 5_000;
-        let m0 = grown.lease_minter(0, later, later, None).unwrap();
+        let m0 = grown
+            .lease_minter(0, later, None, secret_of(0), later)
+            .unwrap();
         assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
     }
 
@@ -807,10 +1149,12 @@ mod tests {
             reported_clock_ms: 0,
             reported_at_ms: 0,
             owner: String::new(),
+            secret: None,
+            evicted: false,
         };
         assert!(Registry::from_parts(ok, 5, [slot.clone()]).is_err());
         let mut r = reg(2);
-        r.lease("a", T, T, None).unwrap();
+        lease(&mut r, "a", T, T, None).unwrap();
         let back =
             Registry::from_parts(*r.config(), r.next_generation(), r.slots().cloned()).unwrap();
         assert_eq!(back, r);

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    check_token, new_key, token_hash, token_key_id, Access, Error, KeyCache, KeyLookup, KeyRecord,
-    Registry, RegistryConfig, SlotStatus, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+    check_token, new_key, token_hash, token_key_id, Access, Claim, Error, GrantRequest, KeyCache,
+    KeyLookup, KeyRecord, LeaseSecret, Registry, RegistryConfig, Renewal, SlotStatus, KEY_CACHE_MS,
+    KEY_RANDOM_BYTES,
 };
 use proptest::prelude::*;
 
@@ -114,30 +115,43 @@ proptest! {
         })
         .unwrap();
         let owners = ["a", "b", ""];
-        let mut last: BTreeMap<usize, (u32, u64)> = BTreeMap::new();
+        let mut last: BTreeMap<usize, (usize, Claim)> = BTreeMap::new();
         let mut now = T0;
         for op in ops {
             match op {
                 LeaseOp::Lease { o, n, prove, dt } => {
                     now += dt;
-                    let previous = if prove { last.get(&n).copied() } else { None };
-                    match reg.lease_owned(owners[o], &format!("node-{n}"), now, now, previous) {
-                        Ok(l) => { last.insert(n, (l.worker_id, l.generation)); }
+                    let previous = if prove { last.get(&n).map(|&(_, c)| c) } else { None };
+                    let secret = LeaseSecret::from_random([n as u8; 16]);
+                    let key = format!("node-{n}");
+                    let ask = GrantRequest { owner: owners[o], node_key: &key, node_now_ms: now, previous, secret };
+                    match reg.lease(ask, now) {
+                        Ok(l) => { last.insert(n, (o, Claim { worker_id: l.worker_id, generation: l.generation, secret: Some(secret) })); }
                         Err(Error::WorkerIdLimit { limit: l }) => {
                             prop_assert_eq!(l, limit);
                             prop_assert!(!owners[o].is_empty(), "the service's own leases have no owner limit");
                         }
                         Err(Error::NoFreeWorkerId { .. }) => {}
+                        // Proof of a live grant another credential took.
+                        Err(Error::NotLeaseHolder { mismatch: "owner", .. }) => {
+                            prop_assert!(prove && last.get(&n).is_some_and(|&(by, _)| by != o));
+                        }
                         Err(e) => prop_assert!(false, "unexpected {}", e),
                     }
                 }
                 LeaseOp::Release { n, dt } => {
                     now += dt;
-                    if let Some((w, g)) = last.get(&n) { let _ = reg.release(*w, *g, now, now); }
+                    if let Some(&(o, claim)) = last.get(&n) {
+                        let r = Renewal { claim, node_now_ms: now, last_timestamp_ms: now };
+                        let _ = reg.release(owners[o], &r, now);
+                    }
                 }
                 LeaseOp::Renew { n, dt } => {
                     now += dt;
-                    if let Some((w, g)) = last.get(&n) { let _ = reg.renew(*w, *g, now, now, now); }
+                    if let Some(&(o, claim)) = last.get(&n) {
+                        let r = Renewal { claim, node_now_ms: now, last_timestamp_ms: now };
+                        let _ = reg.renew(owners[o], &r, now);
+                    }
                 }
             }
             for owner in ["a", "b"] {

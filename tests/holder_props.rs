@@ -6,17 +6,23 @@
 //! The store is written only when a holder asks (a reservation about once a
 //! second), saves may be lost, and a clock may step back across a restart.
 //!
+//! Each node leases under a credential (two nodes share one), and two more
+//! actors join: an operator who evicts live leases, and a hostile node that
+//! knows every public value (worker IDs, generations, node keys, owners) and
+//! tries to renew, release and reclaim other nodes' leases, with guessed
+//! secrets, no secret, or the right owner's name.
+//!
 //! Invariants: no ID twice; no ID minted by a holder whose lease lapsed by its
 //! own clock or whose refusal it had heard; IDs strictly increasing per holder,
-//! across its restarts.
+//! across its restarts; every hostile attempt refused and changing nothing.
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{HashMap, HashSet};
 
 use edgeleaf::{
-    Error, Grant, HolderConfig, HolderNext, HolderState, Layout, Registry, RegistryConfig,
-    SnowflakeHolder, SplitMix64,
+    Claim, Error, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout, LeaseSecret,
+    RandSource, Registry, RegistryConfig, Renewal, SlotStatus, SnowflakeHolder, SplitMix64,
 };
 use proptest::prelude::*;
 
@@ -41,12 +47,47 @@ enum Op {
     /// Node n dies, its clock steps by this much, and it restarts from its
     /// saved state.
     Restart(usize, i64),
+    /// The operator evicts the k-th slot's grant (if it has one to evict).
+    Evict(usize),
+    /// The hostile node attacks the k-th slot's grant.
+    Attack(usize, Attack),
+}
+
+/// What the hostile node tries: renew, release or reclaim (lease with the
+/// grant as `previous`, under its node key), presenting a guessed secret,
+/// none, or the real one (leaked) under its own credential; with a guess or
+/// none, as itself or under the holder's owner name.
+#[derive(Debug, Clone, Copy)]
+struct Attack {
+    kind: u8,
+    secret: Secret,
+    as_owner: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Secret {
+    None,
+    Guess(u64),
+    Leaked,
 }
 
 #[derive(Debug)]
 enum Answer {
-    Lease(Result<edgeleaf::Lease, Error>),
+    Lease(Result<(edgeleaf::Lease, LeaseSecret), Error>),
     Renew(u64, Result<edgeleaf::Lease, Error>),
+}
+
+/// Node n's credential: nodes 0 and 1 share one.
+fn owner(n: usize) -> String {
+    format!("owner-{}", n.max(1))
+}
+
+fn random_secret(rng: &mut SplitMix64) -> LeaseSecret {
+    let mut b = [0u8; 16];
+    for chunk in b.chunks_mut(4) {
+        chunk.copy_from_slice(&rng.next_u32().to_le_bytes());
+    }
+    LeaseSecret::from_random(b)
 }
 
 struct Node {
@@ -78,6 +119,9 @@ fn op(nodes: usize) -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Lose),
         3 => (0..nodes, any::<bool>()).prop_map(|(n, ok)| Op::Save(n, ok)),
         1 => (0..nodes, prop_oneof![Just(0i64), -3_000i64..3_000]).prop_map(|(n, d)| Op::Restart(n, d)),
+        1 => any::<usize>().prop_map(Op::Evict),
+        3 => (any::<usize>(), 0u8..3, prop_oneof![Just(Secret::None), any::<u64>().prop_map(Secret::Guess), Just(Secret::Leaked)], any::<bool>())
+            .prop_map(|(k, kind, secret, as_owner)| Op::Attack(k, Attack { kind, secret, as_owner })),
     ]
 }
 
@@ -132,6 +176,9 @@ proptest! {
         let mut minted_under: HashMap<(u32, u64), usize> = HashMap::new();
         // (worker, generation) -> first and last time unit minted under it.
         let mut ranges: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
+        // The registry's host: draws each grant's secret.
+        let mut secrets = SplitMix64::new(capacity.into());
+        let mut granted: HashMap<(u32, u64), LeaseSecret> = HashMap::new();
 
         for op in ops {
             match op {
@@ -179,12 +226,17 @@ proptest! {
                         }
                     }
                     if let Some(r) = poll.renew {
-                        let answer = reg.renew(r.worker_id, r.generation, r.node_now_ms, r.last_timestamp_ms, now);
-                        in_flight.push((n, node.incarnation, Answer::Renew(r.generation, answer)));
+                        let answer = reg.renew(&owner(n), &r, now);
+                        in_flight.push((n, node.incarnation, Answer::Renew(r.claim.generation, answer)));
                     }
                     if let HolderNext::Lease(ask) = poll.next {
-                        let answer = reg.lease(&format!("node-{n}"), ask.node_now_ms, now, ask.previous);
-                        in_flight.push((n, node.incarnation, Answer::Lease(answer)));
+                        let secret = random_secret(&mut secrets);
+                        let (who, key) = (owner(n), format!("node-{n}"));
+                        let answer = reg.lease(GrantRequest::from_ask(&ask, &who, &key, secret), now);
+                        if let Ok(l) = &answer {
+                            granted.insert((l.worker_id, l.generation), secret);
+                        }
+                        in_flight.push((n, node.incarnation, Answer::Lease(answer.map(|l| (l, secret)))));
                     }
                 }
                 Op::Deliver(k) | Op::Lose(k) if in_flight.is_empty() => { let _ = k; }
@@ -197,9 +249,9 @@ proptest! {
                     }
                     let at = clock(now, node.offset);
                     match answer {
-                        Answer::Lease(Ok(lease)) => { let _ = node.holder.granted(Grant::from_lease(&lease, LAYOUT), at); }
+                        Answer::Lease(Ok((lease, secret))) => { let _ = node.holder.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at); }
                         Answer::Lease(Err(e)) => { node.holder.lease_failed(Some(e.error_code()), at); }
-                        Answer::Renew(_, Ok(lease)) => node.holder.renewed(Grant::from_lease(&lease, LAYOUT), at),
+                        Answer::Renew(_, Ok(lease)) => node.holder.renewed(Grant::from_lease(&lease, None, LAYOUT), at),
                         Answer::Renew(generation, Err(e)) => {
                             if matches!(e, Error::LeaseNotHeld { .. } | Error::LeaseExpired { .. }
                                 | Error::ClockSkew { .. } | Error::ClockBehindLastReport { .. })
@@ -230,6 +282,47 @@ proptest! {
                         Err(e) => panic!("unexpected {e}"),
                     }
                 }
+                Op::Evict(k) => {
+                    let ids: Vec<u32> = reg.slots().map(|s| s.worker_id).collect();
+                    if !ids.is_empty() {
+                        let _ = reg.evict(ids[k % ids.len()], now);
+                    }
+                }
+                Op::Attack(k, a) => {
+                    let live: Vec<_> = reg.slots().filter(|s| reg.status(s, now) == SlotStatus::Live).cloned().collect();
+                    if live.is_empty() {
+                        continue;
+                    }
+                    let target = &live[k % live.len()];
+                    let before = reg.clone();
+                    let (who, secret) = match a.secret {
+                        // A leaked secret is used by another credential.
+                        Secret::Leaked => ("hostile".to_string(), granted.get(&(target.worker_id, target.generation)).copied()),
+                        Secret::None => (if a.as_owner { target.owner.clone() } else { "hostile".into() }, None),
+                        Secret::Guess(g) => (
+                            if a.as_owner { target.owner.clone() } else { "hostile".into() },
+                            Some(random_secret(&mut SplitMix64::new(g))),
+                        ),
+                    };
+                    let claim = Claim { worker_id: target.worker_id, generation: target.generation, secret };
+                    let renewal = Renewal { claim, node_now_ms: now, last_timestamp_ms: now };
+                    let result = match a.kind {
+                        0 => reg.renew(&who, &renewal, now).map(|_| ()),
+                        1 => reg.release(&who, &renewal, now),
+                        _ => {
+                            let ask = GrantRequest {
+                                owner: &who, node_key: &target.node_key, node_now_ms: now,
+                                previous: Some(claim), secret: random_secret(&mut secrets),
+                            };
+                            reg.lease(ask, now).map(|_| ())
+                        }
+                    };
+                    prop_assert!(
+                        matches!(result, Err(Error::NotLeaseHolder { .. })),
+                        "attack {:?} on {:?}: {:?}", a, target, result
+                    );
+                    prop_assert_eq!(&reg, &before, "a refused attack changed the registry");
+                }
             }
         }
     }
@@ -250,6 +343,7 @@ fn an_unanswered_holder_stops_at_the_lapse_even_if_the_clock_steps_back() {
             issue_after_ms: 0,
             ttl_ms: 10_000,
             layout: LAYOUT,
+            secret: None,
         },
         T0,
     )
@@ -280,8 +374,12 @@ fn a_recycled_worker_id_never_mints_into_the_previous_holders_time() {
         let HolderNext::Lease(ask) = h.poll(now, &mut []).unwrap().next else {
             panic!()
         };
-        let l = reg.lease(key, ask.node_now_ms, now, ask.previous).unwrap();
-        h.granted(Grant::from_lease(&l, LAYOUT), now).unwrap();
+        let secret = LeaseSecret::from_random([key.len() as u8; 16]);
+        let l = reg
+            .lease(GrantRequest::from_ask(&ask, "o", key, secret), now)
+            .unwrap();
+        h.granted(Grant::from_lease(&l, Some(secret), LAYOUT), now)
+            .unwrap();
         h
     };
     let mut a = lease(&mut reg, "a", T0);
@@ -312,8 +410,12 @@ fn grant_via(
     let HolderNext::Lease(ask) = h.poll(at, &mut []).unwrap().next else {
         panic!("expected a lease request")
     };
-    let lease = reg.lease(key, ask.node_now_ms, now, ask.previous).unwrap();
-    h.granted(Grant::from_lease(&lease, LAYOUT), at).unwrap();
+    let secret = LeaseSecret::from_random([(at % 251) as u8; 16]);
+    let lease = reg
+        .lease(GrantRequest::from_ask(&ask, "o", key, secret), now)
+        .unwrap();
+    h.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at)
+        .unwrap();
 }
 
 fn saved_now(h: &mut SnowflakeHolder<SplitMix64>, at: u64) -> HolderState {

@@ -13,8 +13,9 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    answer_batch_now, batch_ranges, Grant, HolderConfig, HolderNext, HolderState, Layout,
-    MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, SnowflakeHolder, SplitMix64,
+    answer_batch_now, batch_ranges, Grant, GrantRequest, HolderConfig, HolderNext, HolderState,
+    Layout, LeaseSecret, MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig,
+    SnowflakeHolder, SplitMix64,
 };
 use proptest::prelude::*;
 
@@ -72,27 +73,22 @@ fn mint(m: &mut Minter, index: u32, reg: &mut Registry, now: u64, count: usize) 
         };
         filled += poll.filled;
         if let Some(r) = poll.renew {
-            match reg.renew(
-                r.worker_id,
-                r.generation,
-                r.node_now_ms,
-                r.last_timestamp_ms,
-                now,
-            ) {
-                Ok(l) => m.holder.renewed(Grant::from_lease(&l, LAYOUT), now),
+            match reg.renew("", &r, now) {
+                Ok(l) => m.holder.renewed(Grant::from_lease(&l, None, LAYOUT), now),
                 Err(e) => m
                     .holder
-                    .renewal_failed(r.generation, Some(e.error_code()), now),
+                    .renewal_failed(r.claim.generation, Some(e.error_code()), now),
             }
         }
         match poll.next {
             HolderNext::Done => break,
             HolderNext::Lease(ask) => {
-                match reg.lease_minter(index, ask.node_now_ms, now, ask.previous) {
+                let secret = LeaseSecret::from_random([(now % 251) as u8; 16]);
+                match reg.lease_minter(index, ask.node_now_ms, ask.previous, secret, now) {
                     Ok(l) => {
                         assert_eq!(l.worker_id, index, "a minter got another worker ID");
                         if m.holder
-                            .granted(Grant::from_lease(&l, LAYOUT), now)
+                            .granted(Grant::from_lease(&l, Some(secret), LAYOUT), now)
                             .is_err()
                         {
                             break;
@@ -216,7 +212,9 @@ proptest! {
                 }
                 Op::Lease => {
                     ordinary += 1;
-                    if let Ok(l) = reg.lease(&format!("node-{ordinary}"), now, now, None) {
+                    let key = format!("node-{ordinary}");
+                    let ask = GrantRequest { owner: "", node_key: &key, node_now_ms: now, previous: None, secret: LeaseSecret::from_random([0; 16]) };
+                    if let Ok(l) = reg.lease(ask, now) {
                         prop_assert!(l.worker_id >= MINTERS, "an ordinary node got reserved ID {}", l.worker_id);
                     }
                 }

@@ -113,6 +113,7 @@ proptest! {
         let slot = WorkerSlot {
             worker_id: worker, node_key: "n".into(), generation, expires_at_ms: 0, released: false,
             last_timestamp_ms: 0, reported_clock_ms: 0, reported_at_ms: 0, owner: String::new(),
+            secret: None, evicted: false,
         };
         if let Ok(reg) = Registry::from_parts(cfg, next, [slot]) {
             prop_assert!(worker < cfg.capacity);

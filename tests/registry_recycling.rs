@@ -4,7 +4,7 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgeleaf::{Error, Registry, RegistryConfig};
+use edgeleaf::{Error, GrantRequest, LeaseSecret, Registry, RegistryConfig};
 
 const T0: u64 = 1_735_689_600_000;
 
@@ -22,13 +22,33 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
         per_owner: None,
     };
     let mut reg = Registry::new(cfg).unwrap();
-    let a = reg.lease("a", T0, T0, None).unwrap();
+    let a = reg
+        .lease(
+            GrantRequest {
+                owner: "",
+                node_key: "a",
+                node_now_ms: T0,
+                previous: None,
+                secret: LeaseSecret::from_random([1; 16]),
+            },
+            T0,
+        )
+        .unwrap();
     // "a" stalls: its last ID is stamped just before its lease ends.
     let a_last_ms = a.expires_at_ms - 1;
     // "b" (clock 900 ms behind) asks at every ms from the lapse on.
     let mut granted = None;
     for now in a.expires_at_ms..a.expires_at_ms + 3_000 {
-        match reg.lease("b", now - 900, now, None) {
+        match reg.lease(
+            GrantRequest {
+                owner: "",
+                node_key: "b",
+                node_now_ms: now - 900,
+                previous: None,
+                secret: LeaseSecret::from_random([1; 16]),
+            },
+            now,
+        ) {
             Ok(l) => {
                 granted = Some((now, l));
                 break;

@@ -37,7 +37,17 @@ fn state_records_and_registries_round_trip() {
     assert_eq!(back, rec);
 
     let mut reg = Registry::new(RegistryConfig::new(&Layout::LEAF)).unwrap();
-    reg.lease("n1", t, t, None).unwrap();
+    reg.lease(
+        edgeleaf::GrantRequest {
+            owner: "",
+            node_key: "n1",
+            node_now_ms: t,
+            previous: None,
+            secret: edgeleaf::LeaseSecret::from_random([1; 16]),
+        },
+        t,
+    )
+    .unwrap();
     let back: Registry = serde_json::from_str(&serde_json::to_string(&reg).unwrap()).unwrap();
     assert_eq!(back, reg);
 

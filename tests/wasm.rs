@@ -6,8 +6,9 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    Allocation, Error, Layout, Next, Parts, RandSource, Registry, RegistryConfig, SegmentBuffer,
-    SegmentNext, SnowflakeConfig, SnowflakeGenerator, SplitMix64, StepPolicy, TagRecord,
+    Allocation, Error, GrantRequest, Layout, LeaseSecret, Next, Parts, RandSource, Registry,
+    RegistryConfig, SegmentBuffer, SegmentNext, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
+    StepPolicy, TagRecord,
 };
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -98,11 +99,32 @@ fn registry_never_shares_a_live_worker_id() {
     let mut reg = Registry::new(RegistryConfig::new(&Layout::JS_SAFE)).unwrap();
     let mut ids = HashSet::new();
     for n in 0..128 {
-        let lease = reg.lease(&format!("node-{n}"), T0, T0, None).unwrap();
+        let key = format!("node-{n}");
+        let lease = reg
+            .lease(
+                GrantRequest {
+                    owner: "",
+                    node_key: &key,
+                    node_now_ms: T0,
+                    previous: None,
+                    secret: LeaseSecret::from_random([1; 16]),
+                },
+                T0,
+            )
+            .unwrap();
         assert!(ids.insert(lease.worker_id));
     }
     assert!(matches!(
-        reg.lease("one-too-many", T0, T0, None),
+        reg.lease(
+            GrantRequest {
+                owner: "",
+                node_key: "one-too-many",
+                node_now_ms: T0,
+                previous: None,
+                secret: LeaseSecret::from_random([1; 16])
+            },
+            T0
+        ),
         Err(Error::NoFreeWorkerId { capacity: 128 })
     ));
 }

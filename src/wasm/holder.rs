@@ -11,8 +11,8 @@ use super::layout::{decompose_parts, info, resolve, spec_object};
 use super::options::{set, Options};
 use super::snowflake::Outcome;
 use crate::{
-    ErrorCode, Grant, HolderConfig, HolderNext, HolderState, Renewal, SavedLease, SnowflakeHolder,
-    SplitMix64,
+    Claim, ErrorCode, Grant, HolderConfig, HolderNext, HolderState, LeaseSecret, Renewal,
+    SavedLease, SnowflakeHolder, SplitMix64,
 };
 
 /// A leased snowflake holder driven from JS.
@@ -42,7 +42,27 @@ fn whole_u32(o: &Options, key: &'static str) -> Result<Option<u32>, JsValue> {
     o.small(key, u32::MAX)
 }
 
-/// `{ workerId, generation, expiresAtMs, issueAfterMs, ttlMs, layout }`.
+/// An optional lease secret: 32 hex digits.
+fn secret(o: &Options, what: &str) -> Result<Option<LeaseSecret>, JsValue> {
+    let value = o.get("secret");
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    value
+        .as_string()
+        .and_then(|s| LeaseSecret::from_hex(&s))
+        .map(Some)
+        .ok_or_else(|| {
+            coded(
+                ErrorCode::InvalidOption.as_str(),
+                &format!("{what} secret: expected 32 hex digits, found another value"),
+                &[],
+            )
+        })
+}
+
+/// `{ workerId, generation, expiresAtMs, issueAfterMs, ttlMs, layout, secret? }`
+/// (a grant carries its secret; a renewal's answer does not).
 fn grant(value: &JsValue) -> Result<Grant, JsValue> {
     let o = Options::new(
         "lease",
@@ -54,6 +74,7 @@ fn grant(value: &JsValue) -> Result<Grant, JsValue> {
             "issueAfterMs",
             "ttlMs",
             "layout",
+            "secret",
         ],
     )?;
     Ok(Grant {
@@ -63,10 +84,12 @@ fn grant(value: &JsValue) -> Result<Grant, JsValue> {
         issue_after_ms: o.number("issueAfterMs")?.unwrap_or(0),
         ttl_ms: o.required("ttlMs")?,
         layout: resolve(&o.get("layout"), None)?,
+        secret: secret(&o, "lease")?,
     })
 }
 
-/// A saved state: `{ lastTimestamp, workerId?, generation?, expiresAtMs?, ttlMs?, layout? }`.
+/// A saved state: `{ lastTimestamp, workerId?, generation?, expiresAtMs?, ttlMs?, layout?, secret? }`
+/// (no `secret`: saved before grants had secrets).
 fn saved_state(value: &JsValue) -> Result<HolderState, JsValue> {
     let o = Options::new(
         "saved snowflake state",
@@ -78,6 +101,7 @@ fn saved_state(value: &JsValue) -> Result<HolderState, JsValue> {
             "expiresAtMs",
             "ttlMs",
             "layout",
+            "secret",
         ],
     )?;
     let layout = o.get("layout");
@@ -93,6 +117,7 @@ fn saved_state(value: &JsValue) -> Result<HolderState, JsValue> {
             } else {
                 Some(resolve(&layout, None)?)
             },
+            secret: secret(&o, "saved snowflake state")?,
         }),
     };
     Ok(HolderState {
@@ -101,11 +126,20 @@ fn saved_state(value: &JsValue) -> Result<HolderState, JsValue> {
     })
 }
 
-#[allow(clippy::cast_precision_loss)] // Unix ms, generations and TTLs stay below 2^53
+/// `{ workerId, generation, secret? }` into `obj`.
+#[allow(clippy::cast_precision_loss)] // generations stay below 2^53
+fn set_claim(obj: &js_sys::Object, c: &Claim) {
+    set(obj, "workerId", c.worker_id);
+    set(obj, "generation", c.generation as f64);
+    if let Some(secret) = c.secret {
+        set(obj, "secret", &*secret.to_hex());
+    }
+}
+
+#[allow(clippy::cast_precision_loss)] // Unix ms stay below 2^53
 fn renewal_object(r: &Renewal) -> JsValue {
     let obj = js_sys::Object::new();
-    set(&obj, "workerId", r.worker_id);
-    set(&obj, "generation", r.generation as f64);
+    set_claim(&obj, &r.claim);
     set(&obj, "nodeTime", r.node_now_ms as f64);
     set(&obj, "lastTimestamp", r.last_timestamp_ms as f64);
     obj.into()
@@ -123,8 +157,7 @@ fn state_object(state: &HolderState) -> JsValue {
     let obj = js_sys::Object::new();
     set(&obj, "lastTimestamp", state.last_timestamp_ms as f64);
     if let Some(l) = state.lease {
-        set(&obj, "workerId", l.worker_id);
-        set(&obj, "generation", l.generation as f64);
+        set_claim(&obj, &l.claim());
         set(&obj, "expiresAtMs", l.expires_at_ms as f64);
         set(&obj, "ttlMs", l.ttl_ms as f64);
         if let Some(layout) = l.layout {
@@ -163,7 +196,8 @@ impl HolderCore {
         })
     }
 
-    /// The lease request to send now, `{ nodeTime, previous? }`, or null.
+    /// The lease request to send now, `{ nodeTime, previous? }` (`previous`:
+    /// `{ workerId, generation, secret? }`), or null.
     #[wasm_bindgen(js_name = leaseAsk)]
     #[allow(clippy::cast_precision_loss)] // Unix ms and generations stay below 2^53
     pub fn lease_ask(&mut self, now: f64) -> Result<JsValue, JsValue> {
@@ -174,10 +208,9 @@ impl HolderCore {
         };
         let obj = js_sys::Object::new();
         set(&obj, "nodeTime", ask.node_now_ms as f64);
-        if let Some((worker_id, generation)) = ask.previous {
+        if let Some(claim) = ask.previous {
             let prev = js_sys::Object::new();
-            set(&prev, "workerId", worker_id);
-            set(&prev, "generation", generation as f64);
+            set_claim(&prev, &claim);
             set(&obj, "previous", prev);
         }
         Ok(obj.into())
@@ -260,7 +293,7 @@ impl HolderCore {
         self.outcome.error()
     }
 
-    /// The renewal to send now, `{ workerId, generation, nodeTime, lastTimestamp }`,
+    /// The renewal to send now, `{ workerId, generation, secret?, nodeTime, lastTimestamp }`,
     /// or null; with `force`, even before it is due.
     #[wasm_bindgen(js_name = takeRenewal)]
     pub fn take_renewal(&mut self, now: f64, force: bool) -> Result<JsValue, JsValue> {
@@ -345,7 +378,7 @@ impl HolderCore {
         Ok(self.holder.save_due_in(now).map_or(-1.0, |d| d as f64))
     }
 
-    /// The current state: `{ lastTimestamp, workerId?, generation?, expiresAtMs?, ttlMs?, layout? }`.
+    /// The current state: `{ lastTimestamp, workerId?, generation?, secret?, expiresAtMs?, ttlMs?, layout? }`.
     pub fn state(&self) -> JsValue {
         state_object(&self.holder.state())
     }

@@ -81,13 +81,24 @@ test('snowflake(): leased worker IDs, unique IDs, release and re-lease with the 
 
 test('snowflake(): stops issuing the moment the lease is lost', async () => {
   const admin = client(ADMIN);
-  const sf = await admin.snowflake({ nodeKey: 'host-3' });
+  const store = memoryStore();
+  const sf = await admin.snowflake({ nodeKey: 'host-3', store });
   sf.nextId();
-  // Another incarnation of host-3 proves the grant and takes it over (new generation).
+  assert.equal(sf.lease.secret, undefined, 'the lease view never shows the secret');
+  // Without the grant's secret, naming it is refused and changes nothing.
   const { workerId, generation } = sf.lease;
-  const res = await svc.admin('/v1/workers/lease', {
-    method: 'POST', body: JSON.stringify({ nodeKey: 'host-3', nodeTime: Date.now(), previous: { workerId, generation } }),
+  const take = (previous) => svc.admin('/v1/workers/lease', {
+    method: 'POST', body: JSON.stringify({ nodeKey: 'host-3', nodeTime: Date.now(), previous }),
   });
+  const refused = await take({ workerId, generation });
+  assert.equal(refused.status, 403);
+  assert.equal((await refused.json()).error.code, 'not_lease_holder');
+  await sf.renew();
+  assert.ok(sf.nextId() > 0n, 'a refused stranger does not stop the holder');
+  // Another incarnation of host-3, with the secret from the node's own
+  // store, proves the grant and takes it over (new generation).
+  assert.match(store.state.secret, /^[0-9a-f]{32}$/);
+  const res = await take({ workerId, generation, secret: store.state.secret });
   assert.equal(res.status, 200);
   await sf.renew();
   assert.throws(() => sf.nextId(), { code: 'lease_lost' });

@@ -53,9 +53,9 @@ test('a tag\'s history adds up every allocation, whoever made it, and bounds wha
 test('the registry records grants, renewals, releases and lapses', async () => {
   const lease = async (nodeKey) => (await svc.admin('/v1/workers/lease', post({ nodeKey, nodeTime: Date.now() }))).json();
   const a = await lease('ev-a');
-  await svc.admin(`/v1/workers/${a.workerId}/renew`, post({ generation: a.generation, nodeTime: Date.now() }));
+  await svc.admin(`/v1/workers/${a.workerId}/renew`, post({ generation: a.generation, secret: a.secret, nodeTime: Date.now() }));
   const b = await lease('ev-b');
-  await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation }) });
+  await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation, secret: b.secret }) });
   // a lapses (TTL 1 s + grace 1.5 s), then its ID goes to c.
   await sleep(2700);
   const c = await lease('ev-c');

@@ -24,6 +24,7 @@ const ROUTES = [
   ['POST', '/v1/workers/lease', 'registry'],
   ['POST', '/v1/workers/{id}/renew', 'registry'],
   ['DELETE', '/v1/workers/{id}', 'registry'],
+  ['POST', '/v1/workers/{id}/evict', 'admin'],
   ['GET', '/v1/workers', 'monitor'],
   ['GET', '/v1/tags', 'monitor'],
   ['GET', '/v1/tags/{tag}', 'monitor'],
@@ -198,13 +199,13 @@ test('a credential holds at most MAX_WORKERS_PER_KEY live worker IDs', async () 
   // A node proving its own live lease gets it back without counting twice.
   const again = await call('/v1/workers/lease', {
     method: 'POST', token: a,
-    body: { nodeKey: 'a-0', nodeTime: Date.now(), previous: { workerId: held[0].workerId, generation: held[0].generation } },
+    body: { nodeKey: 'a-0', nodeTime: Date.now(), previous: { workerId: held[0].workerId, generation: held[0].generation, secret: held[0].secret } },
   });
   assert.equal(again.status, 200, await again.clone().text());
   const renewed = await again.json();
   assert.equal(renewed.workerId, held[0].workerId);
   // Released: room for one more.
-  const released = await call(`/v1/workers/${held[1].workerId}`, { method: 'DELETE', body: { generation: held[1].generation }, token: a });
+  const released = await call(`/v1/workers/${held[1].workerId}`, { method: 'DELETE', body: { generation: held[1].generation, secret: held[1].secret }, token: a });
   assert.equal(released.status, 200);
   assert.equal((await lease(a, 'a-5')).status, 200);
   await expectError(await lease(a, 'a-6'), 429, 'worker_id_limit');

@@ -219,24 +219,38 @@ test('registry: no shared worker IDs, fencing, clock checks, release', async () 
   // node-a asks again without proof: its ID is live, so it gets another.
   const a2 = await (await lease('node-a')).json();
   assert.notEqual(a2.workerId, a.workerId);
-  // With proof it gets its own back under a new generation; the old grant is fenced off.
-  const a3 = await (await lease('node-a', { previous: { workerId: a.workerId, generation: a.generation } })).json();
+  assert.match(a.secret, /^[0-9a-f]{32}$/, 'a grant carries its secret');
+  assert.notEqual(a.secret, b.secret);
+  // Without its secret, naming the live grant is refused, and changes nothing.
+  await expectError(await lease('node-a', { previous: { workerId: a.workerId, generation: a.generation } }), 403, 'not_lease_holder');
+  // With proof it gets its own back under a new generation and a new
+  // secret; the old grant is fenced off.
+  const a3 = await (await lease('node-a', { previous: { workerId: a.workerId, generation: a.generation, secret: a.secret } })).json();
   assert.equal(a3.workerId, a.workerId);
   assert.ok(a3.generation > a.generation);
-  await expectError(await svc.admin(`/v1/workers/${a.workerId}/renew`, body({ generation: a.generation, nodeTime: Date.now(), lastTimestamp: Date.now() })), 409, 'lease_not_held');
+  assert.notEqual(a3.secret, a.secret);
+  await expectError(await svc.admin(`/v1/workers/${a.workerId}/renew`, body({ generation: a.generation, secret: a.secret, nodeTime: Date.now(), lastTimestamp: Date.now() })), 409, 'lease_not_held');
+  // The right generation with the old grant's secret, or none: refused.
+  for (const secret of [a.secret, undefined]) {
+    await expectError(await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, secret, nodeTime: Date.now(), lastTimestamp: Date.now() })), 403, 'not_lease_holder');
+  }
   await new Promise((r) => setTimeout(r, 5));
-  const renewed = await (await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, nodeTime: Date.now(), lastTimestamp: Date.now() - 1 }))).json();
+  const renewed = await (await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, secret: a3.secret, nodeTime: Date.now(), lastTimestamp: Date.now() - 1 }))).json();
   assert.ok(renewed.expiresAtMs > a3.expiresAtMs, 'a renewal extends the lease');
   assert.equal(renewed.generation, a3.generation);
+  assert.equal(renewed.secret, undefined, 'a renewal does not repeat the secret');
   // A node whose clock went back past its last report is refused.
-  await expectError(await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, nodeTime: Date.now() - 1500, lastTimestamp: 0 })), 409, 'clock_behind_last_report');
+  await expectError(await svc.admin(`/v1/workers/${a3.workerId}/renew`, body({ generation: a3.generation, secret: a3.secret, nodeTime: Date.now() - 1500, lastTimestamp: 0 })), 409, 'clock_behind_last_report');
   // A node whose clock is off from the registry's is refused.
   await expectError(await lease('node-skewed', { nodeTime: Date.now() + 60_000 }), 409, 'clock_skew');
   const list = await (await svc.admin('/v1/workers')).json();
   const live = list.workers.filter((w) => w.status === 'live').map((w) => w.workerId);
   assert.equal(new Set(live).size, live.length);
-  assert.equal((await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation, lastTimestamp: Date.now() }) })).status, 200);
-  await expectError(await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation }) }), 409, 'lease_not_held');
+  const shown = JSON.stringify(list);
+  for (const secret of [a.secret, a3.secret, b.secret]) assert.ok(!shown.includes(secret), 'the list never shows a secret');
+  await expectError(await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation, lastTimestamp: Date.now() }) }), 403, 'not_lease_holder');
+  assert.equal((await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation, secret: b.secret, lastTimestamp: Date.now() }) })).status, 200);
+  await expectError(await svc.admin(`/v1/workers/${b.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: b.generation, secret: b.secret }) }), 409, 'lease_not_held');
 });
 
 test('a restart on the same state continues every sequence', async () => {
@@ -318,7 +332,7 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
     }
     await sleep(first.expiresAtMs - Date.now() + 50);
     // Lapsed: renewal refused, the node must stop.
-    await expectError(await short.admin('/v1/workers/16/renew', body({ generation: first.generation, nodeTime: Date.now() })), 409, 'lease_expired');
+    await expectError(await short.admin('/v1/workers/16/renew', body({ generation: first.generation, secret: first.secret, nodeTime: Date.now() })), 409, 'lease_expired');
     // Within the grace period nobody gets it.
     await expectError(await lease('late'), 503, 'no_free_worker_id');
     await sleep(first.expiresAtMs + 1500 - Date.now() + 50);

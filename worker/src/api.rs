@@ -42,7 +42,9 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::InvalidId
         | C::InvalidKeySpec => 400,
         C::Unauthorized => 401,
-        C::Forbidden => 403,
+        // Its own code: "someone else named your lease" is not "your lease
+        // is gone" (409 lease_not_held), and must never stop the holder.
+        C::Forbidden | C::NotLeaseHolder => 403,
         C::NotFound => 404,
         C::MethodNotAllowed => 405,
         C::BodyTooLarge => 413,

@@ -16,9 +16,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    BatchAsk, ErrorCode, HolderConfig, HolderNext, Lease, LeaseAsk, MintConfig, MintStep,
-    MintedBuffer, OpaqueIds, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64,
-    StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
+    BatchAsk, ErrorCode, HolderConfig, HolderNext, LeaseAsk, MintConfig, MintStep, MintedBuffer,
+    OpaqueIds, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy,
+    DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::Serialize;
@@ -29,7 +29,7 @@ use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
 use crate::minter_store::{Batch, MintRequest};
-use crate::registry_store::{self, LeaseRequest, Previous};
+use crate::registry_store::{self, Granted, LeaseRequest, Previous};
 use crate::stores::{call, Store};
 use crate::tag_store::{AllocateRequest, SegmentLease};
 
@@ -259,10 +259,10 @@ async fn lease_worker_id(env: &Env, config: &Config, ask: LeaseAsk) -> ApiResult
     let request = LeaseRequest {
         node_key,
         node_time: ask.node_now_ms,
-        previous: Previous::from_ask(ask.previous),
+        previous: ask.previous.map(Previous::from),
         owner: String::new(),
     };
-    let answer: ApiResult<Lease> =
+    let answer: ApiResult<Granted> =
         call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await;
     with(|i| {
         let holder = i

@@ -28,7 +28,9 @@ use worker::{event, Context, Env, Method, Request, Response};
 use api::{body, checked_count, json, ApiError, ApiResult, MAX_COUNT};
 use auth::Caller;
 use config::Config;
-use registry_store::{LeaseRequest, RenewRequest, WorkerLeaseBody};
+use registry_store::{
+    ClaimBody, EvictRequest, Granted, LeaseRequest, RenewRequest, WorkerLeaseBody,
+};
 use stores::{call, Store};
 use tag_store::{AllocateRequest, LeaseBody, SegmentLease, TagUpsert, TagView};
 
@@ -87,6 +89,7 @@ enum Op {
     WorkerLease,
     WorkerRenew,
     WorkerRelease,
+    WorkerEvict,
     Workers,
     Tags,
     TagGet,
@@ -141,6 +144,7 @@ const ROUTES: &[Route] = &[
     route(Method::Post,   "/v1/workers/lease",          REGISTRY, Op::WorkerLease),
     route(Method::Post,   "/v1/workers/{id}/renew",     REGISTRY, Op::WorkerRenew),
     route(Method::Delete, "/v1/workers/{id}",           REGISTRY, Op::WorkerRelease),
+    route(Method::Post,   "/v1/workers/{id}/evict",     ADMIN,    Op::WorkerEvict),
     route(Method::Get,    "/v1/workers",                MONITOR,  Op::Workers),
     route(Method::Get,    "/v1/tags",                   MONITOR,  Op::Tags),
     route(Method::Get,    "/v1/tags/{tag}",             MONITOR,  Op::TagGet),
@@ -384,22 +388,25 @@ async fn dispatch(
                 node_key,
                 node_time,
                 previous,
-                owner: caller.map_or_else(String::new, |c| c.owner.clone()),
+                owner: owner(caller),
             };
-            let lease: Lease =
+            let granted: Granted =
                 call(env, Store::Registry, Method::Post, "/lease", Some(&request)).await?;
-            lease_json(config()?, &lease)
+            let mut answer = lease_json(config()?, &granted.lease);
+            // Only the caller that leased ever sees the secret.
+            answer["secret"] = json!(&*granted.secret.to_hex());
+            json(200, &answer)
         }
         Op::WorkerRenew => {
-            let mut request: RenewRequest = body(req).await?;
-            request.worker_id = worker_arg(arg())?;
+            let claim: ClaimBody = body(req).await?;
+            let request = RenewRequest::from_body(&owner(caller), worker_arg(arg())?, claim);
             let lease: Lease =
                 call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await?;
-            lease_json(config()?, &lease)
+            json(200, &lease_json(config()?, &lease))
         }
         Op::WorkerRelease => {
-            let mut request: RenewRequest = body(req).await?;
-            request.worker_id = worker_arg(arg())?;
+            let claim: ClaimBody = body(req).await?;
+            let request = RenewRequest::from_body(&owner(caller), worker_arg(arg())?, claim);
             let answer: serde_json::Value = call(
                 env,
                 Store::Registry,
@@ -408,6 +415,14 @@ async fn dispatch(
                 Some(&request),
             )
             .await?;
+            json(200, &answer)
+        }
+        Op::WorkerEvict => {
+            let request = EvictRequest {
+                worker_id: worker_arg(arg())?,
+            };
+            let answer: serde_json::Value =
+                call(env, Store::Registry, Method::Post, "/evict", Some(&request)).await?;
             json(200, &answer)
         }
         Op::Workers => {
@@ -531,15 +546,18 @@ fn layout_json(config: &Config) -> serde_json::Value {
     })
 }
 
-fn lease_json(config: &Config, lease: &Lease) -> ApiResult<Response> {
-    json(
-        200,
-        &json!({
-            "workerId": lease.worker_id, "generation": lease.generation, "nodeKey": lease.node_key,
-            "expiresAtMs": lease.expires_at_ms, "issueAfterMs": lease.issue_after_ms, "ttlMs": lease.ttl_ms,
-            "layout": layout_json(config),
-        }),
-    )
+fn lease_json(config: &Config, lease: &Lease) -> serde_json::Value {
+    json!({
+        "workerId": lease.worker_id, "generation": lease.generation, "nodeKey": lease.node_key,
+        "expiresAtMs": lease.expires_at_ms, "issueAfterMs": lease.issue_after_ms, "ttlMs": lease.ttl_ms,
+        "layout": layout_json(config),
+    })
+}
+
+/// Who leases, renews or releases: the authenticated caller's name (a
+/// registry route always has one).
+fn owner(caller: Option<&Caller>) -> String {
+    caller.map_or_else(|| "anonymous".to_owned(), |c| c.owner.clone())
 }
 
 fn decode(config: &Config, raw: &str) -> ApiResult<Response> {

@@ -19,7 +19,7 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    answer_batch_now, batch_ranges, ErrorCode, HolderConfig, HolderNext, HolderState, Lease,
+    answer_batch_now, batch_ranges, ErrorCode, HolderConfig, HolderNext, HolderState,
     SnowflakeHolder, SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH, MINT_WAIT_MS,
 };
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ use worker::{
 use crate::api::{body, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
-use crate::registry_store::{self, MinterLeaseRequest, Previous};
+use crate::registry_store::{self, Granted, MinterLeaseRequest, Previous};
 use crate::stores::{call, create_tables, Store};
 
 const POLL_MS: u64 = 2;
@@ -173,9 +173,9 @@ impl SnowflakeMinter {
                     let request = MinterLeaseRequest {
                         index: r.index,
                         node_time: ask.node_now_ms,
-                        previous: Previous::from_ask(ask.previous),
+                        previous: ask.previous.map(Previous::from),
                     };
-                    let answer: ApiResult<Lease> = call(
+                    let answer: ApiResult<Granted> = call(
                         &self.env,
                         Store::Registry,
                         Method::Post,

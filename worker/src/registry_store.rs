@@ -8,8 +8,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    lease_events, ErrorCode, Grant, Layout, Lease, LeaseEvent, RandSource, Registry,
-    RegistryConfig, Renewal, SlotStatus, SnowflakeHolder, WorkerSlot, LEASE_EVENTS_LEN,
+    lease_events, Claim, ErrorCode, Grant, GrantRequest, Layout, Lease, LeaseEvent, LeaseSecret,
+    RandSource, Registry, RegistryConfig, Renewal, SecretHash, SlotStatus, SnowflakeHolder,
+    WorkerSlot, LEASE_EVENTS_LEN, LEASE_SECRET_BYTES,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -18,7 +19,7 @@ use worker::{
 };
 
 use crate::api::{body, json, ApiError, ApiResult};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, random_bytes};
 use crate::config::Config;
 use crate::stores::{append_bounded, call, create_tables, stored_u64, Store};
 
@@ -40,6 +41,20 @@ pub struct WorkerLeaseBody {
     pub previous: Option<Previous>,
 }
 
+/// `POST /v1/workers/{id}/renew` and `DELETE /v1/workers/{id}`: the grant's
+/// generation and secret (and, to renew, the node's clock) and the latest
+/// timestamp issued under it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimBody {
+    pub generation: u64,
+    pub secret: Option<LeaseSecret>,
+    #[serde(default)]
+    pub node_time: u64,
+    #[serde(default)]
+    pub last_timestamp: u64,
+}
+
 /// `POST /lease`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -51,7 +66,6 @@ pub struct LeaseRequest {
     pub previous: Option<Previous>,
     /// The credential leasing (the Worker's caller); empty for the
     /// service's own isolates.
-    #[serde(default)]
     pub owner: String,
 }
 
@@ -65,47 +79,98 @@ pub struct MinterLeaseRequest {
     pub previous: Option<Previous>,
 }
 
+/// A grant as its holder names it: `{ workerId, generation, secret? }`.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Previous {
     pub worker_id: u32,
     pub generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<LeaseSecret>,
 }
 
-/// `POST /renew`, and `POST /release` without `nodeTime`.
+impl From<Claim> for Previous {
+    fn from(c: Claim) -> Self {
+        Previous {
+            worker_id: c.worker_id,
+            generation: c.generation,
+            secret: c.secret,
+        }
+    }
+}
+
+impl From<Previous> for Claim {
+    fn from(p: Previous) -> Self {
+        Claim {
+            worker_id: p.worker_id,
+            generation: p.generation,
+            secret: p.secret,
+        }
+    }
+}
+
+/// `POST /renew` and `POST /release`: a holder's claim, for `owner`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenewRequest {
-    /// From the path on the public route.
-    #[serde(default)]
-    pub worker_id: u32,
-    pub generation: u64,
-    #[serde(default)]
+    /// The credential asking (empty: the service's own holders).
+    pub owner: String,
+    pub claim: Previous,
     pub node_time: u64,
     /// The latest timestamp the node issued under the lease, Unix ms.
-    #[serde(default)]
     pub last_timestamp: u64,
 }
 
-impl Previous {
-    /// A holder's `LeaseAsk::previous`, as sent.
-    pub fn from_ask(previous: Option<(u32, u64)>) -> Option<Previous> {
-        previous.map(|(worker_id, generation)| Previous {
-            worker_id,
-            generation,
-        })
+impl RenewRequest {
+    /// A public route's body for worker ID `worker_id`, from `owner`.
+    pub fn from_body(owner: &str, worker_id: u32, b: ClaimBody) -> Self {
+        RenewRequest {
+            owner: owner.to_owned(),
+            claim: Previous {
+                worker_id,
+                generation: b.generation,
+                secret: b.secret,
+            },
+            node_time: b.node_time,
+            last_timestamp: b.last_timestamp,
+        }
+    }
+
+    fn renewal(&self) -> Renewal {
+        Renewal {
+            claim: self.claim.into(),
+            node_now_ms: self.node_time,
+            last_timestamp_ms: self.last_timestamp,
+        }
     }
 }
 
 impl From<Renewal> for RenewRequest {
+    /// One of the service's own holders' renewals.
     fn from(r: Renewal) -> Self {
         RenewRequest {
-            worker_id: r.worker_id,
-            generation: r.generation,
+            owner: String::new(),
+            claim: r.claim.into(),
             node_time: r.node_now_ms,
             last_timestamp: r.last_timestamp_ms,
         }
     }
+}
+
+/// A grant as the registry answers it: the lease and its secret, which only
+/// this answer carries (the registry keeps its hash).
+#[derive(Debug, Deserialize, Serialize)]
+pub struct Granted {
+    #[serde(flatten)]
+    pub lease: Lease,
+    pub secret: LeaseSecret,
+}
+
+/// `POST /evict`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EvictRequest {
+    pub worker_id: u32,
 }
 
 // ---- the holder's side of the registry, for every holder in the Worker
@@ -117,7 +182,7 @@ fn refusal(e: &ApiError) -> Option<ErrorCode> {
     (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
 }
 
-/// Sends a holder's renewal to the registry.
+/// Sends one of the service's own holders' renewals to the registry.
 pub async fn renew(env: &Env, r: Renewal) -> ApiResult<Lease> {
     let request = RenewRequest::from(r);
     call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await
@@ -132,8 +197,8 @@ pub fn renewal_answered<R: RandSource + Clone>(
     now: u64,
 ) {
     match answer {
-        Ok(lease) => holder.renewed(Grant::from_lease(&lease, layout), now),
-        Err(e) => holder.renewal_failed(r.generation, refusal(&e), now),
+        Ok(lease) => holder.renewed(Grant::from_lease(&lease, None, layout), now),
+        Err(e) => holder.renewal_failed(r.claim.generation, refusal(&e), now),
     }
 }
 
@@ -141,12 +206,12 @@ pub fn renewal_answered<R: RandSource + Clone>(
 /// also the request's error.
 pub fn lease_answered<R: RandSource + Clone>(
     holder: &mut SnowflakeHolder<R>,
-    answer: ApiResult<Lease>,
+    answer: ApiResult<Granted>,
     layout: Layout,
     now: u64,
 ) -> ApiResult<()> {
     match answer {
-        Ok(lease) => Ok(holder.granted(Grant::from_lease(&lease, layout), now)?),
+        Ok(g) => Ok(holder.granted(Grant::from_lease(&g.lease, Some(g.secret), layout), now)?),
         Err(e) => {
             holder.lease_failed(refusal(&e), now);
             Err(e)
@@ -165,6 +230,8 @@ struct SlotRow {
     reported_clock: i64,
     reported_at: i64,
     owner: String,
+    secret_hash: Option<String>,
+    evicted: i64,
 }
 
 /// Which slot an operation may change, known before it runs.
@@ -200,7 +267,8 @@ impl WorkerRegistry {
             let rows: Vec<SlotRow> = self
                 .sql
                 .exec(
-                    "SELECT s.*, COALESCE(o.owner, '') AS owner FROM slots s LEFT JOIN owners o USING (worker_id)",
+                    "SELECT s.*, COALESCE(o.owner, '') AS owner, g.secret_hash, COALESCE(g.evicted, 0) AS evicted
+                       FROM slots s LEFT JOIN owners o USING (worker_id) LEFT JOIN grants g USING (worker_id)",
                     None,
                 )?
                 .to_array()?;
@@ -226,6 +294,17 @@ impl WorkerRegistry {
                         reported_clock_ms: stored_u64("reported_clock", r.reported_clock)?,
                         reported_at_ms: stored_u64("reported_at", r.reported_at)?,
                         owner: r.owner,
+                        secret: r
+                            .secret_hash
+                            .map(|h| {
+                                SecretHash::from_hex(&h).ok_or_else(|| {
+                                    ApiError::store_error(
+                                        "registry: a stored secret hash is not 64 hex digits",
+                                    )
+                                })
+                            })
+                            .transpose()?,
+                        evicted: r.evicted != 0,
                     })
                 })
                 .collect::<ApiResult<Vec<WorkerSlot>>>()?;
@@ -340,12 +419,40 @@ impl WorkerRegistry {
             "INSERT OR REPLACE INTO owners(worker_id, owner) VALUES (?, ?)",
             vec![i64::from(slot.worker_id).into(), slot.owner.as_str().into()],
         )?;
+        let hash: worker::SqlStorageValue = match slot.secret {
+            Some(h) => h.to_hex().into(),
+            None => worker::SqlStorageValue::Null,
+        };
+        self.sql.exec(
+            "INSERT OR REPLACE INTO grants(worker_id, secret_hash, evicted) VALUES (?, ?, ?)",
+            vec![
+                i64::from(slot.worker_id).into(),
+                hash,
+                i64::from(slot.evicted).into(),
+            ],
+        )?;
         #[allow(clippy::cast_possible_wrap)]
         self.sql.exec(
             "INSERT OR REPLACE INTO meta(k, v) VALUES ('next_generation', ?)",
             vec![(next_generation as i64).into()],
         )?;
         Ok(())
+    }
+
+    /// Grants a lease under a fresh secret from the platform's CSPRNG: the
+    /// registry keeps its hash, and the answer carries it once.
+    fn grant(
+        &self,
+        watch: Watch,
+        op: impl FnOnce(&mut Registry, LeaseSecret, u64) -> Result<Lease, edgeleaf::Error>,
+    ) -> ApiResult<Response> {
+        let secret = LeaseSecret::from_random(random_bytes::<LEASE_SECRET_BYTES>()?);
+        let lease = self.with_registry(watch, |reg, now| {
+            let lease = op(reg, secret, now)?;
+            let id = lease.worker_id;
+            Ok((lease, Some(id)))
+        })?;
+        json(200, &Granted { lease, secret })
     }
 
     fn list(&self) -> ApiResult<Response> {
@@ -361,7 +468,8 @@ impl WorkerRegistry {
                     json!({
                         "workerId": s.worker_id, "nodeKey": s.node_key, "generation": s.generation,
                         "status": status, "expiresAtMs": s.expires_at_ms,
-                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released, "owner": s.owner,
+                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released, "evicted": s.evicted,
+                        "owner": s.owner,
                     })
                 })
                 .collect();
@@ -373,10 +481,6 @@ impl WorkerRegistry {
         })
         .and_then(|v| json(200, &v))
     }
-}
-
-fn lease_json(lease: &Lease) -> ApiResult<Response> {
-    json(200, lease)
 }
 
 impl DurableObject for WorkerRegistry {
@@ -392,6 +496,10 @@ impl DurableObject for WorkerRegistry {
             "CREATE TABLE IF NOT EXISTS owners(worker_id INTEGER PRIMARY KEY, owner TEXT NOT NULL)",
             "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
                worker_id INTEGER NOT NULL, node_key TEXT NOT NULL, generation INTEGER NOT NULL, owner TEXT NOT NULL)",
+            // Added with lease secrets, again a table of its own: a slot
+            // without a row is a grant from before secrets (nobody can
+            // prove to hold it; it is fenced at its expiry + max skew).
+            "CREATE TABLE IF NOT EXISTS grants(worker_id INTEGER PRIMARY KEY, secret_hash TEXT, evicted INTEGER NOT NULL)",
         ])
         .err();
         WorkerRegistry {
@@ -411,50 +519,55 @@ impl DurableObject for WorkerRegistry {
             (Method::Get, "/list") => self.list(),
             (Method::Get, "/events") => self.events(),
             (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
-                Ok(r) => self
-                    .with_registry(Watch::Any, |reg, now| {
-                        let prev = r.previous.map(|p| (p.worker_id, p.generation));
-                        let lease =
-                            reg.lease_owned(&r.owner, &r.node_key, r.node_time, now, prev)?;
-                        let id = lease.worker_id;
-                        Ok((lease, Some(id)))
-                    })
-                    .and_then(|l| lease_json(&l)),
+                Ok(r) => self.grant(Watch::Any, |reg, secret, now| {
+                    let ask = GrantRequest {
+                        owner: &r.owner,
+                        node_key: &r.node_key,
+                        node_now_ms: r.node_time,
+                        previous: r.previous.map(Claim::from),
+                        secret,
+                    };
+                    reg.lease(ask, now)
+                }),
                 Err(e) => Err(e),
             },
             (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
-                Ok(r) => self
-                    .with_registry(Watch::Slot(r.index), |reg, now| {
-                        let prev = r.previous.map(|p| (p.worker_id, p.generation));
-                        let lease = reg.lease_minter(r.index, r.node_time, now, prev)?;
-                        let id = lease.worker_id;
-                        Ok((lease, Some(id)))
-                    })
-                    .and_then(|l| lease_json(&l)),
+                Ok(r) => self.grant(Watch::Slot(r.index), |reg, secret, now| {
+                    let previous = r.previous.map(Claim::from);
+                    reg.lease_minter(r.index, r.node_time, previous, secret, now)
+                }),
                 Err(e) => Err(e),
             },
             (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
-                        let lease = reg.renew(
-                            r.worker_id,
-                            r.generation,
-                            r.node_time,
-                            r.last_timestamp,
-                            now,
-                        )?;
-                        Ok((lease, Some(r.worker_id)))
+                    .with_registry(Watch::Slot(r.claim.worker_id), |reg, now| {
+                        let lease = reg.renew(&r.owner, &r.renewal(), now)?;
+                        Ok((lease, Some(r.claim.worker_id)))
                     })
-                    .and_then(|l| lease_json(&l)),
+                    .and_then(|l| json(200, &l)),
                 Err(e) => Err(e),
             },
             (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
-                        reg.release(r.worker_id, r.generation, r.last_timestamp, now)?;
-                        Ok(((), Some(r.worker_id)))
+                    .with_registry(Watch::Slot(r.claim.worker_id), |reg, now| {
+                        reg.release(&r.owner, &r.renewal(), now)?;
+                        Ok(((), Some(r.claim.worker_id)))
                     })
                     .and_then(|()| json(200, &json!({ "released": true }))),
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/evict") => match body::<EvictRequest>(&mut req).await {
+                Ok(r) => self
+                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
+                        let end = reg.evict(r.worker_id, now)?;
+                        Ok((end, Some(r.worker_id)))
+                    })
+                    .and_then(|end| {
+                        json(
+                            200,
+                            &json!({ "evicted": true, "workerId": r.worker_id, "issueAfterMs": end }),
+                        )
+                    }),
                 Err(e) => Err(e),
             },
             _ => Err(ApiError::not_found(format!("registry: no route {path}"))),
