@@ -208,6 +208,40 @@ impl Access {
             _ => Ok(()),
         }
     }
+
+    /// Whether a view that covers many tags (the tag list, the per-tag parts
+    /// of a monitor or of metrics) shows `tag` to this credential: the tags
+    /// its limit allows, as for a route naming one ([`Access::permits`]).
+    pub fn sees_tag(&self, tag: &str) -> bool {
+        self.tags.allows(tag)
+    }
+
+    /// Whether this credential sees what belongs to no tag: the worker-ID
+    /// registry (its leases name the nodes and the keys that hold them, its
+    /// events are every tenant's) and a host's own state (counters that sum
+    /// every tag's traffic, its snowflake lease). Only without a tag limit: a
+    /// key limited to some tags is one tenant's view, and these are every
+    /// tenant's. (Acting on the registry is another matter: a route that
+    /// names no tag, such as leasing a worker ID, is open to a limited key
+    /// with the scope.)
+    pub fn sees_fleet(&self) -> bool {
+        self.tags == TagLimit::Any
+    }
+
+    /// Whether this credential may call a route that needs `need` and shows
+    /// only what belongs to no tag.
+    ///
+    /// # Errors
+    /// [`Error::ScopeMissing`], or [`Error::FleetViewNotAllowed`] for a key
+    /// limited to some tags.
+    pub fn permits_fleet_view(&self, need: Scope) -> Result<(), Error> {
+        self.permits(need, None)?;
+        if self.sees_fleet() {
+            Ok(())
+        } else {
+            Err(Error::FleetViewNotAllowed)
+        }
+    }
 }
 
 /// The longest key name, in bytes.
@@ -413,6 +447,35 @@ mod tests {
         assert!(KeySpec::new("ops", ["admin"], Some("a*")).is_err());
         assert!(KeySpec::new("", ["ids"], None).is_err());
         assert!(KeySpec::new("a\nb", ["ids"], None).is_err());
+    }
+
+    #[test]
+    fn a_tag_limited_key_sees_its_tags_and_nothing_fleet_wide() {
+        let limited = |raw: &str| Access {
+            scopes: Scopes::only(Scope::Monitor),
+            tags: TagLimit::parse(raw).unwrap(),
+        };
+        let prefix = limited("a*");
+        assert!(prefix.sees_tag("a") && prefix.sees_tag("ab") && !prefix.sees_tag("ba"));
+        let exact = limited("ab");
+        assert!(exact.sees_tag("ab") && !exact.sees_tag("abc") && !exact.sees_tag("a"));
+        for key in [&prefix, &exact] {
+            assert!(!key.sees_fleet());
+            assert_eq!(
+                key.permits_fleet_view(Scope::Monitor),
+                Err(Error::FleetViewNotAllowed)
+            );
+            // Routes that name no tag but act (lease a worker ID) stay open.
+            assert_eq!(key.permits(Scope::Monitor, None), Ok(()));
+        }
+        let all = limited("*");
+        assert!(all.sees_tag("anything") && all.sees_fleet());
+        assert_eq!(all.permits_fleet_view(Scope::Monitor), Ok(()));
+        assert_eq!(
+            all.permits_fleet_view(Scope::Admin),
+            Err(Error::ScopeMissing { need: "admin" })
+        );
+        assert!(Access::root().sees_fleet());
     }
 
     #[test]

@@ -199,6 +199,9 @@ pub enum Error {
     },
     /// The route names a tag outside the key's tag limit.
     TagNotAllowed,
+    /// The route shows what belongs to no tag (every tenant's), and the key
+    /// is limited to some tags (`Access::sees_fleet`).
+    FleetViewNotAllowed,
     /// A request for an API key that breaks a rule.
     InvalidKeySpec {
         /// The field (`"name"`, `"scopes"`, `"tags"`).
@@ -242,9 +245,10 @@ impl Error {
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
             Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
-            Error::KeyRefused | Error::ScopeMissing { .. } | Error::TagNotAllowed => {
-                ErrorCode::Forbidden
-            }
+            Error::KeyRefused
+            | Error::ScopeMissing { .. }
+            | Error::TagNotAllowed
+            | Error::FleetViewNotAllowed => ErrorCode::Forbidden,
             Error::InvalidKeySpec { .. } => ErrorCode::InvalidKeySpec,
             Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
         }
@@ -395,6 +399,9 @@ impl fmt::Display for Error {
             ),
             Error::TagNotAllowed => f.write_str(
                 "authorization: expected a tag within the key's tag limit, found another",
+            ),
+            Error::FleetViewNotAllowed => f.write_str(
+                "authorization: expected a credential without a tag limit (this view covers every tag), found a key limited to some tags",
             ),
             Error::InvalidKeySpec { field, expected } => write!(f, "{field}: expected {expected}"),
             Error::WorkerIdLimit { limit } => write!(

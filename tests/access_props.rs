@@ -1,6 +1,7 @@
 //! The access rules under random schedules: a revoked API key is refused by
-//! every host within `KEY_CACHE_MS` (and a live one never refused), and no
-//! credential ever holds more live worker IDs than `per_owner`.
+//! every host within `KEY_CACHE_MS` (and a live one never refused), no
+//! credential ever holds more live worker IDs than `per_owner`, and a listing
+//! shows a key exactly the tags a route naming them would open to it.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -8,8 +9,8 @@ use std::collections::BTreeMap;
 
 use edgeleaf::{
     check_token, new_key, token_hash, token_key_id, Access, Claim, Error, GrantRequest, KeyCache,
-    KeyLookup, KeyRecord, LeaseSecret, Registry, RegistryConfig, Renewal, SlotStatus, KEY_CACHE_MS,
-    KEY_RANDOM_BYTES,
+    KeyLookup, KeyRecord, LeaseSecret, Registry, RegistryConfig, Renewal, Scope, Scopes,
+    SlotStatus, TagLimit, KEY_CACHE_MS, KEY_RANDOM_BYTES,
 };
 use proptest::prelude::*;
 
@@ -159,5 +160,22 @@ proptest! {
                 prop_assert!(live <= limit as usize, "{} holds {} live IDs, limit {}", owner, live, limit);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// `GET /v1/tags`, `/v1/monitor` and `/metrics` filter with `sees_tag`;
+    /// `/v1/tags/{tag}` is opened by `permits`: one rule, both ways.
+    #[test]
+    fn a_listing_shows_exactly_the_tags_a_route_would_open(limit in "[ab]{0,3}\\*?", tags in prop::collection::vec("[ab]{1,4}", 1..8)) {
+        let Ok(limit) = TagLimit::parse(&limit) else { return Ok(()) };
+        let access = Access { scopes: Scopes::only(Scope::Monitor), tags: limit };
+        for tag in &tags {
+            prop_assert_eq!(access.sees_tag(tag), access.permits(Scope::Monitor, Some(tag)).is_ok());
+        }
+        prop_assert_eq!(access.sees_fleet(), access.tags == TagLimit::Any);
+        prop_assert_eq!(access.permits_fleet_view(Scope::Monitor).is_ok(), access.sees_fleet());
     }
 }

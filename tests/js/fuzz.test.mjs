@@ -3,7 +3,8 @@
 // headers, tokens and bodies (empty, huge, deeply nested, wrong types,
 // numbers beyond 2^64). Every answer must be below 500, or a 503 with
 // Retry-After; every error must be the JSON error shape with a documented
-// code. FUZZ_SEED=<n> replays a run; FUZZ_REQUESTS=<n> sets its length.
+// code; a request without a valid token never gets a 2xx outside the open
+// routes. FUZZ_SEED=<n> replays a run; FUZZ_REQUESTS=<n> sets its length.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -30,6 +31,19 @@ const yaml = readFileSync(join(ROOT, 'worker/openapi.yaml'), 'utf8');
 const enumBlock = yaml.slice(yaml.indexOf('error codes (src/code.rs'), yaml.indexOf('message:', yaml.indexOf('error codes (src/code.rs')));
 const CODES = new Set([...enumBlock.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]));
 
+// The routes open to anyone, written here (not read from the service); every
+// other route needs a scope. The ID routes need one too: this service runs
+// with CLIENT_TOKEN set (tests/js/service.mjs; checked below).
+const OPEN = ['GET /', 'GET /index.html', 'GET /assets/uplot.js', 'GET /assets/uplot.css', 'GET /v1/ping', 'GET /v1/health'];
+// The route a request reaches, as the Worker matches it (`{name}`: one non-empty segment).
+const segments = (path) => path.replace(/^\/+|\/+$/g, '').split('/');
+const reaches = (route, method, pathname) => {
+  const [m, pattern] = route.split(' ');
+  const pat = segments(pattern);
+  const parts = segments(pathname);
+  return m === method && pat.length === parts.length && pat.every((p, i) => (p.startsWith('{') ? parts[i] !== '' : p === parts[i]));
+};
+
 let svc;
 before(async () => {
   svc = await start();
@@ -43,6 +57,14 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
   const r = rng(SEED);
   const pick = (xs) => xs[Math.floor(r() * xs.length)];
   const { routes } = await (await svc.fetch('/v1/health', {}, null)).json();
+  assert.ok(OPEN.every((o) => routes.includes(o)), `open routes not served: ${OPEN.filter((o) => !routes.includes(o))}`);
+  const guarded = routes.filter((r) => !OPEN.includes(r));
+  assert.ok(guarded.length >= 20, guarded.join(', '));
+  // CLIENT_TOKEN is set: the ID routes are not open to a request without a token.
+  assert.equal((await svc.fetch('/v1/snowflake', {}, null)).status, 401);
+  // What the Worker sees after fetch trims the header: a valid token is exactly one of these.
+  const valid = new Set([`Bearer ${ADMIN}`, `Bearer ${CLIENT}`]);
+  let unauthenticated = 0;
   const deep = (n) => '['.repeat(n) + ']'.repeat(n);
   const tags = ['fz', 'fz-mono', 'fz-opaque', 'nope', 'a'.repeat(128), 'a'.repeat(129), 'a%2Fb', '%00', '..', 'é', 'tag%20x',
     'x:y.z-_', '%E2%80%AE', '', '-'];
@@ -92,6 +114,13 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     const text = await res.text();
     const where = `#${i} ${method} ${path.slice(0, 120)} -> ${res.status} ${text.slice(0, 200)}`;
+    // No token, or a wrong one: a 2xx only on an open route.
+    if (!valid.has(headers.authorization?.trim())) {
+      const { pathname } = new URL(`http://localhost${path}`);
+      if (guarded.some((g) => reaches(g, method, pathname))) unauthenticated++;
+      const open = OPEN.some((o) => reaches(o, method, pathname));
+      if (res.status >= 200 && res.status < 300 && !open) failures.push(`2xx without a valid token: ${where}`);
+    }
     if (res.status >= 500 && !(res.status === 503 && res.headers.get('retry-after'))) failures.push(`5xx: ${where}`);
     if (res.status >= 400 && method !== 'HEAD') {
       let parsed;
@@ -103,7 +132,8 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
   };
   // Eight at a time: the order of requests is seeded, their interleaving is not.
   for (let i = 0; i < REQUESTS; i += 8) await Promise.all(Array.from({ length: Math.min(8, REQUESTS - i) }, (_, k) => one(i + k)));
-  console.log(`fuzz seed ${SEED}: ${REQUESTS} requests, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+  console.log(`fuzz seed ${SEED}: ${REQUESTS} requests (${unauthenticated} to protected routes without a valid token), statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
   assert.deepEqual(failures.slice(0, 20), [], `${failures.length} bad answers (FUZZ_SEED=${SEED} replays)`);
+  assert.ok(unauthenticated > 0, 'no request reached a protected route without a valid token: the check above checked nothing');
   assert.ok([...statuses.keys()].some((s) => s === 200) && [...statuses.keys()].some((s) => s >= 400), 'reached both successes and errors');
 });

@@ -1,8 +1,10 @@
 // API keys against the real Worker in workerd, over HTTP on 127.0.0.1: every
-// route × every scope, tag limits, the secret shown once and never printed,
-// revocation (at once in the isolate that revoked; within 10 s in another),
-// the per-key cap on live worker IDs, and the npm client's snowflake() with a
-// registry key.
+// route × every scope, tag limits (on routes naming a tag, and on what the
+// listings show), a wrong secret for a real key (cached or not), the secret
+// shown once and never printed, revocation (at once in the isolate that
+// revoked; within 10 s in another), the per-key cap on live worker IDs, and
+// the npm client's snowflake() with a registry key. After kill -9:
+// keys-restart.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -48,6 +50,8 @@ before(async () => {
   base = svc.url;
 });
 after(async () => { if (svc) await killHard(svc.child); });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const call = (path, { method = 'GET', body, token } = {}) =>
   fetch(`${base}${path}`, {
@@ -133,6 +137,83 @@ test('a key limited to tags opens only routes naming them', async () => {
   assert.equal((await call('/v1/segment/order-eu/lease', { method: 'POST', body: {}, token: prefix })).status, 200);
 });
 
+test('a real key ID with a wrong secret is refused, before and after the key is in the isolate\'s cache', async () => {
+  const key = await makeKey({ name: 'wrong secret', scopes: ['ids', 'monitor'] });
+  const [, id, secret] = key.token.split('_');
+  // The same ID, a secret that differs in every digit, and one that differs in its last.
+  const wrong = `elk_${id}_${[...secret].map((c) => (c === 'a' ? 'b' : 'a')).join('')}`;
+  const lastDigit = `elk_${id}_${secret.slice(0, -1)}${secret.at(-1) === '0' ? '1' : '0'}`;
+  // Not cached yet: the isolate looks the key up, then compares.
+  await expectError(await call('/v1/snowflake', { token: wrong }), 403, 'forbidden');
+  // Used correctly: the lookup is now in the cache (KEY_CACHE_MS = 10 s).
+  const cachedAt = Date.now();
+  assert.equal((await call('/v1/snowflake', { token: key.token })).status, 200);
+  for (const token of [wrong, lastDigit]) {
+    await expectError(await call('/v1/snowflake', { token }), 403, 'forbidden');
+    await expectError(await call('/v1/tags', { token }), 403, 'forbidden');
+  }
+  assert.ok(Date.now() - cachedAt < 10_000, 'the wrong secrets were tried while the lookup was cached');
+  // The refusals did not drop or spoil the cached key.
+  assert.equal((await call('/v1/tags', { token: key.token })).status, 200);
+});
+
+test('a tag-limited monitor key sees only its tags in listings, and nothing fleet-wide', async () => {
+  // Two tags inside the limit, one outside; each with a buffer in this isolate and an allocation in its store.
+  const inside = ['lim-a', 'lim-b'];
+  const outside = 'other-lim';
+  for (const t of [...inside, outside]) {
+    assert.equal((await call(`/v1/tags/${t}`, { method: 'PUT', body: { step: 10 }, token: ADMIN })).status, 200);
+    assert.equal((await call(`/v1/segment/${t}`, { token: ADMIN })).status, 200);
+  }
+  const prefix = (await makeKey({ name: 'lim monitor', scopes: ['monitor'], tags: 'lim-*' })).token;
+  const exact = (await makeKey({ name: 'lim-a monitor', scopes: ['monitor', 'registry'], tags: 'lim-a' })).token;
+  const whole = (await makeKey({ name: 'fleet monitor', scopes: ['monitor'] })).token;
+  const view = async (token) => {
+    const get = async (path) => {
+      const res = await call(path, { token });
+      return { status: res.status, text: await res.text() };
+    };
+    const tags = JSON.parse((await get('/v1/tags')).text).tags.map((t) => t.bizTag).sort();
+    const monitor = JSON.parse((await get('/v1/monitor')).text);
+    const metrics = (await get('/metrics')).text;
+    return {
+      tags,
+      buffers: Object.keys(monitor.buffers).sort(),
+      monitorFields: Object.keys(monitor).sort(),
+      metricsTags: [...new Set([...metrics.matchAll(/^edgeleaf_tag_\w+\{tag="([^"]*)"\}/gm)].map((m) => m[1]))].sort(),
+      metricsFleet: [...new Set([...metrics.matchAll(/^(edgeleaf_workers|edgeleaf_isolate_\w+)\{/gm)].map((m) => m[1]))].sort(),
+      workers: (await get('/v1/workers')).status,
+      events: (await get('/v1/workers/events')).status,
+    };
+  };
+  const fleetFamilies = ['edgeleaf_isolate_errors_total', 'edgeleaf_isolate_minter_calls_total', 'edgeleaf_isolate_refills_blocked_total',
+    'edgeleaf_isolate_refills_total', 'edgeleaf_isolate_segment_ids_total', 'edgeleaf_isolate_snowflake_ids_total',
+    'edgeleaf_isolate_start_time_seconds', 'edgeleaf_isolate_store_calls_total', 'edgeleaf_workers'];
+  // Every surface compared at once, so that a leak names each place it shows.
+  assert.deepEqual(await view(prefix), {
+    tags: inside, buffers: inside, monitorFields: ['buffers'], metricsTags: inside, metricsFleet: [], workers: 403, events: 403,
+  });
+  assert.deepEqual(await view(exact), {
+    tags: ['lim-a'], buffers: ['lim-a'], monitorFields: ['buffers'], metricsTags: ['lim-a'], metricsFleet: [], workers: 403, events: 403,
+  });
+  // Without a tag limit: every tag, the isolate's state and the registry.
+  const all = await view(whole);
+  assert.ok([...inside, outside].every((t) => all.tags.includes(t) && all.metricsTags.includes(t)), JSON.stringify(all));
+  assert.ok([...inside, outside].every((t) => all.buffers.includes(t)), JSON.stringify(all));
+  assert.deepEqual(all.monitorFields, ['buffers', 'counters', 'isolateSinceMs', 'minted', 'snowflake']);
+  assert.deepEqual(all.metricsFleet, fleetFamilies);
+  assert.deepEqual([all.workers, all.events], [200, 200]);
+  // The fleet-wide routes refuse a limited key with the reason; acting on a
+  // route that names no tag (leasing a worker ID) stays open to it.
+  const refused = await (await call('/v1/workers/events', { token: prefix })).json();
+  assert.equal(refused.error.code, 'forbidden');
+  assert.match(refused.error.message, /without a tag limit/);
+  const lease = await call('/v1/workers/lease', { method: 'POST', body: { nodeKey: 'lim-node', nodeTime: Date.now() }, token: exact });
+  assert.equal(lease.status, 200, await lease.clone().text());
+  const { workerId, generation, secret } = await lease.json();
+  assert.equal((await call(`/v1/workers/${workerId}`, { method: 'DELETE', body: { generation, secret }, token: exact })).status, 200);
+});
+
 test('key requests are checked: name, scopes, tags; admin keys take no tag limit', async () => {
   const bad = [
     { name: '', scopes: ['ids'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['root'] },
@@ -163,9 +244,17 @@ test('a secret is answered once: never listed, never printed; last use is record
   const mine = JSON.parse(listed).keys.find((k) => k.id === key.id);
   assert.ok(mine.lastUsedMs >= key.createdMs, JSON.stringify(mine));
   // Nothing the service printed (workerd's own logs included) holds a secret.
-  assert.ok(svc.child.output.length >= 0);
-  assert.ok(!svc.child.output.includes(secret), 'the secret was printed');
-  assert.ok(!svc.child.output.includes('elk_'), 'a token was printed');
+  // That read must see workerd's output: the Worker logs each refused key (its
+  // ID, never the token), so a wrong secret for this key puts a known line in it.
+  const wrongSecret = [...secret].map((c) => (c === 'f' ? 'e' : 'f')).join('');
+  await expectError(await call('/v1/tags', { token: `elk_${key.id}_${wrongSecret}` }), 403, 'forbidden');
+  const canary = `auth: refused API key ${key.id}: a wrong secret`;
+  for (const until = Date.now() + 5000; !svc.child.output.includes(canary) && Date.now() < until;) await sleep(50);
+  const output = svc.child.output;
+  assert.ok(output.includes(canary), `workerd's log did not reach child.output: ${JSON.stringify(output.slice(-500))}`);
+  assert.ok(!output.includes(secret), 'the secret was printed');
+  assert.ok(!output.includes(wrongSecret), 'a presented secret was printed');
+  assert.ok(!output.includes('elk_'), 'a token was printed');
 });
 
 test('a revoked key is refused; revoking an unknown key is a 404', async () => {

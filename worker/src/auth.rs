@@ -122,7 +122,16 @@ async fn identify(
             record
         }
     };
-    let access = check_token(record.as_ref(), &token)?;
+    let access = check_token(record.as_ref(), &token).inspect_err(|_| {
+        // An audit line for `wrangler tail` (and the tests' captured output):
+        // the key's ID, which is public (listed, in URLs), never the token.
+        let why = if record.is_some() {
+            "a wrong secret"
+        } else {
+            "an unknown or revoked key"
+        };
+        worker::console_warn!("auth: refused API key {id}: {why}");
+    })?;
     Ok(Caller {
         access,
         owner: id.to_owned(),

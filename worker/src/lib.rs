@@ -20,7 +20,7 @@ mod tag_store;
 
 use std::cell::RefCell;
 
-use edgeleaf::{check_tag, ErrorCode, KeySpec, Lease, Scope};
+use edgeleaf::{check_tag, Access, ErrorCode, KeySpec, Lease, Scope};
 use serde::Deserialize;
 use serde_json::json;
 use worker::{event, Context, Env, Method, Request, Response};
@@ -65,6 +65,10 @@ fn config(env: &Env) -> ApiResult<Config> {
 enum Need {
     Open,
     Scope(Scope),
+    /// The scope, for a view of what belongs to no tag (the worker-ID
+    /// registry): every tenant's, so no key limited to some tags
+    /// (`Access::sees_fleet`). Views that list tags filter them instead.
+    Fleet(Scope),
 }
 
 const OPEN: Need = Need::Open;
@@ -72,6 +76,7 @@ const IDS: Need = Need::Scope(Scope::Ids);
 const REGISTRY: Need = Need::Scope(Scope::Registry);
 const MONITOR: Need = Need::Scope(Scope::Monitor);
 const ADMIN: Need = Need::Scope(Scope::Admin);
+const FLEET: Need = Need::Fleet(Scope::Monitor);
 
 /// What a route does; `dispatch` runs it.
 #[derive(Clone, Copy)]
@@ -110,7 +115,8 @@ struct Route {
     /// `/`-separated; `{name}` matches one non-empty segment. Where two
     /// patterns match a path, the earlier one wins.
     path: &'static str,
-    /// The scope it needs; a key's tag limit applies to its `{tag}`.
+    /// The scope it needs; a key's tag limit applies to its `{tag}`, and to
+    /// what a view shows (`Access::sees_tag`, `Access::sees_fleet`).
     need: Need,
     op: Op,
 }
@@ -140,12 +146,12 @@ const ROUTES: &[Route] = &[
     route(Method::Post,   "/v1/segment/{tag}/lease",    IDS,      Op::SegmentLease),
     route(Method::Get,    "/v1/snowflake",              IDS,      Op::SnowflakeIds),
     route(Method::Get,    "/v1/snowflake/{id}",         IDS,      Op::Decode),
-    route(Method::Get,    "/v1/workers/events",         MONITOR,  Op::WorkerEvents),
+    route(Method::Get,    "/v1/workers/events",         FLEET,    Op::WorkerEvents),
     route(Method::Post,   "/v1/workers/lease",          REGISTRY, Op::WorkerLease),
     route(Method::Post,   "/v1/workers/{id}/renew",     REGISTRY, Op::WorkerRenew),
     route(Method::Delete, "/v1/workers/{id}",           REGISTRY, Op::WorkerRelease),
     route(Method::Post,   "/v1/workers/{id}/evict",     ADMIN,    Op::WorkerEvict),
-    route(Method::Get,    "/v1/workers",                MONITOR,  Op::Workers),
+    route(Method::Get,    "/v1/workers",                FLEET,    Op::Workers),
     route(Method::Get,    "/v1/tags",                   MONITOR,  Op::Tags),
     route(Method::Get,    "/v1/tags/{tag}",             MONITOR,  Op::TagGet),
     route(Method::Put,    "/v1/tags/{tag}",             ADMIN,    Op::TagPut),
@@ -285,6 +291,11 @@ async fn handle(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Respons
                 .then(|| args.first().map(String::as_str))
                 .flatten();
             Some(auth::authorize(env, &config, req.headers(), scope, tag).await?)
+        }
+        Need::Fleet(scope) => {
+            let caller = auth::authorize(env, &config, req.headers(), scope, None).await?;
+            caller.access.permits_fleet_view(scope)?;
+            Some(caller)
         }
     };
     dispatch(
@@ -430,7 +441,7 @@ async fn dispatch(
                 call(env, Store::Registry, Method::Get, "/list", None::<&()>).await?;
             json(200, &answer)
         }
-        Op::Tags => list_tags(env).await,
+        Op::Tags => list_tags(env, access(caller)?).await,
         Op::TagGet => {
             let tag = tag_arg(arg())?;
             let view: TagView =
@@ -459,7 +470,7 @@ async fn dispatch(
             .await?;
             json(200, &answer)
         }
-        Op::Monitor => json(200, &monitor::monitor()),
+        Op::Monitor => json(200, &monitor::monitor(access(caller)?)),
         Op::KeyCreate => create_key(env, req).await,
         Op::TagHistory => {
             let tag = tag_arg(arg())?;
@@ -472,7 +483,7 @@ async fn dispatch(
             json(200, &answer)
         }
         Op::Metrics => {
-            let mut res = Response::ok(metrics::metrics(env, config()?).await?)?;
+            let mut res = Response::ok(metrics::metrics(env, config()?, access(caller)?).await?)?;
             res.headers_mut()
                 .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
             Ok(res)
@@ -495,6 +506,17 @@ async fn dispatch(
             json(200, &answer)
         }
     }
+}
+
+/// What the caller may see, for the handlers of routes that need a scope
+/// (they always have a caller; without one, nothing is shown).
+fn access(caller: Option<&Caller>) -> ApiResult<&Access> {
+    caller.map(|c| &c.access).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::Unauthorized,
+            "authorization: expected a checked credential, found none",
+        )
+    })
 }
 
 fn tag_arg(tag: &str) -> ApiResult<String> {
@@ -690,7 +712,8 @@ async fn catalog(env: &Env, method: Method, tag: &str) -> ApiResult<()> {
     Ok(())
 }
 
-async fn list_tags(env: &Env) -> ApiResult<Response> {
+/// The tags `access` may see (a key limited to some tags sees only those).
+async fn list_tags(env: &Env, access: &Access) -> ApiResult<Response> {
     #[derive(Deserialize)]
     struct Tags {
         tags: Vec<String>,
@@ -699,6 +722,7 @@ async fn list_tags(env: &Env) -> ApiResult<Response> {
     let views = futures::future::join_all(
         list.tags
             .iter()
+            .filter(|t| access.sees_tag(t))
             .map(|t| call::<TagView>(env, Store::Tag(t), Method::Get, "/tag", None::<&()>)),
     )
     .await;

@@ -2,10 +2,13 @@
 //! Per tag from its store (every isolate together): `max_id`, step,
 //! allocations, the recent rate and the runway; the registry's worker IDs by
 //! status; and this isolate's counters, labelled with its ID (each isolate
-//! answers for itself: a scrape sees whichever one answered).
+//! answers for itself: a scrape sees whichever one answered). A key limited
+//! to some tags gets the samples of those tags only, and no registry or
+//! isolate families (every tenant's): `Access::sees_tag`, `Access::sees_fleet`.
 
 use std::fmt::Write;
 
+use edgeleaf::Access;
 use serde::Deserialize;
 use worker::{Env, Method};
 
@@ -64,13 +67,18 @@ struct Slot {
     status: String,
 }
 
-/// The exposition text.
+/// The exposition text `access` may see.
 #[allow(clippy::cast_precision_loss)] // Prometheus values are floats
-pub async fn metrics(env: &Env, config: &Config) -> ApiResult<String> {
+pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<String> {
     let now = now_ms();
     let list: Tags = call(env, Store::Catalog, Method::Get, "/", None::<&()>).await?;
-    let histories =
-        futures::future::join_all(list.tags.iter().map(|t| history::load(env, t))).await;
+    let histories = futures::future::join_all(
+        list.tags
+            .iter()
+            .filter(|t| access.sees_tag(t))
+            .map(|t| history::load(env, t)),
+    )
+    .await;
     let mut t = Text::default();
     let mut rows = Vec::new();
     for h in histories.into_iter().flatten() {
@@ -100,6 +108,9 @@ pub async fn metrics(env: &Env, config: &Config) -> ApiResult<String> {
             };
             t.sample(name, &[("tag", &h.tag.biz_tag)], value);
         }
+    }
+    if !access.sees_fleet() {
+        return Ok(t.0);
     }
     let workers: Workers = call(env, Store::Registry, Method::Get, "/list", None::<&()>).await?;
     let count = |s: &str| workers.workers.iter().filter(|w| w.status == s).count();

@@ -1,17 +1,20 @@
 //! `/v1/monitor`: Leaf's cache view of this isolate's buffers, its snowflake
-//! lease or buffer of minted batches, and its counters.
+//! lease or buffer of minted batches, and its counters. A key limited to some
+//! tags sees the buffers of those tags only, and nothing of the isolate's own
+//! state (its counters sum every tag's traffic; its lease is the fleet's):
+//! `Access::sees_tag`, `Access::sees_fleet`.
 
 use std::collections::BTreeMap;
 
-use edgeleaf::SegmentSnapshot;
+use edgeleaf::{Access, SegmentSnapshot};
 use serde_json::json;
 
 use crate::clock::now_ms;
 use crate::isolate::with;
 
-/// What `/v1/monitor` shows: Leaf's cache view of every buffer, the
-/// snowflake lease, and the counters.
-pub fn monitor() -> serde_json::Value {
+/// What `/v1/monitor` shows `access`: Leaf's cache view of every buffer it
+/// may see and, without a tag limit, the snowflake lease and the counters.
+pub fn monitor(access: &Access) -> serde_json::Value {
     with(|i| {
         if i.started_ms == 0 {
             i.started_ms = now_ms();
@@ -19,6 +22,7 @@ pub fn monitor() -> serde_json::Value {
         let buffers: BTreeMap<&String, serde_json::Value> = i
             .tags
             .iter()
+            .filter(|(tag, _)| access.sees_tag(tag))
             .map(|(tag, t)| {
                 let s: SegmentSnapshot = t.driver.snapshot();
                 let view = s.initialized.then(|| {
@@ -50,6 +54,9 @@ pub fn monitor() -> serde_json::Value {
                 "stalenessMs": { "p50": s.percentile(50), "p99": s.percentile(99), "max": s.max() },
             })
         });
+        if !access.sees_fleet() {
+            return json!({ "buffers": buffers });
+        }
         json!({ "buffers": buffers, "snowflake": lease, "minted": minted, "counters": i.counters, "isolateSinceMs": i.started_ms })
     })
 }
