@@ -17,8 +17,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use edgeleaf::{
-    answer_batch_now, batch_ranges, Grant, GrantRequest, HolderConfig, HolderNext, HolderState,
-    Layout, LeaseSecret, MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, Renewal,
+    batch_ranges, minter_step, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout,
+    LeaseSecret, MintConfig, MintStep, MintedBuffer, MinterStep, Registry, RegistryConfig, Renewal,
     SlotStatus, SnowflakeHolder, SplitMix64, StalenessHistogram, DEFAULT_STALENESS_MS,
 };
 
@@ -475,9 +475,9 @@ impl Sim {
         let clock = now.saturating_add_signed(m.offset);
         let mut out = vec![0u64; count];
         let mut filled = 0;
-        let mut waited = 0;
+        let mut leased = false;
         for _ in 0..64 {
-            let at = clock + waited;
+            let at = clock;
             if m.holder.save_due_in(at) == Some(0) {
                 if let Some(state) = m.holder.save_request(at) {
                     m.saved = state;
@@ -489,19 +489,18 @@ impl Sim {
             };
             filled += poll.filled;
             if let Some(r) = poll.renew {
-                renew(&mut self.reg, &mut m.holder, r, now + waited, at, layout);
+                renew(&mut self.reg, &mut m.holder, r, now, at, layout);
             }
-            match poll.next {
-                HolderNext::Done => break,
-                HolderNext::Lease(ask) => {
+            // As the Durable Object: it never waits, and leases at most once.
+            match minter_step(filled, poll.next, leased) {
+                MinterStep::Answer | MinterStep::Unavailable { .. } => break,
+                MinterStep::Lease(ask) => {
+                    leased = true;
                     let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
-                    match self.reg.lease_minter(
-                        index,
-                        ask.node_now_ms,
-                        ask.previous,
-                        secret,
-                        now + waited,
-                    ) {
+                    match self
+                        .reg
+                        .lease_minter(index, ask.node_now_ms, ask.previous, secret, now)
+                    {
                         Ok(l) => {
                             let _ = m
                                 .holder
@@ -513,18 +512,11 @@ impl Sim {
                         }
                     }
                 }
-                HolderNext::LeaseInFlight => break,
-                HolderNext::RetryAfter { ms, .. } => {
-                    if answer_batch_now(filled, waited, ms) {
-                        break;
-                    }
-                    waited += ms;
-                }
             }
         }
-        m.busy_until = now + waited;
+        m.busy_until = now;
         out.truncate(filled);
-        (out, now + waited)
+        (out, now)
     }
 }
 

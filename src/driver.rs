@@ -16,8 +16,8 @@
 //! whoever started it, and the next caller starts another.
 
 use crate::error::Error;
-use crate::holder::DEFAULT_TAKE_OVER_MS;
 use crate::segment::{Allocation, SegmentBuffer, SegmentSnapshot};
+use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// What the caller does after a [`SegmentDriver::poll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub struct SegmentPoll {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SegmentDriver {
     buf: SegmentBuffer,
-    loading_since: Option<u64>,
+    loading_since: InFlight,
     take_over_ms: u64,
 }
 
@@ -83,7 +83,7 @@ impl SegmentDriver {
     pub fn with_buffer(buf: SegmentBuffer) -> Self {
         SegmentDriver {
             buf,
-            loading_since: None,
+            loading_since: InFlight::default(),
             take_over_ms: DEFAULT_TAKE_OVER_MS,
         }
     }
@@ -94,14 +94,11 @@ impl SegmentDriver {
         let take = self.buf.take(out);
         let full = take.filled == out.len();
         let mut load = take.load;
-        if !load && !full && self.buf.loading() {
-            // A load marked in flight too long is presumed lost: take it over.
-            load = self
-                .loading_since
-                .is_none_or(|t| now_ms.saturating_sub(t) >= self.take_over_ms);
-        }
         if load {
-            self.loading_since = Some(now_ms);
+            self.loading_since.start(now_ms);
+        } else if !full && self.buf.loading() {
+            // A load marked in flight too long is presumed lost: take it over.
+            load = self.loading_since.claim(now_ms, self.take_over_ms);
         }
         let step = || self.buf.step_for_next_load(now_ms);
         let next = match (full, load) {
@@ -125,7 +122,7 @@ impl SegmentDriver {
         if !self.buf.begin_load() {
             return None;
         }
-        self.loading_since = Some(now_ms);
+        self.loading_since.start(now_ms);
         Some(self.buf.step_for_next_load(now_ms))
     }
 
@@ -135,7 +132,7 @@ impl SegmentDriver {
     /// As [`SegmentBuffer::load`]: a range that overlaps IDs loaded before
     /// is refused, never handed out.
     pub fn loaded(&mut self, alloc: Allocation, now_ms: u64) -> Result<(), Error> {
-        self.loading_since = None;
+        self.loading_since.done();
         let result = self.buf.load(alloc, now_ms);
         if result.is_err() {
             self.buf.load_failed();
@@ -145,7 +142,7 @@ impl SegmentDriver {
 
     /// The load in flight failed; the next poll that needs one asks again.
     pub fn load_failed(&mut self) {
-        self.loading_since = None;
+        self.loading_since.done();
         self.buf.load_failed();
     }
 

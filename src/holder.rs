@@ -32,9 +32,8 @@ use crate::layout::Layout;
 use crate::rand::{NoRandom, RandSource};
 use crate::secret::{Claim, LeaseSecret};
 use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
+use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
-/// A request marked in flight this long is presumed lost and may be sent again.
-pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
 /// After a renewal that got no answer, the next try waits this long.
 pub const RENEW_RETRY_MS: u64 = 1_000;
 /// How far ahead a holder with a store reserves (a restart waits at most this).
@@ -249,7 +248,7 @@ enum Phase<R: RandSource> {
         first_ms: u64,
         /// A renewal is in flight since, or failed and may be retried after.
         renew_not_before: u64,
-        renewing_since: Option<u64>,
+        renewing: InFlight,
     },
     Stopped(Error),
 }
@@ -283,20 +282,10 @@ pub struct SnowflakeHolder<R: RandSource + Clone = NoRandom> {
     /// issued lies in a time unit starting at or before this.
     floor_ms: u64,
     saved: Option<SavedLease>,
-    leasing_since: Option<u64>,
+    leasing: InFlight,
     /// The reservation the store has saved: mint below it (with `reserve_ms`).
     reserved_ms: u64,
-    saving_since: Option<u64>,
-}
-
-fn claim(since: &mut Option<u64>, now_ms: u64, take_over_ms: u64) -> bool {
-    match *since {
-        Some(t) if now_ms.saturating_sub(t) < take_over_ms => false,
-        _ => {
-            *since = Some(now_ms);
-            true
-        }
-    }
+    saving: InFlight,
 }
 
 impl SnowflakeHolder<NoRandom> {
@@ -331,9 +320,9 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             rand,
             floor_ms: 0,
             saved: None,
-            leasing_since: None,
+            leasing: InFlight::default(),
             reserved_ms: 0,
-            saving_since: None,
+            saving: InFlight::default(),
         })
     }
 
@@ -383,7 +372,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// outcome with [`SnowflakeHolder::saved`] or
     /// [`SnowflakeHolder::save_failed`].
     pub fn save_request(&mut self, now_ms: u64) -> Option<HolderState> {
-        if !claim(&mut self.saving_since, now_ms, self.config.take_over_ms) {
+        if !self.saving.claim(now_ms, self.config.take_over_ms) {
             return None;
         }
         let mut state = self.state();
@@ -401,7 +390,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
 
     /// The store saved `state` (from [`SnowflakeHolder::save_request`]).
     pub fn saved(&mut self, state: &HolderState) {
-        self.saving_since = None;
+        self.saving.done();
         if self.config.reserve_ms > 0 && self.stopped().is_none() {
             self.reserved_ms = self.reserved_ms.max(state.last_timestamp_ms);
         }
@@ -409,7 +398,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
 
     /// The store failed to save; the next request asks again.
     pub fn save_failed(&mut self) {
-        self.saving_since = None;
+        self.saving.done();
     }
 
     /// Milliseconds until the reservation should be extended (0: now), or
@@ -486,7 +475,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         match &mut self.phase {
             Phase::Stopped(e) => Err(e.clone()),
             Phase::Idle => {
-                let next = if claim(&mut self.leasing_since, now_ms, take_over_ms) {
+                let next = if self.leasing.claim(now_ms, take_over_ms) {
                     HolderNext::Lease(LeaseAsk {
                         node_now_ms: now_ms,
                         previous: self.saved.map(|s| s.claim()),
@@ -567,7 +556,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         let Phase::Holding {
             grant,
             renew_not_before,
-            renewing_since,
+            renewing,
             ..
         } = &mut self.phase
         else {
@@ -576,7 +565,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         let due = now_ms >= grant.renew_at_ms().max(*renew_not_before);
         if (only_when_due && !due)
             || now_ms >= grant.expires_at_ms
-            || !claim(renewing_since, now_ms, take_over_ms)
+            || !renewing.claim(now_ms, take_over_ms)
         {
             return None;
         }
@@ -613,7 +602,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// [`Error::LeaseExpired`] for a grant that lapsed before it arrived.
     /// The holder then has no lease, and the next poll asks for one.
     pub fn granted(&mut self, grant: Grant, now_ms: u64) -> Result<(), Error> {
-        self.leasing_since = None;
+        self.leasing.done();
         if !matches!(self.phase, Phase::Idle) {
             // Already holding (a taken-over request answered late), or
             // stopped: the extra grant lapses unused.
@@ -655,7 +644,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             gen,
             first_ms,
             renew_not_before: 0,
-            renewing_since: None,
+            renewing: InFlight::default(),
         };
         Ok(())
     }
@@ -665,7 +654,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// minted under (its last timestamp and the restore moment still bound
     /// the first ID). Returns whether the holder now holds a lease.
     pub fn lease_failed(&mut self, cause: Option<ErrorCode>, now_ms: u64) -> bool {
-        self.leasing_since = None;
+        self.leasing.done();
         if cause.is_some() || !matches!(self.phase, Phase::Idle) {
             return false;
         }
@@ -691,7 +680,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     pub fn renewed(&mut self, renewed: Grant, _now_ms: u64) {
         if let Phase::Holding {
             grant,
-            renewing_since,
+            renewing,
             renew_not_before,
             ..
         } = &mut self.phase
@@ -700,7 +689,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                 // The layout stays the one minted under.
                 grant.expires_at_ms = renewed.expires_at_ms.max(grant.expires_at_ms);
                 grant.ttl_ms = renewed.ttl_ms;
-                *renewing_since = None;
+                renewing.done();
                 *renew_not_before = 0;
                 if let Some(s) = &mut self.saved {
                     s.expires_at_ms = grant.expires_at_ms;
@@ -718,7 +707,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     pub fn renewal_failed(&mut self, generation: u64, cause: Option<ErrorCode>, now_ms: u64) {
         let Phase::Holding {
             grant,
-            renewing_since,
+            renewing,
             renew_not_before,
             ..
         } = &mut self.phase
@@ -728,7 +717,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         if grant.generation != generation {
             return;
         }
-        *renewing_since = None;
+        renewing.done();
         let refused = matches!(
             cause,
             Some(

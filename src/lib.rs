@@ -72,6 +72,7 @@ mod rand;
 mod secret;
 mod segment;
 mod snowflake;
+mod wait;
 
 #[cfg(feature = "alloc")]
 mod access;
@@ -104,15 +105,15 @@ pub use history::{
 };
 pub use holder::{
     Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
-    SnowflakeHolder, DEFAULT_RESERVE_MS, DEFAULT_TAKE_OVER_MS, RENEW_RETRY_MS,
+    SnowflakeHolder, DEFAULT_RESERVE_MS, RENEW_RETRY_MS,
 };
 pub use key::{check_key, check_tag, MAX_KEY_LEN};
 pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
 #[cfg(feature = "alloc")]
 pub use minted::{
-    answer_batch_now, batch_ranges, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer,
-    StalenessHistogram, DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MINTERS_PER_REQUEST,
-    MINT_WAIT_MS, MIN_BATCH,
+    batch_ranges, minter_step, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer, MinterStep,
+    Refused, StalenessHistogram, DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MINTERS_PER_REQUEST,
+    MIN_BATCH,
 };
 pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};
@@ -132,6 +133,7 @@ pub use snowflake::{
 };
 #[cfg(feature = "alloc")]
 pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
+pub use wait::{InFlight, WaitBudget, DEFAULT_TAKE_OVER_MS, MAX_WAIT_MS};
 
 /// The README's examples, run as doctests so they stay true.
 #[cfg(doctest)]

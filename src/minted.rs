@@ -27,9 +27,12 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
+use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
-use crate::holder::DEFAULT_TAKE_OVER_MS;
+use crate::holder::{HolderNext, LeaseAsk, RENEW_RETRY_MS};
 use crate::layout::Layout;
+use crate::snowflake::Wait;
+use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// Default bound between an ID's time unit and the moment it is served.
 pub const DEFAULT_STALENESS_MS: u64 = 1_000;
@@ -39,8 +42,6 @@ pub const MIN_BATCH: u32 = 1;
 pub const FIRST_BATCH: u32 = 16;
 /// The largest batch asked for (and minted in one call).
 pub const MAX_BATCH: u32 = 4_096;
-/// Longest a minter waits for the first ID of a batch.
-pub const MINT_WAIT_MS: u64 = 1_000;
 /// A request that finds nothing to serve tries at most this many minters
 /// (each failure is an answer, not a wait) before it gives up.
 pub const MINTERS_PER_REQUEST: u32 = 3;
@@ -218,7 +219,10 @@ pub struct MintedBuffer {
     batch: u32,
     /// The minter asked next.
     minter: u32,
-    fetching_since: Option<u64>,
+    fetching: InFlight,
+    /// The start of the latest time unit of any batch fetched (Unix ms): the
+    /// minters' clocks had reached it.
+    minted_up_to_ms: u64,
     /// The rate window: since when, and IDs served in it.
     window_start_ms: Option<u64>,
     window_served: u64,
@@ -242,7 +246,8 @@ impl MintedBuffer {
             available: 0,
             batch: FIRST_BATCH,
             minter: config.home,
-            fetching_since: None,
+            fetching: InFlight::default(),
+            minted_up_to_ms: 0,
             window_start_ms: None,
             window_served: 0,
             dropped_since_fetch: false,
@@ -300,13 +305,14 @@ impl MintedBuffer {
     }
 
     fn claim(&mut self, now_ms: u64) -> bool {
-        match self.fetching_since {
-            Some(t) if now_ms.saturating_sub(t) < self.config.take_over_ms => false,
-            _ => {
-                self.fetching_since = Some(now_ms);
-                true
-            }
+        let lost = self.fetching.is_busy();
+        let claimed = self.fetching.claim(now_ms, self.config.take_over_ms);
+        if claimed && lost {
+            // The fetch in flight is presumed lost: its minter may be stuck,
+            // so the next one goes elsewhere.
+            self.minter = (self.minter + 1) % self.config.minters;
         }
+        claimed
     }
 
     fn ask(&self, need: usize) -> BatchAsk {
@@ -324,7 +330,7 @@ impl MintedBuffer {
     /// spans two time units or worker IDs, or overlaps IDs held; nothing of
     /// the batch is kept then.
     pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<(), Error> {
-        self.fetching_since = None;
+        self.fetching.done();
         let mut add = Vec::with_capacity(ranges.len());
         for &(start, end) in ranges {
             let bad = Error::InvalidBatch { start, end };
@@ -362,15 +368,45 @@ impl MintedBuffer {
             self.window_served = 0;
         }
         self.dropped_since_fetch = false;
+        self.minted_up_to_ms = add
+            .iter()
+            .map(|h| h.unit_ms)
+            .fold(self.minted_up_to_ms, u64::max);
         self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
         self.held.extend(add);
         Ok(())
     }
 
+    /// The minter answered at `now_ms` that it has nothing for now, with
+    /// `code`; the request may still wait `remaining_ms`. A minter whose time
+    /// unit is used up (`sequence_exhausted`) is asked again after a short
+    /// wait ([`Refused::Again`]), unless this clock is behind IDs already
+    /// minted by more than the request can wait: then the minters' clocks
+    /// are ahead of it (it stepped back), the next time unit comes only when
+    /// it catches up, and the request answers at once ([`Refused::GiveUp`],
+    /// with how long that is). Anything else moves to the next minter
+    /// ([`Refused::Next`], as [`MintedBuffer::fetch_failed`]).
+    pub fn fetch_refused(&mut self, code: ErrorCode, now_ms: u64, remaining_ms: u64) -> Refused {
+        if code != ErrorCode::SequenceExhausted {
+            self.fetch_failed();
+            return Refused::Next;
+        }
+        self.fetching.done();
+        let behind = self.minted_up_to_ms.saturating_sub(now_ms);
+        if behind > remaining_ms {
+            Refused::GiveUp {
+                code: ErrorCode::ClockMovedBackwards,
+                retry_after_ms: behind,
+            }
+        } else {
+            Refused::Again
+        }
+    }
+
     /// The fetch failed (no answer, or the minter refused): the next one
     /// goes to the next minter.
     pub fn fetch_failed(&mut self) {
-        self.fetching_since = None;
+        self.fetching.done();
         self.minter = (self.minter + 1) % self.config.minters;
     }
 
@@ -405,12 +441,72 @@ impl MintedBuffer {
     }
 }
 
-/// Whether a minter that has minted `filled` IDs of a batch, and waited
-/// `waited_ms` so far, answers now instead of waiting `wait_ms` more: a
-/// partial batch now beats a full one later (the isolate asks again), and
-/// after [`MINT_WAIT_MS`] without an ID it answers that it has none.
-pub fn answer_batch_now(filled: usize, waited_ms: u64, wait_ms: u64) -> bool {
-    filled > 0 || waited_ms.saturating_add(wait_ms) > MINT_WAIT_MS
+/// What a request does after a minter answered that it has nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Refused {
+    /// Wait a little and ask the same minter again.
+    Again,
+    /// Ask the next minter (this one failed).
+    Next,
+    /// Answer now: waiting cannot help within the request's budget.
+    GiveUp {
+        /// Why.
+        code: ErrorCode,
+        /// When asking again may help, ms.
+        retry_after_ms: u64,
+    },
+}
+
+/// What a minter does next within one request, after its holder's poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum MinterStep {
+    /// Answer the IDs minted so far.
+    Answer,
+    /// Lease (at most once per request), then poll again.
+    Lease(LeaseAsk),
+    /// Nothing minted, and minting would need a wait: answer at once that
+    /// there is nothing, with the code and how long until asking helps.
+    Unavailable {
+        /// Why: `sequence_exhausted` (this time unit is used up),
+        /// `clock_moved_backwards` (the clock is behind IDs minted or
+        /// reserved), `store_unavailable` (a lease or save pending).
+        code: ErrorCode,
+        /// When to ask again, ms.
+        retry_after_ms: u64,
+    },
+}
+
+/// A minter never waits inside a request. A Durable Object's timers do not
+/// fire while its clock stands behind the highest time it has shown (after
+/// the clock steps back, for as long as the step), so one wait could hold a
+/// request for minutes; and a batch is worth answering as soon as it has
+/// IDs. It answers what it minted, or at once that it has none and for how
+/// long; the isolate, whose timers work, waits within its own budget
+/// ([`WaitBudget`](crate::WaitBudget)) or asks the next minter. It leases
+/// at most once per request (`leased`: it already did).
+pub fn minter_step(filled: usize, next: HolderNext, leased: bool) -> MinterStep {
+    let unavailable = |code, retry_after_ms: u64| MinterStep::Unavailable {
+        code,
+        retry_after_ms: retry_after_ms.max(1),
+    };
+    match next {
+        HolderNext::Done => MinterStep::Answer,
+        _ if filled > 0 => MinterStep::Answer,
+        HolderNext::Lease(ask) if !leased => MinterStep::Lease(ask),
+        HolderNext::Lease(_) | HolderNext::LeaseInFlight => {
+            unavailable(ErrorCode::StoreUnavailable, RENEW_RETRY_MS)
+        }
+        HolderNext::RetryAfter { ms, reason } => unavailable(
+            match reason {
+                Wait::SequenceExhausted => ErrorCode::SequenceExhausted,
+                Wait::ClockBehind => ErrorCode::ClockMovedBackwards,
+                Wait::Saving => ErrorCode::StoreUnavailable,
+            },
+            ms,
+        ),
+    }
 }
 
 /// The IDs a minter minted, as the ranges of a batch: runs of consecutive
@@ -565,10 +661,83 @@ mod tests {
     }
 
     #[test]
-    fn a_minter_answers_a_partial_batch_now_and_nothing_after_a_second() {
-        assert!(answer_batch_now(1, 0, 5));
-        assert!(!answer_batch_now(0, 995, 5));
-        assert!(answer_batch_now(0, 996, 5));
+    fn a_refusal_is_waited_on_only_while_the_clock_can_catch_up_in_time() {
+        let layout = Layout::LEAF;
+        let mut b = MintedBuffer::new(layout, MintConfig::new(4, 0)).unwrap();
+        let parts = crate::layout::Parts {
+            timestamp_ms: T,
+            worker_id: 0,
+            sequence: 0,
+        };
+        let id = layout.compose(parts).unwrap().get();
+        b.fetched(&[(id, id + 1)], T).unwrap();
+        // Used up in this unit: ask the same minter again.
+        assert_eq!(
+            b.fetch_refused(ErrorCode::SequenceExhausted, T, 1_000),
+            Refused::Again
+        );
+        assert_eq!(
+            b.fetch_refused(ErrorCode::SequenceExhausted, T - 900, 1_000),
+            Refused::Again
+        );
+        // This clock stepped back past what the request can wait: answer now.
+        assert_eq!(
+            b.fetch_refused(ErrorCode::SequenceExhausted, T - 60_000, 1_000),
+            Refused::GiveUp {
+                code: ErrorCode::ClockMovedBackwards,
+                retry_after_ms: 60_000
+            }
+        );
+        assert_eq!(b.minter(), 0);
+        // Anything else: the next minter.
+        assert_eq!(
+            b.fetch_refused(ErrorCode::StoreUnavailable, T, 1_000),
+            Refused::Next
+        );
+        assert_eq!(b.minter(), 1);
+    }
+
+    #[test]
+    fn a_minter_never_waits_and_leases_at_most_once() {
+        let wait = |ms, reason| HolderNext::RetryAfter { ms, reason };
+        let ask = LeaseAsk {
+            node_now_ms: T,
+            previous: None,
+        };
+        // A partial batch is answered, whatever the holder would wait for.
+        for next in [
+            wait(1, Wait::SequenceExhausted),
+            wait(60_000, Wait::ClockBehind),
+            HolderNext::LeaseInFlight,
+        ] {
+            assert_eq!(minter_step(1, next, false), MinterStep::Answer);
+        }
+        // Nothing: answered at once, with the code and the wait.
+        assert_eq!(
+            minter_step(0, wait(60_000, Wait::ClockBehind), false),
+            MinterStep::Unavailable {
+                code: ErrorCode::ClockMovedBackwards,
+                retry_after_ms: 60_000
+            }
+        );
+        assert_eq!(
+            minter_step(0, wait(0, Wait::SequenceExhausted), false),
+            MinterStep::Unavailable {
+                code: ErrorCode::SequenceExhausted,
+                retry_after_ms: 1
+            }
+        );
+        assert_eq!(
+            minter_step(0, HolderNext::Lease(ask), false),
+            MinterStep::Lease(ask)
+        );
+        assert!(matches!(
+            minter_step(0, HolderNext::Lease(ask), true),
+            MinterStep::Unavailable {
+                code: ErrorCode::StoreUnavailable,
+                ..
+            }
+        ));
         assert_eq!(
             MintConfig::new(16, 3).tries_per_request(),
             MINTERS_PER_REQUEST

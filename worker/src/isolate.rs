@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 
 use edgeleaf::{
     BatchAsk, ErrorCode, HolderConfig, HolderNext, LeaseAsk, MintConfig, MintStep, MintedBuffer,
-    OpaqueIds, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64, StepPolicy,
-    DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
+    OpaqueIds, Refused, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64,
+    StepPolicy, WaitBudget, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP, MAX_WAIT_MS,
 };
-use futures::future::{FutureExt, LocalBoxFuture};
+use futures::future::{self, Either, FutureExt, LocalBoxFuture};
 use serde::Serialize;
 use serde_json::json;
 use worker::{Context, Env, Method};
@@ -33,9 +33,7 @@ use crate::registry_store::{self, Granted, LeaseRequest, Previous};
 use crate::stores::{call, Store};
 use crate::tag_store::{AllocateRequest, SegmentLease};
 
-/// Longest a request waits for the snowflake sequence or a slightly slow clock.
-const MAX_WAIT_MS: u64 = 1000;
-/// Longest a request waits for another request's load before answering 503.
+/// Longest a request waits for another request's segment load before answering 503.
 const MAX_LOAD_WAIT_MS: u64 = 5000;
 /// How often a waiting request looks again.
 const POLL_MS: u64 = 2;
@@ -303,9 +301,15 @@ pub async fn snowflake_ids(
     }
 }
 
+/// How a fetch from a minter went wrong, and what the buffer says to do.
+struct FetchError {
+    error: ApiError,
+    then: Refused,
+}
+
 /// Fetches a batch from a minter into this isolate's buffer. Runs in the
 /// context of the request the buffer asked (or in its `waitUntil`).
-async fn fetch_batch(env: Env, ask: BatchAsk) -> ApiResult<()> {
+async fn fetch_batch(env: Env, ask: BatchAsk, remaining_ms: u64) -> Result<(), FetchError> {
     with(|i| i.counters.minter_calls += 1);
     let request = MintRequest {
         index: ask.minter,
@@ -319,6 +323,7 @@ async fn fetch_batch(env: Env, ask: BatchAsk) -> ApiResult<()> {
         Some(&request),
     )
     .await;
+    let refused = answer.is_err();
     let ranges = answer.and_then(|batch| {
         batch
             .ranges
@@ -333,15 +338,25 @@ async fn fetch_batch(env: Env, ask: BatchAsk) -> ApiResult<()> {
             .collect::<ApiResult<Vec<(u64, u64)>>>()
     });
     with(|i| {
-        let buf = i
-            .minted
-            .as_mut()
-            .ok_or_else(|| ApiError::store_error("snowflake: minted buffer missing"))?;
+        let Some(buf) = i.minted.as_mut() else {
+            let error = ApiError::store_error("snowflake: minted buffer missing");
+            return Err(FetchError {
+                error,
+                then: Refused::Next,
+            });
+        };
         match ranges.and_then(|r| Ok(buf.fetched(&r, now_ms())?)) {
             Ok(()) => Ok(()),
-            Err(e) => {
+            Err(error) if refused => {
+                let then = buf.fetch_refused(error.code, now_ms(), remaining_ms);
+                Err(FetchError { error, then })
+            }
+            Err(error) => {
                 buf.fetch_failed();
-                Err(e)
+                Err(FetchError {
+                    error,
+                    then: Refused::Next,
+                })
             }
         }
     })
@@ -356,7 +371,10 @@ fn mint_config(config: &Config) -> MintConfig {
     }
 }
 
-/// `count` snowflake IDs from the minters' batches in this isolate's buffer.
+/// `count` snowflake IDs from the minters' batches in this isolate's buffer,
+/// within the core's wait budget: a minter that does not answer in what is
+/// left of it is passed over (its Durable Object may be stuck on a clock
+/// that stepped back), and a request that runs out answers 503 at once.
 async fn minted_ids(
     env: &Env,
     ctx: &Context,
@@ -365,8 +383,18 @@ async fn minted_ids(
 ) -> ApiResult<Vec<u64>> {
     let mut out = vec![0u64; count];
     let mut filled = 0;
-    let mut waited = 0;
     let mut failures = 0;
+    let mut budget = WaitBudget::new(now_ms(), MAX_WAIT_MS);
+    let mut last_error = None;
+    let give_up = |last_error: Option<ApiError>, filled: usize| {
+        last_error.unwrap_or_else(|| {
+            ApiError::unavailable(
+                ErrorCode::StoreUnavailable,
+                format!("snowflake: expected {count} minted IDs within {MAX_WAIT_MS} ms, found {filled}"),
+                MAX_WAIT_MS,
+            )
+        })
+    };
     loop {
         let now = now_ms();
         let next = with(|i| -> ApiResult<MintStep> {
@@ -380,31 +408,68 @@ async fn minted_ids(
             filled += poll.filled;
             Ok(poll.next)
         })?;
-        match next {
+        let wait = match next {
             MintStep::Done { prefetch } => {
                 if let Some(ask) = prefetch {
-                    ctx.wait_until(fetch_batch(env.clone(), ask).map(|_| ()));
+                    ctx.wait_until(fetch_batch(env.clone(), ask, 0).map(|_| ()));
                 }
                 with(|i| i.counters.snowflake_ids += out.len() as u64);
                 return Ok(out);
             }
             MintStep::FetchNow(ask) => {
-                if let Err(e) = fetch_batch(env.clone(), ask).await {
-                    // The buffer moved on to the next minter.
-                    failures += 1;
-                    if failures >= mint_config(config).tries_per_request() {
-                        return Err(e);
+                let left = budget.remaining_ms(now).max(1);
+                let fetch = fetch_batch(env.clone(), ask, left).boxed_local();
+                let answer = match future::select(fetch, sleep_ms(left).boxed_local()).await {
+                    Either::Left((answer, _)) => answer,
+                    Either::Right(((), _)) => {
+                        with(|i| i.minted.as_mut().map(MintedBuffer::fetch_failed));
+                        Err(FetchError {
+                            error: ApiError::unavailable(
+                                ErrorCode::StoreUnavailable,
+                                format!(
+                                    "minter {}: expected an answer within {left} ms, found none",
+                                    ask.minter
+                                ),
+                                MAX_WAIT_MS,
+                            ),
+                            then: Refused::Next,
+                        })
+                    }
+                };
+                let Err(FetchError { error, then }) = answer else {
+                    continue;
+                };
+                match then {
+                    Refused::Again => {
+                        last_error = Some(error);
+                        POLL_MS
+                    }
+                    Refused::Next => {
+                        failures += 1;
+                        last_error = Some(error);
+                        if failures >= mint_config(config).tries_per_request() {
+                            return Err(give_up(last_error, filled));
+                        }
+                        continue;
+                    }
+                    Refused::GiveUp {
+                        code,
+                        retry_after_ms,
+                    } => {
+                        return Err(ApiError::unavailable(
+                            code,
+                            format!("snowflake: this clock is {retry_after_ms} ms behind IDs the minters already minted: {}", error.message),
+                            retry_after_ms,
+                        ));
                     }
                 }
             }
-            MintStep::Wait => {
-                waited += POLL_MS;
-                if waited > MAX_LOAD_WAIT_MS {
-                    return Err(ApiError::unavailable(ErrorCode::StoreUnavailable, format!("snowflake: expected a minted batch within {MAX_LOAD_WAIT_MS} ms, found none"), 1000));
-                }
-                sleep_ms(POLL_MS).await;
-            }
+            MintStep::Wait => POLL_MS,
+        };
+        if !budget.wait(now_ms(), wait) {
+            return Err(give_up(last_error, filled));
         }
+        sleep_ms(wait).await;
     }
 }
 
@@ -417,7 +482,7 @@ async fn leased_ids(
 ) -> ApiResult<Vec<u64>> {
     let mut out = vec![0u64; count];
     let mut filled = 0;
-    let mut waited = 0;
+    let mut budget = WaitBudget::new(now_ms(), MAX_WAIT_MS);
     loop {
         let now = now_ms();
         let next = with(|i| -> ApiResult<HolderNext> {
@@ -455,8 +520,7 @@ async fn leased_ids(
             HolderNext::LeaseInFlight => POLL_MS,
             HolderNext::RetryAfter { ms, .. } => ms,
         };
-        waited += wait;
-        if waited > MAX_WAIT_MS {
+        if !budget.wait(now_ms(), wait) {
             return Err(ApiError::unavailable(ErrorCode::SequenceExhausted, format!("snowflake: expected to mint {count} IDs within {MAX_WAIT_MS} ms, found only {filled}"), wait));
         }
         // Date.now() moves only across I/O and timers: await one.

@@ -19,8 +19,8 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    answer_batch_now, batch_ranges, ErrorCode, HolderConfig, HolderNext, HolderState,
-    SnowflakeHolder, SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH, MINT_WAIT_MS,
+    batch_ranges, minter_step, ErrorCode, HolderConfig, HolderState, MinterStep, SnowflakeHolder,
+    SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH,
 };
 use serde::{Deserialize, Serialize};
 use worker::{
@@ -28,12 +28,10 @@ use worker::{
 };
 
 use crate::api::{body, json, ApiError, ApiResult};
-use crate::clock::{now_ms, random_u64, sleep_ms};
+use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
 use crate::registry_store::{self, Granted, MinterLeaseRequest, Previous};
 use crate::stores::{call, create_tables, Store};
-
-const POLL_MS: u64 = 2;
 
 /// `POST /mint`.
 #[derive(Debug, Deserialize, Serialize)]
@@ -92,7 +90,8 @@ impl SnowflakeMinter {
                 Some(row) => {
                     let state: HolderState = serde_json::from_str(&row.v)
                         .map_err(|e| ApiError::store_error(format!("minter: stored state: {e}")))?;
-                    SnowflakeHolder::restore(holder_config(config), rand, state, now_ms())?
+                    SnowflakeHolder::restore(holder_config(config), rand, state, now_ms())
+                        .map_err(service_clock)?
                 }
                 None => SnowflakeHolder::with_rand(holder_config(config), rand)?,
             };
@@ -151,7 +150,9 @@ impl SnowflakeMinter {
         let layout = config.layout;
         let mut out = vec![0u64; r.count as usize];
         let mut filled = 0;
-        let mut waited = 0;
+        let mut leased = false;
+        // No loop here waits: the core's `minter_step` answers at once, and
+        // leases at most once (so this runs at most twice).
         loop {
             let now = now_ms();
             let (next, renew) = self.with_holder(config, |h| {
@@ -167,9 +168,10 @@ impl SnowflakeMinter {
                     Ok(())
                 })?;
             }
-            let wait = match next {
-                HolderNext::Done => break,
-                HolderNext::Lease(ask) => {
+            match minter_step(filled, next, leased) {
+                MinterStep::Answer => break,
+                MinterStep::Lease(ask) => {
+                    leased = true;
                     let request = MinterLeaseRequest {
                         index: r.index,
                         node_time: ask.node_now_ms,
@@ -188,29 +190,21 @@ impl SnowflakeMinter {
                         // The grant is proof after a restart: save it now.
                         self.save_if_due(h, now_ms(), true)
                     })?;
-                    continue;
                 }
-                HolderNext::LeaseInFlight => POLL_MS,
-                HolderNext::RetryAfter { ms, .. } => {
-                    self.with_holder(config, |h| self.save_if_due(h, now_ms(), false))?;
-                    ms
+                MinterStep::Unavailable {
+                    code,
+                    retry_after_ms,
+                } => {
+                    return Err(ApiError::unavailable(
+                        code,
+                        format!(
+                            "minter {}: expected IDs to mint now, found none for {retry_after_ms} ms",
+                            r.index
+                        ),
+                        retry_after_ms,
+                    ));
                 }
-            };
-            if answer_batch_now(filled, waited, wait) {
-                if filled > 0 {
-                    break;
-                }
-                return Err(ApiError::unavailable(
-                    ErrorCode::SequenceExhausted,
-                    format!(
-                        "minter {}: expected to mint within {MINT_WAIT_MS} ms, found nothing",
-                        r.index
-                    ),
-                    wait,
-                ));
             }
-            waited += wait;
-            sleep_ms(wait).await;
         }
         out.truncate(filled);
         let ranges = batch_ranges(&layout, &out)
@@ -219,6 +213,24 @@ impl SnowflakeMinter {
             .collect();
         let worker_id = self.with_holder(config, |h| Ok(h.lease().map_or(0, |g| g.worker_id)))?;
         Ok(Batch { worker_id, ranges })
+    }
+}
+
+/// The minter's own clock behind the state it saved (a restart after the
+/// clock stepped back past its reservation) is the service's trouble, not
+/// the caller's: 503 until the clock catches up, with how long that is.
+fn service_clock(e: edgeleaf::Error) -> ApiError {
+    match e {
+        edgeleaf::Error::ClockBehindLastReport {
+            last_timestamp_ms,
+            node_now_ms,
+            ..
+        } => edgeleaf::Error::ClockMovedBackwards {
+            last_ms: last_timestamp_ms,
+            now_ms: node_now_ms,
+        }
+        .into(),
+        e => e.into(),
     }
 }
 

@@ -1,0 +1,90 @@
+//! How long a request may wait, as property tests: whatever its clock does
+//! (stand still, step back, step forward), a request's granted waits never
+//! add up past its budget, and it is never refused while waits it asked for
+//! and the time its clock showed both stay within the budget; a minter never
+//! waits and leases at most once; something in flight is taken over after
+//! its time or a large clock step, and never before.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use edgeleaf::{
+    minter_step, HolderNext, InFlight, LeaseAsk, MinterStep, Wait, WaitBudget, MAX_WAIT_MS,
+};
+use proptest::prelude::*;
+
+const T0: u64 = 1_735_689_600_000;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn granted_waits_never_exceed_the_budget(
+        steps in prop::collection::vec((-70_000i64..70_000, 0u64..400), 1..200),
+    ) {
+        let mut budget = WaitBudget::new(T0, MAX_WAIT_MS);
+        let mut granted = 0u64;
+        let mut clock = T0;
+        for (step, ask) in steps {
+            clock = clock.saturating_add_signed(step);
+            let spent = budget.spent_ms(clock);
+            if budget.wait(clock, ask) {
+                granted += ask;
+                prop_assert!(spent + ask <= MAX_WAIT_MS);
+            } else {
+                prop_assert!(spent + ask > MAX_WAIT_MS, "refused with {} spent, {} asked", spent, ask);
+            }
+            prop_assert!(granted <= MAX_WAIT_MS, "granted {} ms", granted);
+            // Time the clock shows passed counts too.
+            prop_assert!(budget.spent_ms(clock) >= clock.saturating_sub(T0));
+        }
+    }
+
+    #[test]
+    fn a_clock_moving_with_the_waits_ends_the_request_within_the_budget(asks in prop::collection::vec(1u64..50, 1..500)) {
+        let mut budget = WaitBudget::new(T0, MAX_WAIT_MS);
+        let mut clock = T0;
+        for ask in asks {
+            if !budget.wait(clock, ask) {
+                break;
+            }
+            clock += ask;
+        }
+        prop_assert!(clock - T0 <= MAX_WAIT_MS);
+    }
+
+    #[test]
+    fn a_minter_never_waits_and_leases_at_most_once(
+        filled in 0usize..3, leased in any::<bool>(), ms in 0u64..120_000, which in 0u8..6,
+    ) {
+        let ask = LeaseAsk { node_now_ms: T0, previous: None };
+        let next = match which {
+            0 => HolderNext::Done,
+            1 => HolderNext::Lease(ask),
+            2 => HolderNext::LeaseInFlight,
+            3 => HolderNext::RetryAfter { ms, reason: Wait::SequenceExhausted },
+            4 => HolderNext::RetryAfter { ms, reason: Wait::ClockBehind },
+            _ => HolderNext::RetryAfter { ms, reason: Wait::Saving },
+        };
+        match minter_step(filled, next, leased) {
+            MinterStep::Answer => prop_assert!(filled > 0 || next == HolderNext::Done),
+            MinterStep::Lease(_) => prop_assert!(!leased && filled == 0),
+            MinterStep::Unavailable { retry_after_ms, .. } => {
+                prop_assert_eq!(filled, 0, "IDs minted are answered");
+                prop_assert!(retry_after_ms >= 1);
+                if let HolderNext::RetryAfter { ms, .. } = next {
+                    prop_assert_eq!(retry_after_ms, ms.max(1), "the holder's wait is the Retry-After");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn in_flight_is_taken_over_exactly_when_presumed_lost(
+        sent_at in 0u64..1_000_000, later in -100_000i64..100_000, take_over_ms in 1u64..60_000,
+    ) {
+        let mut f = InFlight::default();
+        prop_assert!(f.claim(T0 + sent_at, take_over_ms));
+        let now = (T0 + sent_at).saturating_add_signed(later);
+        prop_assert_eq!(f.claim(now, take_over_ms), later.unsigned_abs() >= take_over_ms);
+    }
+}
