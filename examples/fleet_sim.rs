@@ -10,11 +10,23 @@
 //! cargo run --release --example fleet_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters 16] [--layout leaf|jsSafe] [--seed 1] [--short]
 //! ```
-//! `--short` (used by `make test`) is 1,000 isolates for 10 minutes. The exit
-//! status is 1 if any ID was served twice.
+//! `--short` (used by `make test`) is 1,000 isolates for 10 minutes.
+//!
+//! Beside the isolates, `--nodes` application nodes (the npm client with a
+//! store) lease worker IDs of their own in the minters' run, as they do next
+//! to a deployment's minters. Stores fail: one save in `--save-fail` (a
+//! minter's failed save fails its request, as the Durable Object answers an
+//! error).
+//!
+//! Checked in both runs; the exit status is 1 on any violation: no ID served
+//! twice; the fence (under one worker ID, every ID of a later grant is above
+//! every ID of an earlier one); staleness (no minted ID served more than the
+//! bound after its time unit began, by the serving clock); reserved IDs
+//! (minters mint only under worker IDs `0..minters`, leases get only the
+//! rest); and liveness (each run serves IDs, and so do the nodes).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use edgeleaf::{
     batch_ranges, minter_step, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout,
@@ -34,6 +46,10 @@ struct Args {
     lifetime_s: f64,
     /// Request rates per isolate are log-uniform in this range, req/s.
     rates: (f64, f64),
+    /// Application nodes leasing their own worker IDs (minters' run only).
+    nodes: usize,
+    /// One save in this many fails (0: none).
+    save_fail: u64,
 }
 
 fn args() -> Args {
@@ -45,6 +61,8 @@ fn args() -> Args {
         seed: 1,
         lifetime_s: 900.0,
         rates: (0.2, 20.0),
+        nodes: 8,
+        save_fail: 50,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -68,6 +86,8 @@ fn args() -> Args {
             "--minutes" => a.minutes = number(i),
             "--minters" => a.minters = u32::try_from(number(i)).unwrap_or(u32::MAX),
             "--seed" => a.seed = number(i),
+            "--nodes" => a.nodes = usize::try_from(number(i)).unwrap_or(usize::MAX),
+            "--save-fail" => a.save_fail = number(i),
             "--layout" => {
                 a.layout = match value(i).as_str() {
                     "leaf" => Layout::LEAF,
@@ -120,6 +140,8 @@ enum Event {
     /// A batch answer reaches isolate i: (isolate, index into `answers`).
     Answer(usize, usize),
     RestartMinter(u32),
+    /// Application node j serves a request.
+    NodeRequest(usize),
     Sample,
 }
 
@@ -137,11 +159,44 @@ struct Isolate {
 }
 
 struct Minter {
-    holder: SnowflakeHolder<SplitMix64>,
+    /// `None` from a restart until its first request restores it (again at
+    /// each request while the restore is refused).
+    holder: Option<SnowflakeHolder<SplitMix64>>,
     saved: HolderState,
     offset: i64,
     /// A Durable Object runs one request at a time: busy until then.
     busy_until: u64,
+}
+
+/// An application node: the npm client, with a store, leasing its own ID.
+struct Node {
+    holder: SnowflakeHolder<SplitMix64>,
+    saved: HolderState,
+    offset: i64,
+}
+
+/// A store: saves what the holder asks, failing one save in `fail_one_in`.
+/// Returns whether it saved (or had nothing to save).
+fn save(
+    holder: &mut SnowflakeHolder<SplitMix64>,
+    saved: &mut HolderState,
+    at: u64,
+    rng: &mut Rng,
+    fail_one_in: u64,
+    report: &mut Report,
+) -> bool {
+    let Some(state) = holder.save_request(at) else {
+        return true;
+    };
+    report.saves += 1;
+    if fail_one_in > 0 && rng.below(fail_one_in) == 0 {
+        report.saves_failed += 1;
+        holder.save_failed();
+        return false;
+    }
+    *saved = state;
+    holder.saved(&state);
+    true
 }
 
 #[derive(Default)]
@@ -156,6 +211,17 @@ struct Report {
     minter_calls: u64,
     dropped: u64,
     duplicates: u64,
+    /// IDs the application nodes served (minters' run).
+    node_served: u64,
+    saves: u64,
+    saves_failed: u64,
+    /// Minted IDs served later than the staleness bound.
+    stale_served: u64,
+    /// IDs under a worker ID of the wrong kind (a minter's outside
+    /// `0..minters`, a lease's inside).
+    wrong_range: u64,
+    /// Pairs of grants of one worker ID whose IDs interleave.
+    fence_breaks: u64,
 }
 
 struct Sim {
@@ -173,10 +239,18 @@ struct Sim {
     minters: Vec<Minter>,
     answers: Vec<Option<Vec<(u64, u64)>>>,
     ids: Vec<u64>,
+    /// (worker ID, generation) -> the lowest and highest ID minted under it.
+    grants: HashMap<(u32, u64), (u64, u64)>,
+    nodes: Vec<Node>,
+    /// The stores' failures, and the nodes' scenario: apart, so that both
+    /// runs see the same isolates and latencies.
+    store: Rng,
     report: Report,
 }
 
 const LATENCY_MS: (u64, u64) = (2, 40);
+/// An application node's mean time between requests.
+const NODE_REQUEST_MS: f64 = 100.0;
 
 fn holder_config(reserve: bool) -> HolderConfig {
     HolderConfig {
@@ -193,10 +267,13 @@ impl Sim {
         let reg = Registry::new(cfg).expect("registry config");
         let rng = Rng(args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut net = Rng(args.seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
+        let store = Rng(args.seed.wrapping_mul(0xA24B_AED4_963E_E407) | 1);
         let minters = (0..cfg.minters)
             .map(|i| Minter {
-                holder: SnowflakeHolder::with_rand(holder_config(true), SplitMix64::new(i.into()))
-                    .expect("holder config"),
+                holder: Some(
+                    SnowflakeHolder::with_rand(holder_config(true), SplitMix64::new(i.into()))
+                        .expect("holder config"),
+                ),
                 saved: HolderState::default(),
                 offset: net.offset(300),
                 busy_until: 0,
@@ -215,6 +292,9 @@ impl Sim {
             minters,
             answers: Vec::new(),
             ids: Vec::new(),
+            grants: HashMap::new(),
+            nodes: Vec::new(),
+            store,
             report: Report::default(),
         };
         let span = sim.args.minutes * 60_000;
@@ -226,8 +306,127 @@ impl Sim {
             let at = T0 + sim.net.exp_ms(1_200_000.0);
             sim.at(at, Event::RestartMinter(m));
         }
+        if minted_mode {
+            for j in 0..sim.args.nodes {
+                let offset = sim.store.offset(500);
+                sim.nodes.push(Node {
+                    holder: SnowflakeHolder::with_rand(
+                        holder_config(true),
+                        SplitMix64::new(1_000_000 + j as u64),
+                    )
+                    .expect("holder config"),
+                    saved: HolderState::default(),
+                    offset,
+                });
+                let first = sim.store.exp_ms(NODE_REQUEST_MS);
+                sim.at(T0 + first, Event::NodeRequest(j));
+            }
+        }
         sim.at(T0, Event::Sample);
         sim
+    }
+
+    /// IDs minted under a grant, for the fence and the reserved ranges.
+    fn minted(&mut self, grant: Option<&Grant>, ids: &[u64], by_minter: bool) {
+        let (Some(g), Some(&lo), Some(&hi)) = (grant, ids.iter().min(), ids.iter().max()) else {
+            return;
+        };
+        let reserved = self.reg.config().minters;
+        if by_minter != (g.worker_id < reserved) {
+            self.report.wrong_range += ids.len() as u64;
+        }
+        for &id in ids {
+            let w = self.args.layout.decompose(id).map(|p| p.worker_id);
+            if w != Ok(g.worker_id) {
+                self.report.wrong_range += 1;
+            }
+        }
+        let e = self
+            .grants
+            .entry((g.worker_id, g.generation))
+            .or_insert((lo, hi));
+        e.0 = e.0.min(lo);
+        e.1 = e.1.max(hi);
+    }
+
+    /// Grants of one worker ID whose IDs interleave.
+    fn fence_breaks(&self) -> u64 {
+        let mut by_worker: HashMap<u32, Vec<(u64, u64, u64)>> = HashMap::new();
+        for (&(w, g), &(lo, hi)) in &self.grants {
+            by_worker.entry(w).or_default().push((g, lo, hi));
+        }
+        let mut breaks = 0;
+        for grants in by_worker.values_mut() {
+            grants.sort_unstable();
+            let mut earlier_max = 0;
+            for &(_, lo, hi) in grants.iter() {
+                if lo <= earlier_max {
+                    breaks += 1;
+                }
+                earlier_max = earlier_max.max(hi);
+            }
+        }
+        breaks
+    }
+
+    /// Application node j serves a request: its own lease, its store.
+    fn node_request(&mut self, j: usize) {
+        let now = self.now;
+        let layout = self.args.layout;
+        let clock = now.saturating_add_signed(self.nodes[j].offset);
+        let key = format!("node-{j}");
+        let mut out = [0u64; 1];
+        let mut waited = 0;
+        for _ in 0..8 {
+            let at = clock + waited;
+            let node = &mut self.nodes[j];
+            if node.holder.save_due_in(at) == Some(0) {
+                save(
+                    &mut node.holder,
+                    &mut node.saved,
+                    at,
+                    &mut self.store,
+                    self.args.save_fail,
+                    &mut self.report,
+                );
+            }
+            let Ok(poll) = node.holder.poll(at, &mut out) else {
+                break;
+            };
+            if let Some(r) = poll.renew {
+                renew(&mut self.reg, &mut node.holder, r, now, at, layout);
+            }
+            if poll.filled == 1 {
+                let grant = node.holder.lease().copied();
+                self.minted(grant.as_ref(), &out, false);
+                self.ids.push(out[0]);
+                self.report.node_served += 1;
+                break;
+            }
+            match poll.next {
+                HolderNext::Lease(ask) => {
+                    let secret = LeaseSecret::from_random([(j % 251) as u8; 16]);
+                    match self
+                        .reg
+                        .lease(GrantRequest::from_ask(&ask, "", &key, secret), now)
+                    {
+                        Ok(l) => {
+                            let _ = node
+                                .holder
+                                .granted(Grant::from_lease(&l, Some(secret), layout), at);
+                        }
+                        Err(e) => {
+                            node.holder.lease_failed(Some(e.error_code()), at);
+                            break;
+                        }
+                    }
+                }
+                HolderNext::RetryAfter { ms, .. } => waited += ms,
+                HolderNext::Done | HolderNext::LeaseInFlight => break,
+            }
+        }
+        let next = now + self.store.exp_ms(NODE_REQUEST_MS);
+        self.at(next, Event::NodeRequest(j));
     }
 
     fn at(&mut self, t: u64, e: Event) {
@@ -259,26 +458,25 @@ impl Sim {
                     iso.waiting.clear();
                 }
                 Event::Answer(i, k) => self.answer(i, k),
+                Event::NodeRequest(j) => self.node_request(j),
                 Event::RestartMinter(m) => {
-                    let now = self.now;
+                    // The Durable Object comes back, maybe on another
+                    // machine: its clock may now be behind its saved
+                    // reservation. It restores at its next request.
                     let mm = &mut self.minters[m as usize];
-                    let clock = now.saturating_add_signed(mm.offset);
-                    if let Ok(h) = SnowflakeHolder::restore(
-                        holder_config(true),
-                        SplitMix64::new(now),
-                        mm.saved,
-                        clock,
-                    ) {
-                        mm.holder = h;
-                    }
-                    let next = now + self.net.exp_ms(1_200_000.0);
+                    mm.holder = None;
+                    mm.offset = self.store.offset(300);
+                    let next = self.now + self.net.exp_ms(1_200_000.0);
                     self.at(next, Event::RestartMinter(m));
                 }
                 Event::Sample => {
                     let now = self.now;
+                    // The isolates' design's worker IDs (not the nodes').
+                    let minters = self.reg.config().minters;
                     let in_use = self
                         .reg
                         .slots()
+                        .filter(|s| !self.minted_mode || s.worker_id < minters)
                         .filter(|s| self.reg.status(s, now) != SlotStatus::Free)
                         .count();
                     let in_use = u32::try_from(in_use).unwrap_or(u32::MAX);
@@ -287,7 +485,9 @@ impl Sim {
                 }
             }
         }
+        let breaks = self.fence_breaks();
         let mut report = self.report;
+        report.fence_breaks = breaks;
         for iso in &self.isolates {
             if let Some(b) = &iso.buffer {
                 report.staleness.merge(b.staleness());
@@ -367,17 +567,22 @@ impl Sim {
             if let Some(r) = poll.renew {
                 renew(&mut self.reg, holder, r, now, clock, layout);
             }
-            match poll.next {
-                HolderNext::Done => {
-                    self.ids.push(out[0]);
-                    self.report.served += 1;
-                    self.report.staleness.record(0, 1);
-                    if waited > 0 {
-                        self.report.waited += 1;
-                        self.report.wait_ms.record(waited, 1);
-                    }
-                    return;
+            // Served only what was minted (`Done` with nothing minted is
+            // not an ID).
+            if poll.filled == 1 {
+                let grant = holder.lease().copied();
+                self.minted(grant.as_ref(), &out, false);
+                self.ids.push(out[0]);
+                self.report.served += 1;
+                self.report.staleness.record(0, 1);
+                if waited > 0 {
+                    self.report.waited += 1;
+                    self.report.wait_ms.record(waited, 1);
                 }
+                return;
+            }
+            match poll.next {
+                HolderNext::Done | HolderNext::LeaseInFlight => break,
                 HolderNext::Lease(ask) => {
                     waited += LATENCY_MS.1 / 2;
                     let key = format!("isolate-{i}");
@@ -396,7 +601,6 @@ impl Sim {
                         }
                     }
                 }
-                HolderNext::LeaseInFlight => break,
                 HolderNext::RetryAfter { ms, .. } => waited += ms,
             }
         }
@@ -421,6 +625,14 @@ impl Sim {
                 break;
             }
             self.isolates[i].waiting.remove(0);
+            let unit_ms = self
+                .args
+                .layout
+                .decompose(out[0])
+                .map_or(0, |p| p.timestamp_ms);
+            if clock.saturating_sub(unit_ms) > DEFAULT_STALENESS_MS {
+                self.report.stale_served += 1;
+            }
             self.ids.push(out[0]);
             self.report.served += 1;
             if now > since {
@@ -467,29 +679,55 @@ impl Sim {
     }
 
     /// A minter's loop, as its Durable Object runs it: the IDs, and when it
-    /// answered.
+    /// answered. It restores on first use after a restart (no IDs while
+    /// that is refused), and a failed save fails the request: it answers no
+    /// IDs (the ones minted before it in this call are never served).
     fn mint(&mut self, index: u32, count: usize, arrives: u64) -> (Vec<u64>, u64) {
         let layout = self.args.layout;
         let m = &mut self.minters[index as usize];
         let now = arrives.max(m.busy_until);
         let clock = now.saturating_add_signed(m.offset);
+        if m.holder.is_none() {
+            let restored =
+                SnowflakeHolder::restore(holder_config(true), SplitMix64::new(now), m.saved, clock);
+            match restored {
+                Ok(h) => m.holder = Some(h),
+                Err(_) => return (Vec::new(), now),
+            }
+        }
+        let Some(holder) = m.holder.as_mut() else {
+            return (Vec::new(), now);
+        };
         let mut out = vec![0u64; count];
         let mut filled = 0;
         let mut leased = false;
+        // (grant, first, end) of each poll that minted.
+        let mut under = Vec::new();
+        let mut failed = false;
         for _ in 0..64 {
             let at = clock;
-            if m.holder.save_due_in(at) == Some(0) {
-                if let Some(state) = m.holder.save_request(at) {
-                    m.saved = state;
-                    m.holder.saved(&state);
-                }
+            if holder.save_due_in(at) == Some(0)
+                && !save(
+                    holder,
+                    &mut m.saved,
+                    at,
+                    &mut self.store,
+                    self.args.save_fail,
+                    &mut self.report,
+                )
+            {
+                failed = true;
+                break;
             }
-            let Ok(poll) = m.holder.poll(at, &mut out[filled..]) else {
+            let Ok(poll) = holder.poll(at, &mut out[filled..]) else {
                 break;
             };
+            if poll.filled > 0 {
+                under.push((holder.lease().copied(), filled, filled + poll.filled));
+            }
             filled += poll.filled;
             if let Some(r) = poll.renew {
-                renew(&mut self.reg, &mut m.holder, r, now, at, layout);
+                renew(&mut self.reg, holder, r, now, at, layout);
             }
             // As the Durable Object: it never waits, and leases at most once.
             match minter_step(filled, poll.next, leased) {
@@ -502,12 +740,10 @@ impl Sim {
                         .lease_minter(index, ask.node_now_ms, ask.previous, secret, now)
                     {
                         Ok(l) => {
-                            let _ = m
-                                .holder
-                                .granted(Grant::from_lease(&l, Some(secret), layout), at);
+                            let _ = holder.granted(Grant::from_lease(&l, Some(secret), layout), at);
                         }
                         Err(e) => {
-                            m.holder.lease_failed(Some(e.error_code()), at);
+                            holder.lease_failed(Some(e.error_code()), at);
                             break;
                         }
                     }
@@ -515,7 +751,10 @@ impl Sim {
             }
         }
         m.busy_until = now;
-        out.truncate(filled);
+        for (grant, a, b) in under {
+            self.minted(grant.as_ref(), &out[a..b], true);
+        }
+        out.truncate(if failed { 0 } else { filled });
         (out, now)
     }
 }
@@ -577,9 +816,37 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     println!("{}", row("per-isolate leasing", &before));
     println!("{}", row(&format!("{minters} minters"), &now));
+    println!(
+        "Checks: {} application nodes served {} IDs under their own leases beside the minters; stores saved {} times, {} failed (1 in {}).",
+        a.nodes, now.node_served, before.saves + now.saves, before.saves_failed + now.saves_failed, a.save_fail,
+    );
     println!("(simulated in {:.1} s)", started.elapsed().as_secs_f64());
-    if before.duplicates + now.duplicates > 0 {
-        eprintln!("DUPLICATES: an ID was served twice");
+    let mut violations = Vec::new();
+    for (name, r) in [("per-isolate leasing", &before), ("minters", &now)] {
+        let mut check = |bad: u64, what: &str| {
+            if bad > 0 {
+                violations.push(format!("{name}: {bad} {what}"));
+            }
+        };
+        check(r.duplicates, "IDs served twice");
+        check(
+            r.fence_breaks,
+            "grants whose IDs are not all above an earlier grant's of the same worker ID",
+        );
+        check(r.stale_served, "minted IDs served past the staleness bound");
+        check(
+            r.wrong_range,
+            "IDs under a worker ID of the wrong kind (minters': 0..minters; leases': the rest)",
+        );
+        check(u64::from(r.served == 0), "run that served no ID");
+    }
+    if a.nodes > 0 && now.node_served == 0 {
+        violations.push("minters: the application nodes served no ID".into());
+    }
+    for v in &violations {
+        eprintln!("VIOLATION: {v}");
+    }
+    if !violations.is_empty() {
         std::process::exit(1);
     }
 }

@@ -33,7 +33,7 @@ step "unit, property and doc tests"
 cargo test --all-features
 cargo test -p edgeleaf-worker
 
-step "the fleet simulation, short form: per-isolate leasing vs minters (fails on a duplicate)"
+step "the fleet simulation, short form: per-isolate leasing vs minters (fails on a duplicate, a fence, staleness or reserved-ID violation, or nothing served)"
 cargo run --quiet --release --example fleet_sim -- --short
 
 step "core on wasm32: wasm-pack test --node"
@@ -64,7 +64,7 @@ scripts/worker.sh
 
 step "service: every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
 "$NODE22" "${NODE_TEST[@]}" tests/js/service.test.mjs tests/js/keys.test.mjs tests/js/keys-restart.test.mjs tests/js/leases.test.mjs tests/js/upgrade.test.mjs tests/js/fleet.test.mjs tests/js/opaque.test.mjs tests/js/fuzz.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs \
-  tests/js/clock-shim.test.mjs
+  tests/js/clock-shim.test.mjs tests/js/clock-steps.test.mjs
 
 step "chaos, short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, clock steps; every ID checked"
 "$NODE22" "${NODE_TEST[@]}" tests/js/chaos.test.mjs

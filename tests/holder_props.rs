@@ -12,9 +12,20 @@
 //! tries to renew, release and reclaim other nodes' leases, with guessed
 //! secrets, no secret, or the right owner's name.
 //!
+//! A restart whose restore is refused (the clock is behind the saved
+//! reservation) leaves the process down, minting nothing and hearing no
+//! answer, until a later restart succeeds.
+//!
 //! Invariants: no ID twice; no ID minted by a holder whose lease lapsed by its
 //! own clock or whose refusal it had heard; IDs strictly increasing per holder,
 //! across its restarts; every hostile attempt refused and changing nothing.
+//!
+//! Liveness, so that a holder refusing everything cannot pass: after the
+//! random schedule, a calm phase (clocks in sync and past everything read or
+//! reserved, every answer delivered at once, every save durable, a supervisor
+//! restarting processes that are down or stopped). In it every restart
+//! succeeds, exactly `min(nodes, worker IDs)` nodes mint, each from within
+//! `CALM_DEADLINE` rounds, and then in every round until the end.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -91,8 +102,14 @@ fn random_secret(rng: &mut SplitMix64) -> LeaseSecret {
 }
 
 struct Node {
-    holder: SnowflakeHolder<SplitMix64>,
+    /// `None`: the process is down. Its last restart was refused (the clock
+    /// is behind its saved reservation), and it stays down until a later
+    /// restart succeeds, as the npm client's `open` throws and a minter's
+    /// Durable Object answers errors until its restore succeeds.
+    holder: Option<SnowflakeHolder<SplitMix64>>,
     offset: i64,
+    /// Bumped each time the process dies: answers to an earlier one are
+    /// delivered to nobody.
     incarnation: u32,
     /// What the store holds: written only when the holder asks for a save
     /// (so usually stale), as the JS client's store is.
@@ -125,22 +142,27 @@ fn op(nodes: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+const RESERVE_MS: u64 = 3_000;
+
 fn config(lease_again: bool) -> HolderConfig {
     HolderConfig {
         lease_again,
-        reserve_ms: 3_000,
+        reserve_ms: RESERVE_MS,
         ..HolderConfig::default()
     }
 }
 
 /// The store saves what the holder asks, or fails to.
 fn save(node: &mut Node, at: u64, ok: bool) {
-    if let Some(state) = node.holder.save_request(at) {
+    let Some(holder) = node.holder.as_mut() else {
+        return;
+    };
+    if let Some(state) = holder.save_request(at) {
         if ok {
             node.saved = state;
-            node.holder.saved(&state);
+            holder.saved(&state);
         } else {
-            node.holder.save_failed();
+            holder.save_failed();
         }
     }
 }
@@ -149,146 +171,394 @@ fn clock(now: u64, offset: i64) -> u64 {
     now.saturating_add_signed(offset)
 }
 
+/// What a node's poll came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Polled {
+    /// The process is down.
+    Down,
+    /// The holder stopped (its lease lapsed or was refused, and it does not
+    /// lease again).
+    Stopped,
+    /// This many IDs minted (maybe 0).
+    Minted(usize),
+}
+
+/// The calm phase after the random schedule: clocks in sync, every answer
+/// delivered at once, every save durable, a supervisor restarting processes
+/// that are down or stopped, each node polled every `CALM_STEP_MS`.
+const CALM_STEP_MS: u64 = 100;
+/// 15 s: past a renewal (half the TTL) and a dozen reservations.
+const CALM_ROUNDS: usize = 150;
+/// By this round every node that can get a worker ID has minted: a few
+/// rounds to lease and save, and a restart waits out its saved reservation
+/// (at most `RESERVE_MS`; a holder whose lease lapsed unnoticed may have
+/// reserved that far ahead just before it stopped).
+const CALM_DEADLINE: usize = (RESERVE_MS / CALM_STEP_MS) as usize + 4;
+const CALM_BATCH: usize = 16;
+
+struct World {
+    lease_again: bool,
+    capacity: u32,
+    reg: Registry,
+    nodes: Vec<Node>,
+    now: u64,
+    /// The latest clock reading of any node: every timestamp issued, saved or
+    /// reported lies at most `RESERVE_MS` (and a time unit) past it.
+    latest_clock: u64,
+    seen: HashSet<u64>,
+    in_flight: Vec<(usize, u32, Answer)>,
+    out: Vec<u64>,
+    minted_under: HashMap<(u32, u64), usize>,
+    /// (worker, generation) -> first and last time unit minted under it.
+    ranges: HashMap<(u32, u64), (u64, u64)>,
+    /// The registry's host: draws each grant's secret.
+    secrets: SplitMix64,
+    granted: HashMap<(u32, u64), LeaseSecret>,
+}
+
+impl World {
+    fn new(capacity: u32, lease_again: bool, offsets: &[i64]) -> World {
+        let reg_cfg = RegistryConfig {
+            capacity,
+            ttl_ms: 10_000,
+            grace_ms: 2_000,
+            max_skew_ms: 1_000,
+            minters: 0,
+            per_owner: None,
+        };
+        let nodes = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, &offset)| Node {
+                holder: Some(
+                    SnowflakeHolder::with_rand(config(lease_again), SplitMix64::new(i as u64))
+                        .unwrap(),
+                ),
+                offset,
+                incarnation: 0,
+                saved: HolderState::default(),
+                last_id: 0,
+                refused: HashSet::new(),
+            })
+            .collect();
+        World {
+            lease_again,
+            capacity,
+            reg: Registry::new(reg_cfg).unwrap(),
+            nodes,
+            now: T0,
+            latest_clock: T0,
+            seen: HashSet::new(),
+            in_flight: Vec::new(),
+            out: vec![0u64; 5000],
+            minted_under: HashMap::new(),
+            ranges: HashMap::new(),
+            secrets: SplitMix64::new(capacity.into()),
+            granted: HashMap::new(),
+        }
+    }
+
+    /// Node n's clock now.
+    fn clock(&mut self, n: usize) -> u64 {
+        let at = clock(self.now, self.nodes[n].offset);
+        self.latest_clock = self.latest_clock.max(at);
+        at
+    }
+
+    /// Node n asks for `k` IDs (and sends what the holder asks to send);
+    /// first, when a save is due, its store saves (or fails to). Checks
+    /// every ID minted.
+    fn poll(&mut self, n: usize, k: usize, store_ok: bool) -> Result<Polled, TestCaseError> {
+        let at = self.clock(n);
+        let node = &mut self.nodes[n];
+        if node.holder.is_none() {
+            return Ok(Polled::Down);
+        }
+        if node.holder.as_ref().and_then(|h| h.save_due_in(at)) == Some(0) {
+            save(node, at, store_ok);
+        }
+        let holder = node.holder.as_mut().expect("up");
+        let lease_before = holder.lease().copied();
+        let poll = match holder.poll(at, &mut self.out[..k]) {
+            Ok(p) => p,
+            Err(Error::LeaseExpired { .. } | Error::LeaseLost { .. }) => {
+                prop_assert!(!self.lease_again, "a holder that leases again never stops");
+                return Ok(Polled::Stopped);
+            }
+            Err(Error::ClockMovedBackwards { .. } | Error::ClockBeforeEpoch { .. }) => {
+                return Ok(Polled::Minted(0))
+            }
+            Err(e) => panic!("unexpected {e}"),
+        };
+        if poll.filled > 0 {
+            let grant = holder.lease().copied().expect("minted without a lease");
+            prop_assert_eq!(
+                Some(grant),
+                lease_before
+                    .filter(|g| g.generation == grant.generation)
+                    .or(Some(grant))
+            );
+            prop_assert!(
+                at < grant.expires_at_ms,
+                "minted at {} under a lease that ended at {}",
+                at,
+                grant.expires_at_ms
+            );
+            prop_assert!(
+                !node.refused.contains(&grant.generation),
+                "minted after hearing a refusal"
+            );
+            // One holder per grant, ever.
+            let owner = *self
+                .minted_under
+                .entry((grant.worker_id, grant.generation))
+                .or_insert(n);
+            prop_assert_eq!(owner, n);
+            let first_ms = LAYOUT.decompose(self.out[0]).unwrap().timestamp_ms;
+            let last_ms = LAYOUT
+                .decompose(self.out[poll.filled - 1])
+                .unwrap()
+                .timestamp_ms;
+            let range = self
+                .ranges
+                .entry((grant.worker_id, grant.generation))
+                .or_insert((first_ms, last_ms));
+            range.1 = last_ms;
+            let (a, b) = *range;
+            // Under one worker ID, grants mint in disjoint stretches of time.
+            for (&(w, g), &(c, d)) in &self.ranges {
+                prop_assert!(
+                    w != grant.worker_id || g == grant.generation || d < a || b < c,
+                    "worker {}: generation {} minted in {}..={}, generation {} in {}..={}",
+                    w,
+                    g,
+                    c,
+                    d,
+                    grant.generation,
+                    a,
+                    b
+                );
+            }
+            for &id in &self.out[..poll.filled] {
+                prop_assert!(self.seen.insert(id), "ID {} twice (node {})", id, n);
+                prop_assert!(
+                    id > node.last_id,
+                    "node {}: {} after {}",
+                    n,
+                    id,
+                    node.last_id
+                );
+                prop_assert_eq!(LAYOUT.decompose(id).unwrap().worker_id, grant.worker_id);
+                node.last_id = id;
+            }
+        }
+        if let Some(r) = poll.renew {
+            let answer = self.reg.renew(&owner(n), &r, self.now);
+            self.in_flight.push((
+                n,
+                node.incarnation,
+                Answer::Renew(r.claim.generation, answer),
+            ));
+        }
+        if let HolderNext::Lease(ask) = poll.next {
+            let secret = random_secret(&mut self.secrets);
+            let (who, key) = (owner(n), format!("node-{n}"));
+            let answer = self
+                .reg
+                .lease(GrantRequest::from_ask(&ask, &who, &key, secret), self.now);
+            if let Ok(l) = &answer {
+                self.granted.insert((l.worker_id, l.generation), secret);
+            }
+            self.in_flight.push((
+                n,
+                node.incarnation,
+                Answer::Lease(answer.map(|l| (l, secret))),
+            ));
+        }
+        Ok(Polled::Minted(poll.filled))
+    }
+
+    /// The k-th answer in flight arrives.
+    fn deliver(&mut self, k: usize) {
+        let (n, incarnation, answer) = self.in_flight.remove(k % self.in_flight.len());
+        let at = self.clock(n);
+        let node = &mut self.nodes[n];
+        let Some(holder) = node.holder.as_mut() else {
+            return;
+        };
+        if node.incarnation != incarnation {
+            return; // the process that asked is gone
+        }
+        match answer {
+            Answer::Lease(Ok((lease, secret))) => {
+                let _ = holder.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at);
+            }
+            Answer::Lease(Err(e)) => {
+                holder.lease_failed(Some(e.error_code()), at);
+            }
+            Answer::Renew(_, Ok(lease)) => {
+                holder.renewed(Grant::from_lease(&lease, None, LAYOUT), at);
+            }
+            Answer::Renew(generation, Err(e)) => {
+                if matches!(
+                    e,
+                    Error::LeaseNotHeld { .. }
+                        | Error::LeaseExpired { .. }
+                        | Error::ClockSkew { .. }
+                        | Error::ClockBehindLastReport { .. }
+                ) && holder.lease().is_some_and(|g| g.generation == generation)
+                {
+                    node.refused.insert(generation);
+                }
+                holder.renewal_failed(generation, Some(e.error_code()), at);
+            }
+        }
+    }
+
+    /// Node n's process dies (if it was up), its clock steps by `step`, and
+    /// it restarts from its store. Returns whether it is up: a refused
+    /// restore leaves it down.
+    fn restart(&mut self, n: usize, step: i64) -> Result<bool, TestCaseError> {
+        self.nodes[n].offset += step;
+        let at = self.clock(n);
+        let node = &mut self.nodes[n];
+        node.incarnation += 1;
+        node.holder = None;
+        match SnowflakeHolder::restore(
+            config(self.lease_again),
+            SplitMix64::new(at),
+            node.saved,
+            at,
+        ) {
+            Ok(h) => {
+                node.holder = Some(h);
+                Ok(true)
+            }
+            Err(Error::ClockBehindLastReport { .. }) => {
+                prop_assert!(at + RESERVE_MS < node.saved.last_timestamp_ms);
+                Ok(false)
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+
+    fn deliver_all(&mut self) {
+        while !self.in_flight.is_empty() {
+            self.deliver(0);
+        }
+    }
+
+    /// Liveness: after the calm phase's first rounds, as many nodes as there
+    /// are worker IDs (or every node, if fewer) mint in every round.
+    fn calm(&mut self) -> Result<(), TestCaseError> {
+        // Every answer still in flight arrives, late.
+        self.deliver_all();
+        // Clocks in sync, and past everything any node read, reserved or
+        // reported, every lease's end, evictions' fences and the grace
+        // period: every worker ID is free, every restore succeeds.
+        let cfg = *self.reg.config();
+        for node in &mut self.nodes {
+            node.offset = 0;
+        }
+        self.now = self.now.max(self.latest_clock)
+            + RESERVE_MS
+            + LAYOUT.unit_ms()
+            + cfg.ttl_ms
+            + cfg.max_skew_ms
+            + cfg.grace_ms;
+        let nodes = self.nodes.len();
+        // Round of each node's first ID, and how many rounds it minted in.
+        let mut first: Vec<Option<usize>> = vec![None; nodes];
+        let mut rounds = vec![0usize; nodes];
+        for round in 0..CALM_ROUNDS {
+            self.now += CALM_STEP_MS;
+            for n in 0..nodes {
+                let mut polled = self.poll(n, CALM_BATCH, true)?;
+                if matches!(polled, Polled::Down | Polled::Stopped) {
+                    // A supervisor restarts the process, from its store.
+                    prop_assert!(self.restart(n, 0)?, "node {}: restart refused", n);
+                    polled = self.poll(n, CALM_BATCH, true)?;
+                }
+                self.deliver_all();
+                if matches!(polled, Polled::Minted(k) if k > 0) {
+                    first[n].get_or_insert(round);
+                    rounds[n] += 1;
+                }
+            }
+        }
+        let minting: Vec<usize> = (0..nodes).filter(|&n| first[n].is_some()).collect();
+        prop_assert_eq!(
+            minting.len(),
+            nodes.min(self.capacity as usize),
+            "nodes that minted in the calm phase: {:?} of {} ({} worker IDs)",
+            minting,
+            nodes,
+            self.capacity
+        );
+        for n in minting {
+            let f = first[n].unwrap_or(0);
+            prop_assert!(
+                f <= CALM_DEADLINE,
+                "node {}: first ID in calm round {}",
+                n,
+                f
+            );
+            prop_assert_eq!(
+                rounds[n],
+                CALM_ROUNDS - f,
+                "node {}: minted in {} of the {} rounds after its first",
+                n,
+                rounds[n],
+                CALM_ROUNDS - f
+            );
+        }
+        Ok(())
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn holders_never_mint_an_id_twice(
+    fn holders_never_mint_an_id_twice_and_mint_again_once_calm(
         capacity in 1u32..4,
         lease_again in any::<bool>(),
         offsets in prop::collection::vec(prop_oneof![-900i64..900, Just(-990i64), Just(990i64)], 2..5),
         ops in prop::collection::vec(op(4), 1..250),
     ) {
-        let reg_cfg = RegistryConfig { capacity, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: 0, per_owner: None };
-        let mut reg = Registry::new(reg_cfg).unwrap();
-        let mut nodes: Vec<Node> = offsets.iter().enumerate().map(|(i, &offset)| Node {
-            holder: SnowflakeHolder::with_rand(config(lease_again), SplitMix64::new(i as u64)).unwrap(),
-            offset,
-            incarnation: 0,
-            saved: HolderState::default(),
-            last_id: 0,
-            refused: HashSet::new(),
-        }).collect();
-        let mut now = T0;
-        let mut seen: HashSet<u64> = HashSet::new();
-        let mut in_flight: Vec<(usize, u32, Answer)> = Vec::new();
-        let mut out = vec![0u64; 5000];
-        let mut minted_under: HashMap<(u32, u64), usize> = HashMap::new();
-        // (worker, generation) -> first and last time unit minted under it.
-        let mut ranges: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
-        // The registry's host: draws each grant's secret.
-        let mut secrets = SplitMix64::new(capacity.into());
-        let mut granted: HashMap<(u32, u64), LeaseSecret> = HashMap::new();
-
+        let mut w = World::new(capacity, lease_again, &offsets);
         for op in ops {
             match op {
-                Op::Tick(ms) => now += ms,
-                Op::Step(n, d) => if let Some(node) = nodes.get_mut(n) { node.offset += d },
+                Op::Tick(ms) => w.now += ms,
+                Op::Step(n, d) => if let Some(node) = w.nodes.get_mut(n) { node.offset += d },
                 Op::Poll(n, k, store_ok) => {
-                    let Some(node) = nodes.get_mut(n) else { continue };
-                    let at = clock(now, node.offset);
-                    if node.holder.save_due_in(at) == Some(0) {
-                        save(node, at, store_ok);
-                    }
-                    let lease_before = node.holder.lease().copied();
-                    let poll = match node.holder.poll(at, &mut out[..k]) {
-                        Ok(p) => p,
-                        Err(Error::LeaseExpired { .. } | Error::LeaseLost { .. }) => {
-                            prop_assert!(!lease_again, "a holder that leases again never stops");
-                            continue;
-                        }
-                        Err(Error::ClockMovedBackwards { .. } | Error::ClockBeforeEpoch { .. }) => continue,
-                        Err(e) => panic!("unexpected {e}"),
-                    };
-                    if poll.filled > 0 {
-                        let grant = node.holder.lease().copied().expect("minted without a lease");
-                        prop_assert_eq!(Some(grant), lease_before.filter(|g| g.generation == grant.generation).or(Some(grant)));
-                        prop_assert!(at < grant.expires_at_ms, "minted at {} under a lease that ended at {}", at, grant.expires_at_ms);
-                        prop_assert!(!node.refused.contains(&grant.generation), "minted after hearing a refusal");
-                        // One holder per grant, ever.
-                        let owner = *minted_under.entry((grant.worker_id, grant.generation)).or_insert(n);
-                        prop_assert_eq!(owner, n);
-                        let first_ms = LAYOUT.decompose(out[0]).unwrap().timestamp_ms;
-                        let last_ms = LAYOUT.decompose(out[poll.filled - 1]).unwrap().timestamp_ms;
-                        let range = ranges.entry((grant.worker_id, grant.generation)).or_insert((first_ms, last_ms));
-                        range.1 = last_ms;
-                        let (a, b) = *range;
-                        // Under one worker ID, grants mint in disjoint stretches of time.
-                        for (&(w, g), &(c, d)) in &ranges {
-                            prop_assert!(w != grant.worker_id || g == grant.generation || d < a || b < c,
-                                "worker {}: generation {} minted in {}..={}, generation {} in {}..={}", w, g, c, d, grant.generation, a, b);
-                        }
-                        for &id in &out[..poll.filled] {
-                            prop_assert!(seen.insert(id), "ID {} twice (node {})", id, n);
-                            prop_assert!(id > node.last_id, "node {}: {} after {}", n, id, node.last_id);
-                            prop_assert_eq!(LAYOUT.decompose(id).unwrap().worker_id, grant.worker_id);
-                            node.last_id = id;
-                        }
-                    }
-                    if let Some(r) = poll.renew {
-                        let answer = reg.renew(&owner(n), &r, now);
-                        in_flight.push((n, node.incarnation, Answer::Renew(r.claim.generation, answer)));
-                    }
-                    if let HolderNext::Lease(ask) = poll.next {
-                        let secret = random_secret(&mut secrets);
-                        let (who, key) = (owner(n), format!("node-{n}"));
-                        let answer = reg.lease(GrantRequest::from_ask(&ask, &who, &key, secret), now);
-                        if let Ok(l) = &answer {
-                            granted.insert((l.worker_id, l.generation), secret);
-                        }
-                        in_flight.push((n, node.incarnation, Answer::Lease(answer.map(|l| (l, secret)))));
+                    if n < w.nodes.len() {
+                        let _ = w.poll(n, k, store_ok)?;
                     }
                 }
-                Op::Deliver(k) | Op::Lose(k) if in_flight.is_empty() => { let _ = k; }
-                Op::Lose(k) => { in_flight.remove(k % in_flight.len()); }
-                Op::Deliver(k) => {
-                    let (n, incarnation, answer) = in_flight.remove(k % in_flight.len());
-                    let node = &mut nodes[n];
-                    if node.incarnation != incarnation {
-                        continue; // the process that asked is gone
-                    }
-                    let at = clock(now, node.offset);
-                    match answer {
-                        Answer::Lease(Ok((lease, secret))) => { let _ = node.holder.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at); }
-                        Answer::Lease(Err(e)) => { node.holder.lease_failed(Some(e.error_code()), at); }
-                        Answer::Renew(_, Ok(lease)) => node.holder.renewed(Grant::from_lease(&lease, None, LAYOUT), at),
-                        Answer::Renew(generation, Err(e)) => {
-                            if matches!(e, Error::LeaseNotHeld { .. } | Error::LeaseExpired { .. }
-                                | Error::ClockSkew { .. } | Error::ClockBehindLastReport { .. })
-                                && node.holder.lease().is_some_and(|g| g.generation == generation) {
-                                node.refused.insert(generation);
-                            }
-                            node.holder.renewal_failed(generation, Some(e.error_code()), at);
-                        }
-                    }
-                }
+                Op::Deliver(k) | Op::Lose(k) if w.in_flight.is_empty() => { let _ = k; }
+                Op::Lose(k) => { w.in_flight.remove(k % w.in_flight.len()); }
+                Op::Deliver(k) => w.deliver(k),
                 Op::Save(n, ok) => {
-                    let Some(node) = nodes.get_mut(n) else { continue };
-                    let at = clock(now, node.offset);
-                    save(node, at, ok);
+                    if n < w.nodes.len() {
+                        let at = w.clock(n);
+                        save(&mut w.nodes[n], at, ok);
+                    }
                 }
                 Op::Restart(n, step) => {
-                    let Some(node) = nodes.get_mut(n) else { continue };
-                    node.offset += step;
-                    let at = clock(now, node.offset);
-                    match SnowflakeHolder::restore(config(lease_again), SplitMix64::new(at), node.saved, at) {
-                        Ok(h) => {
-                            node.holder = h;
-                            node.incarnation += 1;
-                        }
-                        Err(Error::ClockBehindLastReport { .. }) => {
-                            prop_assert!(at + config(lease_again).reserve_ms < node.saved.last_timestamp_ms);
-                        }
-                        Err(e) => panic!("unexpected {e}"),
+                    if n < w.nodes.len() {
+                        let _ = w.restart(n, step)?;
                     }
                 }
                 Op::Evict(k) => {
-                    let ids: Vec<u32> = reg.slots().map(|s| s.worker_id).collect();
+                    let ids: Vec<u32> = w.reg.slots().map(|s| s.worker_id).collect();
                     if !ids.is_empty() {
-                        let _ = reg.evict(ids[k % ids.len()], now);
+                        let _ = w.reg.evict(ids[k % ids.len()], w.now);
                     }
                 }
                 Op::Attack(k, a) => {
+                    let now = w.now;
+                    let reg = &mut w.reg;
                     let live: Vec<_> = reg.slots().filter(|s| reg.status(s, now) == SlotStatus::Live).cloned().collect();
                     if live.is_empty() {
                         continue;
@@ -297,7 +567,7 @@ proptest! {
                     let before = reg.clone();
                     let (who, secret) = match a.secret {
                         // A leaked secret is used by another credential.
-                        Secret::Leaked => ("hostile".to_string(), granted.get(&(target.worker_id, target.generation)).copied()),
+                        Secret::Leaked => ("hostile".to_string(), w.granted.get(&(target.worker_id, target.generation)).copied()),
                         Secret::None => (if a.as_owner { target.owner.clone() } else { "hostile".into() }, None),
                         Secret::Guess(g) => (
                             if a.as_owner { target.owner.clone() } else { "hostile".into() },
@@ -312,7 +582,7 @@ proptest! {
                         _ => {
                             let ask = GrantRequest {
                                 owner: &who, node_key: &target.node_key, node_now_ms: now,
-                                previous: Some(claim), secret: random_secret(&mut secrets),
+                                previous: Some(claim), secret: random_secret(&mut w.secrets),
                             };
                             reg.lease(ask, now).map(|_| ())
                         }
@@ -321,10 +591,11 @@ proptest! {
                         matches!(result, Err(Error::NotLeaseHolder { .. })),
                         "attack {:?} on {:?}: {:?}", a, target, result
                     );
-                    prop_assert_eq!(&reg, &before, "a refused attack changed the registry");
+                    prop_assert_eq!(&*reg, &before, "a refused attack changed the registry");
                 }
             }
         }
+        w.calm()?;
     }
 }
 

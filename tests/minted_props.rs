@@ -2,26 +2,48 @@
 //! (`SnowflakeHolder`s under worker IDs reserved by `Registry::lease_minter`)
 //! mint batches for isolates (`MintedBuffer`s) while ordinary nodes lease the
 //! rest of the pool, isolates' clocks step, batch answers arrive late or are
-//! lost, and minters restart from their saved state.
+//! lost, and minters restart from their saved state — with a clock that may
+//! come back behind their saved reservation (further behind than
+//! `reserve_ms`: the restore is refused, and the minter answers nothing, but
+//! tries again at each request, as the Durable Object does).
 //!
 //! Invariants: no ID served twice; every ID served was minted; none served
 //! later than the staleness bound by the serving clock; minters use only
-//! their reserved worker IDs, ordinary nodes never do.
+//! their reserved worker IDs, ordinary nodes never do; a minter's IDs
+//! increase across its restarts, and a restored minter's lie after the
+//! reservation it restored.
+//!
+//! Liveness, so that refusing everything cannot pass: after the random
+//! schedule, a calm phase (isolates' clocks in sync, minters' within half
+//! the staleness bound, every answer delivered at once, time past every
+//! reservation and lease). In it each minter mints when asked, and each
+//! isolate serves every request, from within `CALM_DEADLINE` rounds on.
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::HashSet;
 
 use edgeleaf::{
-    batch_ranges, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout, LeaseSecret,
-    MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, SnowflakeHolder, SplitMix64,
+    batch_ranges, Error, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout,
+    LeaseSecret, MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, SnowflakeHolder,
+    SplitMix64,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;
 const MINTERS: u32 = 3;
 const STALENESS_MS: u64 = 200;
+const RESERVE_MS: u64 = 3_000;
+const REG: RegistryConfig = RegistryConfig {
+    capacity: 8,
+    ttl_ms: 10_000,
+    grace_ms: 2_000,
+    max_skew_ms: 1_000,
+    minters: MINTERS,
+    per_owner: None,
+};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -35,48 +57,93 @@ enum Op {
     Deliver(usize),
     /// The k-th batch answer in flight is lost.
     Lose(usize),
-    /// Minter m dies and restarts from its saved state.
-    Restart(usize),
+    /// Minter m dies and comes back with its clock this far behind the
+    /// registry's; it restores from its saved state at its next request.
+    Restart(usize, u64),
     /// An ordinary node leases a worker ID.
     Lease,
 }
 
 struct Minter {
-    holder: SnowflakeHolder<SplitMix64>,
+    /// `None`: not restored yet (after a restart, or refused: its clock is
+    /// behind the saved reservation by more than `reserve_ms`).
+    holder: Option<SnowflakeHolder<SplitMix64>>,
     saved: HolderState,
+    /// Its clock minus the registry's.
+    offset: i64,
+    /// The saved timestamp its holder was restored from: it mints after it.
+    restored_after: u64,
+    /// The last ID any incarnation minted.
+    last_id: u64,
+}
+
+impl Minter {
+    fn new(index: u32) -> Minter {
+        Minter {
+            holder: Some(
+                SnowflakeHolder::with_rand(holder_config(), SplitMix64::new(u64::from(index)))
+                    .unwrap(),
+            ),
+            saved: HolderState::default(),
+            offset: 0,
+            restored_after: 0,
+            last_id: 0,
+        }
+    }
 }
 
 fn holder_config() -> HolderConfig {
     HolderConfig {
         lease_again: true,
-        reserve_ms: 3_000,
+        reserve_ms: RESERVE_MS,
         ..HolderConfig::default()
     }
 }
 
-/// The minter's loop, as the Durable Object runs it: lease, renew and save at
+/// The minter's loop, as the Durable Object runs it: restore on first use
+/// (and at every request while that is refused), lease, renew and save at
 /// once (its registry and store answer synchronously here), and answer what
-/// could be minted without waiting.
-fn mint(m: &mut Minter, index: u32, reg: &mut Registry, now: u64, count: usize) -> Vec<u64> {
+/// could be minted without waiting. `now` is the registry's clock. Checks
+/// every ID minted.
+fn mint(
+    m: &mut Minter,
+    index: u32,
+    reg: &mut Registry,
+    now: u64,
+    count: usize,
+) -> Result<Vec<u64>, TestCaseError> {
+    let clock = now.saturating_add_signed(m.offset);
+    if m.holder.is_none() {
+        match SnowflakeHolder::restore(holder_config(), SplitMix64::new(clock), m.saved, clock) {
+            Ok(h) => {
+                m.holder = Some(h);
+                m.restored_after = m.saved.last_timestamp_ms;
+            }
+            Err(Error::ClockBehindLastReport { .. }) => {
+                prop_assert!(clock + RESERVE_MS < m.saved.last_timestamp_ms);
+                return Ok(Vec::new());
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    let holder = m.holder.as_mut().expect("restored");
     let mut out = vec![0u64; count];
     let mut filled = 0;
     for _ in 0..8 {
-        if m.holder.save_due_in(now) == Some(0) {
-            if let Some(state) = m.holder.save_request(now) {
+        if holder.save_due_in(clock) == Some(0) {
+            if let Some(state) = holder.save_request(clock) {
                 m.saved = state;
-                m.holder.saved(&state);
+                holder.saved(&state);
             }
         }
-        let Ok(poll) = m.holder.poll(now, &mut out[filled..]) else {
+        let Ok(poll) = holder.poll(clock, &mut out[filled..]) else {
             break;
         };
         filled += poll.filled;
         if let Some(r) = poll.renew {
             match reg.renew("", &r, now) {
-                Ok(l) => m.holder.renewed(Grant::from_lease(&l, None, LAYOUT), now),
-                Err(e) => m
-                    .holder
-                    .renewal_failed(r.claim.generation, Some(e.error_code()), now),
+                Ok(l) => holder.renewed(Grant::from_lease(&l, None, LAYOUT), clock),
+                Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), clock),
             }
         }
         match poll.next {
@@ -85,24 +152,24 @@ fn mint(m: &mut Minter, index: u32, reg: &mut Registry, now: u64, count: usize) 
                 let secret = LeaseSecret::from_random([(now % 251) as u8; 16]);
                 match reg.lease_minter(index, ask.node_now_ms, ask.previous, secret, now) {
                     Ok(l) => {
-                        assert_eq!(l.worker_id, index, "a minter got another worker ID");
-                        if m.holder
-                            .granted(Grant::from_lease(&l, Some(secret), LAYOUT), now)
+                        prop_assert_eq!(l.worker_id, index, "a minter got another worker ID");
+                        if holder
+                            .granted(Grant::from_lease(&l, Some(secret), LAYOUT), clock)
                             .is_err()
                         {
                             break;
                         }
                     }
                     Err(e) => {
-                        m.holder.lease_failed(Some(e.error_code()), now);
+                        holder.lease_failed(Some(e.error_code()), clock);
                         break;
                     }
                 }
             }
             HolderNext::LeaseInFlight | HolderNext::RetryAfter { .. } => {
-                if let Some(state) = m.holder.save_request(now) {
+                if let Some(state) = holder.save_request(clock) {
                     m.saved = state;
-                    m.holder.saved(&state);
+                    holder.saved(&state);
                 }
                 // As the Durable Object: it never waits; nothing minted is
                 // answered as nothing.
@@ -111,7 +178,31 @@ fn mint(m: &mut Minter, index: u32, reg: &mut Registry, now: u64, count: usize) 
         }
     }
     out.truncate(filled);
-    out
+    for &id in &out {
+        let parts = LAYOUT.decompose(id).unwrap();
+        prop_assert_eq!(
+            parts.worker_id,
+            index,
+            "minter {} minted under another ID",
+            index
+        );
+        prop_assert!(
+            id > m.last_id,
+            "minter {}: {} after {} (restarts included)",
+            index,
+            id,
+            m.last_id
+        );
+        prop_assert!(
+            parts.timestamp_ms > m.restored_after,
+            "minter {}: minted at {} though restored after {}",
+            index,
+            parts.timestamp_ms,
+            m.restored_after
+        );
+        m.last_id = id;
+    }
+    Ok(out)
 }
 
 fn op(isolates: usize) -> impl Strategy<Value = Op> {
@@ -121,9 +212,152 @@ fn op(isolates: usize) -> impl Strategy<Value = Op> {
         10 => (0..isolates, prop_oneof![1usize..5, 1usize..1000]).prop_map(|(n, k)| Op::Serve(n, k)),
         4 => any::<usize>().prop_map(Op::Deliver),
         1 => any::<usize>().prop_map(Op::Lose),
-        1 => (0..MINTERS as usize).prop_map(Op::Restart),
+        // Back within the skew bound (behind the reservation, within
+        // `reserve_ms` of it or further), or beyond it.
+        1 => (0..MINTERS as usize, prop_oneof![Just(0u64), 0u64..=1_000, 3_000u64..=5_000]).prop_map(|(m, back)| Op::Restart(m, back)),
         1 => Just(Op::Lease),
     ]
+}
+
+/// The calm phase: rounds this far apart, each isolate serving `CALM_SERVE`
+/// IDs and each minter asked for `CALM_SERVE` directly.
+const CALM_STEP_MS: u64 = 100;
+const CALM_ROUNDS: usize = 40;
+const CALM_SERVE: usize = 8;
+/// From this round on, every request is served and every minter mints.
+const CALM_DEADLINE: usize = 2;
+
+struct World {
+    reg: Registry,
+    minters: Vec<Minter>,
+    /// Each isolate's buffer and clock offset.
+    isolates: Vec<(MintedBuffer, i64)>,
+    now: u64,
+    /// The latest clock reading of any minter.
+    latest_clock: u64,
+    in_flight: Vec<(usize, Vec<(u64, u64)>)>,
+    minted: HashSet<u64>,
+    served: HashSet<u64>,
+}
+
+impl World {
+    /// Isolate n serves `count` IDs (checking each), and sends the fetch it
+    /// asks for; returns how many it served.
+    fn serve(&mut self, n: usize, count: usize) -> Result<usize, TestCaseError> {
+        let (buf, offset) = &mut self.isolates[n];
+        let clock = self.now.saturating_add_signed(*offset);
+        let mut out = vec![0u64; count];
+        let poll = buf.poll(clock, &mut out);
+        for &id in &out[..poll.filled] {
+            prop_assert!(self.minted.contains(&id), "served {id}, never minted");
+            prop_assert!(self.served.insert(id), "served {id} twice");
+            let ts = LAYOUT.decompose(id).unwrap().timestamp_ms;
+            prop_assert!(
+                clock.saturating_sub(ts) <= STALENESS_MS,
+                "served {id} {} ms old",
+                clock - ts
+            );
+            prop_assert!(LAYOUT.decompose(id).unwrap().worker_id < MINTERS);
+        }
+        let ask = match poll.next {
+            MintStep::Done { prefetch } => prefetch,
+            MintStep::FetchNow(ask) => Some(ask),
+            MintStep::Wait => None,
+        };
+        if let Some(ask) = ask {
+            let m = ask.minter as usize;
+            let ids = self.mint(m, ask.count as usize)?;
+            self.in_flight.push((n, batch_ranges(&LAYOUT, &ids)));
+        }
+        Ok(poll.filled)
+    }
+
+    fn mint(&mut self, m: usize, count: usize) -> Result<Vec<u64>, TestCaseError> {
+        let clock = self.now.saturating_add_signed(self.minters[m].offset);
+        self.latest_clock = self.latest_clock.max(clock);
+        let index = u32::try_from(m).unwrap();
+        let ids = mint(&mut self.minters[m], index, &mut self.reg, self.now, count)?;
+        for &id in &ids {
+            prop_assert!(self.minted.insert(id), "minted {id} twice");
+        }
+        Ok(ids)
+    }
+
+    fn deliver(&mut self, k: usize) {
+        let (n, ranges) = self.in_flight.remove(k % self.in_flight.len());
+        let (buf, offset) = &mut self.isolates[n];
+        let clock = self.now.saturating_add_signed(*offset);
+        if ranges.is_empty() {
+            buf.fetch_failed();
+        } else {
+            buf.fetched(&ranges, clock).unwrap();
+        }
+    }
+
+    /// Liveness: from `CALM_DEADLINE` on, each minter mints when asked and
+    /// each isolate serves every request (trying the next minter after a
+    /// failure, as a request does).
+    fn calm(&mut self) -> Result<(), TestCaseError> {
+        while !self.in_flight.is_empty() {
+            self.deliver(0);
+        }
+        for (_, offset) in &mut self.isolates {
+            *offset = 0;
+        }
+        // Minters keep a lag of up to half the staleness bound (their
+        // clocks still behind a reservation saved before a restart, until
+        // time passes it); larger lags are set right: a minter whose clock
+        // lags the isolates' by more than the staleness bound answers
+        // batches that are stale on arrival, and the isolate drops them and
+        // asks it again, for ever.
+        for m in &mut self.minters {
+            if m.offset.unsigned_abs() > STALENESS_MS / 2 {
+                m.offset = 0;
+            }
+        }
+        // Past every reservation, lease, fence and grace period; a minter's
+        // clock behind its reservation passes it too.
+        self.now = self.now.max(self.latest_clock)
+            + RESERVE_MS
+            + LAYOUT.unit_ms()
+            + REG.max_skew_ms
+            + REG.ttl_ms
+            + REG.grace_ms;
+        let tries = MintConfig::new(MINTERS, 0).tries_per_request() as usize;
+        for round in 0..CALM_ROUNDS {
+            self.now += CALM_STEP_MS;
+            for m in 0..self.minters.len() {
+                let ids = self.mint(m, CALM_SERVE)?;
+                prop_assert!(
+                    round < CALM_DEADLINE || !ids.is_empty(),
+                    "calm round {}: minter {} minted nothing",
+                    round,
+                    m
+                );
+            }
+            for n in 0..self.isolates.len() {
+                let mut served = 0;
+                for _ in 0..=tries {
+                    served += self.serve(n, CALM_SERVE - served)?;
+                    while !self.in_flight.is_empty() {
+                        self.deliver(0);
+                    }
+                    if served == CALM_SERVE {
+                        break;
+                    }
+                }
+                prop_assert!(
+                    round < CALM_DEADLINE || served == CALM_SERVE,
+                    "calm round {}: isolate {} served {} of {}",
+                    round,
+                    n,
+                    served,
+                    CALM_SERVE
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 proptest! {
@@ -134,90 +368,109 @@ proptest! {
         homes in prop::collection::vec(0u64..MINTERS as u64, 1..5),
         ops in prop::collection::vec(op(4), 1..300),
     ) {
-        let reg_cfg = RegistryConfig { capacity: 8, ttl_ms: 10_000, grace_ms: 2_000, max_skew_ms: 1_000, minters: MINTERS, per_owner: None };
-        let mut reg = Registry::new(reg_cfg).unwrap();
-        let mut minters: Vec<Minter> = (0..MINTERS)
-            .map(|i| Minter {
-                holder: SnowflakeHolder::with_rand(holder_config(), SplitMix64::new(u64::from(i))).unwrap(),
-                saved: HolderState::default(),
-            })
-            .collect();
-        let mut isolates: Vec<(MintedBuffer, i64)> = homes
-            .iter()
-            .map(|&h| {
-                let config = MintConfig { staleness_ms: STALENESS_MS, ..MintConfig::new(MINTERS, h) };
-                (MintedBuffer::new(LAYOUT, config).unwrap(), 0)
-            })
-            .collect();
-        let mut now = T0;
-        let mut in_flight: Vec<(usize, Vec<(u64, u64)>)> = Vec::new();
-        let mut minted: HashSet<u64> = HashSet::new();
-        let mut served: HashSet<u64> = HashSet::new();
+        let mut w = World {
+            reg: Registry::new(REG).unwrap(),
+            minters: (0..MINTERS).map(Minter::new).collect(),
+            isolates: homes
+                .iter()
+                .map(|&h| {
+                    let config = MintConfig { staleness_ms: STALENESS_MS, ..MintConfig::new(MINTERS, h) };
+                    (MintedBuffer::new(LAYOUT, config).unwrap(), 0)
+                })
+                .collect(),
+            now: T0,
+            latest_clock: T0,
+            in_flight: Vec::new(),
+            minted: HashSet::new(),
+            served: HashSet::new(),
+        };
         let mut ordinary = 0;
         for op in ops {
             match op {
-                Op::Tick(ms) => now += ms,
+                Op::Tick(ms) => w.now += ms,
                 Op::Step(n, d) => {
-                    let n = n % isolates.len();
-                    isolates[n].1 = (isolates[n].1 + d).clamp(-800, 800);
+                    let n = n % w.isolates.len();
+                    w.isolates[n].1 = (w.isolates[n].1 + d).clamp(-800, 800);
                 }
                 Op::Serve(n, count) => {
-                    let n = n % isolates.len();
-                    let (buf, offset) = &mut isolates[n];
-                    let clock = now.saturating_add_signed(*offset);
-                    let mut out = vec![0u64; count];
-                    let poll = buf.poll(clock, &mut out);
-                    for &id in &out[..poll.filled] {
-                        prop_assert!(minted.contains(&id), "served {id}, never minted");
-                        prop_assert!(served.insert(id), "served {id} twice");
-                        let ts = LAYOUT.decompose(id).unwrap().timestamp_ms;
-                        prop_assert!(clock.saturating_sub(ts) <= STALENESS_MS, "served {id} {} ms old", clock - ts);
-                        prop_assert!(LAYOUT.decompose(id).unwrap().worker_id < MINTERS);
-                    }
-                    let ask = match poll.next {
-                        MintStep::Done { prefetch } => prefetch,
-                        MintStep::FetchNow(ask) => Some(ask),
-                        MintStep::Wait => None,
-                    };
-                    if let Some(ask) = ask {
-                        let m = ask.minter as usize;
-                        let ids = mint(&mut minters[m], ask.minter, &mut reg, now, ask.count as usize);
-                        for &id in &ids {
-                            prop_assert!(minted.insert(id), "minted {id} twice");
-                        }
-                        in_flight.push((n, batch_ranges(&LAYOUT, &ids)));
-                    }
+                    let n = n % w.isolates.len();
+                    let _ = w.serve(n, count)?;
                 }
-                Op::Deliver(k) if !in_flight.is_empty() => {
-                    let (n, ranges) = in_flight.remove(k % in_flight.len());
-                    let (buf, offset) = &mut isolates[n];
-                    let clock = now.saturating_add_signed(*offset);
-                    if ranges.is_empty() {
-                        buf.fetch_failed();
-                    } else {
-                        buf.fetched(&ranges, clock).unwrap();
-                    }
+                Op::Deliver(k) if !w.in_flight.is_empty() => w.deliver(k),
+                Op::Lose(k) if !w.in_flight.is_empty() => {
+                    let (n, _) = w.in_flight.remove(k % w.in_flight.len());
+                    w.isolates[n].0.fetch_failed();
                 }
-                Op::Lose(k) if !in_flight.is_empty() => {
-                    let (n, _) = in_flight.remove(k % in_flight.len());
-                    isolates[n].0.fetch_failed();
-                }
-                Op::Restart(m) => {
-                    let saved = minters[m].saved;
-                    if let Ok(holder) = SnowflakeHolder::restore(holder_config(), SplitMix64::new(now), saved, now) {
-                        minters[m].holder = holder;
-                    }
+                Op::Restart(m, back) => {
+                    let minter = &mut w.minters[m];
+                    minter.holder = None;
+                    minter.offset = -i64::try_from(back).unwrap();
                 }
                 Op::Lease => {
                     ordinary += 1;
                     let key = format!("node-{ordinary}");
-                    let ask = GrantRequest { owner: "", node_key: &key, node_now_ms: now, previous: None, secret: LeaseSecret::from_random([0; 16]) };
-                    if let Ok(l) = reg.lease(ask, now) {
+                    let ask = GrantRequest { owner: "", node_key: &key, node_now_ms: w.now, previous: None, secret: LeaseSecret::from_random([0; 16]) };
+                    if let Ok(l) = w.reg.lease(ask, w.now) {
                         prop_assert!(l.worker_id >= MINTERS, "an ordinary node got reserved ID {}", l.worker_id);
                     }
                 }
                 Op::Deliver(_) | Op::Lose(_) => {}
             }
         }
+        w.calm()?;
+    }
+}
+
+/// A minter mints, saves a reservation 3 s ahead, dies, and comes back with
+/// its clock `back` ms behind: it mints nothing while its clock is at or
+/// before the saved reservation (a restore `reserve_ms` or more behind it is
+/// refused, and tried again at each request), no ID repeats, and it mints
+/// again at the first request once its clock is a time unit past it.
+#[test]
+fn a_minter_back_behind_its_reservation_mints_again_once_its_clock_passes_it() {
+    for back in [0u64, 800, 2_000, 2_999, 3_000, 4_500] {
+        // A registry that tolerates the clock step, so that only the
+        // reservation holds the minter back.
+        let cfg = RegistryConfig {
+            max_skew_ms: 5_000,
+            grace_ms: 6_000,
+            ..REG
+        };
+        let mut reg = Registry::new(cfg).unwrap();
+        let mut m = Minter::new(1);
+        let before = mint(&mut m, 1, &mut reg, T0, 10).unwrap();
+        assert_eq!(before.len(), 10, "back {back}: a fresh minter mints");
+        let reserved = m.saved.last_timestamp_ms;
+        assert_eq!(reserved, T0 + RESERVE_MS);
+        m.holder = None;
+        m.offset = -i64::try_from(back).unwrap();
+        let mut seen: HashSet<u64> = before.into_iter().collect();
+        let mut resumed = None;
+        for t in (T0..T0 + 10_000).step_by(10) {
+            let ids = mint(&mut m, 1, &mut reg, t, 10).unwrap();
+            let clock = t - back;
+            assert_eq!(
+                m.holder.is_none(),
+                clock + RESERVE_MS < reserved,
+                "back {back}: the restore at clock {clock} is refused exactly while more than reserve_ms behind {reserved}"
+            );
+            for &id in &ids {
+                assert!(seen.insert(id), "back {back}: {id} twice");
+            }
+            if ids.is_empty() {
+                assert!(
+                    resumed.is_none(),
+                    "back {back}: nothing at clock {clock} after resuming"
+                );
+            } else {
+                assert!(clock > reserved, "back {back}: minted at clock {clock}");
+                resumed.get_or_insert(clock);
+            }
+        }
+        let resumed = resumed.expect("minted again");
+        assert!(
+            resumed <= reserved + LAYOUT.unit_ms() + 10,
+            "back {back}: minted again only at {resumed}, reservation {reserved}"
+        );
     }
 }

@@ -164,12 +164,13 @@ export async function runClockSteps({
   // Real time (ours, never shifted) at which each offset took effect.
   const offsets = [{ from: -Infinity, ms: 0 }];
   const setOffset = async (ms) => {
-    // From before the write (workerd may see it at once) to after workerd
-    // has surely read it: the old offset's `to`, the new one's `from`.
-    const from = Date.now();
+    // Recorded before the write (workerd may read it at once), and the old
+    // offset closed only after workerd has surely read the new one: while
+    // both are open, both count as in force.
+    const prev = offsets[offsets.length - 1];
+    offsets.push({ from: Date.now(), ms });
     await clock.setOffsetMs(ms);
-    offsets[offsets.length - 1].to = Date.now();
-    offsets.push({ from, ms });
+    prev.to = Date.now();
   };
 
   const phases = [];

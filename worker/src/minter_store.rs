@@ -186,7 +186,8 @@ impl SnowflakeMinter {
                     )
                     .await;
                     self.with_holder(config, |h| {
-                        registry_store::lease_answered(h, answer, layout, now_ms())?;
+                        registry_store::lease_answered(h, answer, layout, now_ms())
+                            .map_err(service_clock_refused)?;
                         // The grant is proof after a restart: save it now.
                         self.save_if_due(h, now_ms(), true)
                     })?;
@@ -231,6 +232,24 @@ fn service_clock(e: edgeleaf::Error) -> ApiError {
         }
         .into(),
         e => e.into(),
+    }
+}
+
+/// The registry refusing a minter's clock (skew, or behind its last report)
+/// is the service's own clock trouble (a step between the minter's reading
+/// and the registry's), not the caller's: 503, asked again in a second, not
+/// the 409 an outside node gets for its clock.
+fn service_clock_refused(e: ApiError) -> ApiError {
+    match e.code {
+        ErrorCode::ClockSkew | ErrorCode::ClockBehindLastReport => ApiError::unavailable(
+            ErrorCode::StoreUnavailable,
+            format!(
+                "minter: the registry refused this service's clock: {}",
+                e.message
+            ),
+            1000,
+        ),
+        _ => e,
     }
 }
 
