@@ -80,11 +80,13 @@ export async function start(opts = {}) {
  * The service in a child process (its own process group, so workerd dies
  * with it) on a 127.0.0.1 port it binds itself (port 0: no window in which
  * another process could take a port we chose); resolves `{ child, url }`;
- * `capture` collects its stdout and stderr in `child.output`.
+ * `capture` collects its stdout and stderr in `child.output`; `env` adds
+ * environment variables (e.g. MINIFLARE_WORKERD_PATH, tests/js/clock.mjs).
  */
-export async function spawnService(persist, vars = {}, { capture = false } = {}) {
+export async function spawnService(persist, vars = {}, { capture = false, env = {} } = {}) {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), persist, '0', JSON.stringify(vars)], {
     detached: true,
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', capture ? 'pipe' : 'inherit'],
   });
   // With `capture`, everything the service prints (workerd's logs included).
