@@ -348,7 +348,7 @@ export async function runChaos({
   const call = async (kind, path, init = {}, token = CLIENT) => {
     let res;
     let text;
-    const upAtStart = serviceUp;
+    const instance = serviceUp ? service : null;
     try {
       res = await fetch(`${front.url}${path}`, {
         ...init,
@@ -357,7 +357,8 @@ export async function runChaos({
       });
       text = await res.text();
     } catch (e) {
-      if (e?.name === 'TimeoutError' && upAtStart && serviceUp) violation(`${kind}: ${path} unanswered after ${HANG_MS} ms`);
+      // Only a kill may leave a request unanswered.
+      if (instance && serviceUp && instance === service) violation(`${kind}: ${path}: no answer from the service while it was up: ${e?.name} ${e?.message}`);
       stats.noAnswer++; // the service is down: try again shortly
       await sleep(20);
       return null;
