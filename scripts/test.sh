@@ -62,9 +62,9 @@ step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version
 step "service: build the Worker (worker-build)"
 scripts/worker.sh
 
-step "service: every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
+step "service: every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
 "$NODE22" "${NODE_TEST[@]}" tests/js/service.test.mjs tests/js/keys.test.mjs tests/js/keys-restart.test.mjs tests/js/leases.test.mjs tests/js/upgrade.test.mjs tests/js/fleet.test.mjs tests/js/opaque.test.mjs tests/js/fuzz.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs \
-  tests/js/clock-shim.test.mjs tests/js/clock-steps.test.mjs
+  tests/js/clock-shim.test.mjs tests/js/clock-steps.test.mjs tests/js/two-isolates.test.mjs
 
-step "chaos, short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, clock steps; every ID checked"
+step "chaos, short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key; every ID checked, the service recovers after each fault, every refusal expected"
 "$NODE22" "${NODE_TEST[@]}" tests/js/chaos.test.mjs

@@ -2,7 +2,9 @@
 // segment IDs from the service's leases, one long-lived leased snowflake and
 // a churn of short-lived ones, under a clock the harness steps. Every ID
 // issued goes back to the harness (over IPC, every 100 ms) with the worker ID
-// and lease generation it was minted under; every refusal goes back by code.
+// and lease generation it was minted under; every refusal goes back by the
+// kind of client that met it (clientSegment, clientNode, clientChurn), its
+// code, and its HTTP status and Retry-After when it came from an answer.
 // `node client.mjs <url> <token> <tag>`, forked by chaos.mjs.
 import { EdgeleafClient } from 'edgeleaf';
 
@@ -15,12 +17,17 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const client = new EdgeleafClient({ url, token });
 let seg = [];
 let sf = new Map(); // "workerId:generation" → ID strings
-let refusals = {};
+let refusals = {}; // "kind code status retry" → count
 let untyped = [];
 
-function refused(e) {
-  if (typeof e?.code === 'string') refusals[e.code] = (refusals[e.code] ?? 0) + 1;
-  else untyped.push(String(e?.stack ?? e));
+function refused(kind, e) {
+  if (typeof e?.code !== 'string') {
+    untyped.push(`${kind}: ${String(e?.stack ?? e)}`);
+    return;
+  }
+  // status 0: raised by the package itself (no answer, or its own rule).
+  const key = `${kind} ${e.code} ${e.status ?? 0} ${e.retryAfterMs > 0 ? 1 : 0}`;
+  refusals[key] = (refusals[key] ?? 0) + 1;
 }
 
 function minted(lease, ids) {
@@ -45,7 +52,7 @@ async function segments() {
     try {
       for (const id of await gen.nextIds(25)) seg.push(String(id));
     } catch (e) {
-      refused(e);
+      refused('clientSegment', e);
       await sleep(50);
     }
     await sleep(5);
@@ -55,12 +62,13 @@ async function segments() {
 // `churn`: a new node each time, a few IDs, then released. Otherwise one node
 // key kept for the process's life, reopened whenever its lease is gone.
 async function leased(churn) {
+  const kind = churn ? 'clientChurn' : 'clientNode';
   while (!stopping) {
     let holder;
     try {
       holder = await client.snowflake({ now, ...(churn ? {} : { nodeKey: `chaos-${process.pid}` }) });
     } catch (e) {
-      refused(e);
+      refused(kind, e);
       await sleep(100);
       continue;
     }
@@ -73,13 +81,13 @@ async function leased(churn) {
         errors = 0;
       } catch (e) {
         if (e?.ids) minted(lease, e.ids);
-        refused(e);
+        refused(kind, e);
         if (e?.code === 'lease_expired' || e?.code === 'lease_lost') break;
         errors++;
       }
       await sleep(churn ? 20 : 10);
     }
-    await holder.close().catch(refused);
+    await holder.close().catch((e) => refused(kind, e));
   }
 }
 

@@ -11,19 +11,9 @@
 //   await clock.setOffsetMs(-60_000);   // the Worker's Date.now() is 60 s behind
 //
 // Only workerd's clock moves: this process's, Miniflare's and Node's do not.
-//
-// The Durable Object clock (workerd 1.20261117, tests/js/clock-shim.test.mjs):
-// a plain Worker's Date.now() follows the wall clock, steps back included; a
-// Durable Object's never goes back. After a step back it stands at the
-// highest value it read, and a timer the object sets (setTimeout, so every
-// `sleep` in a minter) fires only once the wall clock is past that value
-// again: a step back of 60 s stalls such a wait for up to 60 s, and a step
-// forward of 2 s and back stalls it for 2 s. So a Durable Object cannot bound
-// a wait with its own timers while the clock is behind, and the Worker in
-// front of it sees a different (earlier) clock than the object. Only a new
-// workerd process (a restart) starts the objects at the wall clock as it is,
-// which can then be behind what they saved. tests/js/clock-steps.mjs steps
-// the clock under load and checks what requests get meanwhile.
+// workerd never lets a Durable Object's Date.now() go back: after a step
+// back it stands at its highest reading, and the object's timers fire only
+// once the wall clock is past that again (tests/js/clock-shim.test.mjs).
 //
 // In-process (`start()`): Miniflare reads the variable when it starts
 // workerd, so `Object.assign(process.env, clock.env)` first.
