@@ -20,6 +20,7 @@ use crate::holder::{LeaseAsk, Renewal};
 use crate::key::check_key;
 use crate::layout::Layout;
 use crate::secret::{Claim, LeaseSecret, SecretHash};
+use crate::snowflake::MAX_TOLERANCE_MS;
 
 /// Default lease time to live.
 pub const DEFAULT_TTL_MS: u64 = 60_000;
@@ -540,18 +541,20 @@ impl Registry {
         proof: &Claim,
         legacy: bool,
     ) -> Result<(), Error> {
+        let refused = |mismatch| Error::NotLeaseHolder {
+            worker_id: proof.worker_id,
+            mismatch,
+        };
+        // The owner first: another credential learns nothing of the grant
+        // (its generation, whether it was released or evicted).
+        if slot.owner != owner {
+            return Err(refused("owner"));
+        }
         if slot.generation != proof.generation || slot.released || slot.evicted {
             return Err(Error::LeaseNotHeld {
                 worker_id: proof.worker_id,
                 generation: proof.generation,
             });
-        }
-        let refused = |mismatch| Error::NotLeaseHolder {
-            worker_id: proof.worker_id,
-            mismatch,
-        };
-        if slot.owner != owner {
-            return Err(refused("owner"));
         }
         match (slot.secret, proof.secret) {
             (Some(held), Some(given)) if held == given.hash() => Ok(()),
@@ -572,14 +575,27 @@ impl Registry {
                 // Both from before secrets: the node has nothing to prove
                 // with, and is not told off for it (it gets another ID).
                 let legacy = s.secret.is_none() && p.secret.is_none();
-                match Self::check_holder(s, ask.owner, &p, minter) {
+                // A proof of a grant that is no longer the latest proves
+                // nothing (whoever holds the ID now): no refusal either.
+                let current = s.generation == p.generation;
+                let checked = if current {
+                    Self::check_holder(s, ask.owner, &p, minter)
+                } else {
+                    Err(Error::LeaseNotHeld {
+                        worker_id: p.worker_id,
+                        generation: p.generation,
+                    })
+                };
+                match checked {
                     Ok(()) if s.node_key == ask.node_key => {
                         return Ok((p.worker_id, Chosen::Reclaimed))
                     }
                     // Someone names a live grant it cannot prove to hold:
                     // refused, so that it learns its proof is wrong.
                     Err(e @ Error::NotLeaseHolder { .. })
-                        if !legacy && self.status(s, registry_now_ms) == SlotStatus::Live =>
+                        if current
+                            && !legacy
+                            && self.status(s, registry_now_ms) == SlotStatus::Live =>
                     {
                         return Err(e)
                     }
@@ -595,7 +611,16 @@ impl Registry {
         let own = ids
             .clone()
             .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == ask.node_key));
-        let Some(id) = own.or_else(|| ids.clone().find(free)) else {
+        // Another node's old ID whose floor is ahead of this node's clock
+        // would refuse it: take the next one (a node's own ID still refuses
+        // it — its clock went back).
+        let usable = |id: &u32| {
+            free(id)
+                && self
+                    .slot(*id)
+                    .is_none_or(|s| s.last_timestamp_ms <= ask.node_now_ms)
+        };
+        let Some(id) = own.or_else(|| ids.clone().find(usable)) else {
             return Err(Error::NoFreeWorkerId {
                 capacity: self.config.capacity,
             });
@@ -645,6 +670,14 @@ impl Registry {
             last_timestamp_ms,
         } = *renewal;
         let worker_id = claim.worker_id;
+        // No holder issues further ahead of its clock than it may borrow: a
+        // timestamp beyond that would fence its worker ID for ever.
+        check_range(
+            "last_timestamp_ms",
+            last_timestamp_ms,
+            0,
+            node_now_ms.saturating_add(MAX_TOLERANCE_MS),
+        )?;
         let slot = self.held(owner, &claim)?;
         if registry_now_ms >= slot.expires_at_ms {
             return Err(Error::LeaseExpired {
@@ -701,7 +734,14 @@ impl Registry {
         release: &Renewal,
         registry_now_ms: u64,
     ) -> Result<(), Error> {
+        let max_skew_ms = self.config.max_skew_ms;
         let slot = self.held(owner, &release.claim)?;
+        // As in a renewal: at most as far ahead as a holder may borrow, of
+        // the latest clock it could have had.
+        let latest = registry_now_ms
+            .max(slot.expires_at_ms)
+            .saturating_add(max_skew_ms + MAX_TOLERANCE_MS);
+        check_range("last_timestamp_ms", release.last_timestamp_ms, 0, latest)?;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(release.last_timestamp_ms);
         if registry_now_ms >= slot.expires_at_ms {
             // Released after it lapsed: the holder's word is no better than
@@ -1052,6 +1092,40 @@ mod tests {
         assert!(matches!(
             lease(&mut r, "a", T + 1_000, T + 1_500, None),
             Err(Error::ClockBehindLastReport { .. })
+        ));
+    }
+
+    #[test]
+    fn a_timestamp_far_ahead_cannot_fence_a_worker_id_for_ever() {
+        let mut r = reg(2);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        let far = T + 9_000_000_000_000;
+        assert!(matches!(
+            r.renew(OWNER, &rn(proof(&a), T + 1, far), T + 1),
+            Err(Error::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            r.release(OWNER, &rn(proof(&a), T + 1, far), T + 1),
+            Err(Error::OutOfRange { .. })
+        ));
+        // The most a release may report: its ID is then passed over by
+        // other nodes (not refused), and only its own node is refused.
+        let most = a.expires_at_ms + 1_000 + MAX_TOLERANCE_MS;
+        r.release(OWNER, &rn(proof(&a), T + 1, most), T + 2)
+            .unwrap();
+        let b = lease(&mut r, "b", T + 3, T + 3, None).unwrap();
+        assert_ne!(b.worker_id, a.worker_id);
+        assert!(matches!(
+            lease(&mut r, "a", T + 3, T + 3, None),
+            Err(Error::ClockBehindLastReport { .. })
+        ));
+        // Another credential, even naming an old generation, learns nothing.
+        assert!(matches!(
+            r.renew("team-b", &rn(proof(&a), T + 4, T), T + 4),
+            Err(Error::NotLeaseHolder {
+                mismatch: "owner",
+                ..
+            })
         ));
     }
 
