@@ -670,15 +670,16 @@ impl Registry {
             last_timestamp_ms,
         } = *renewal;
         let worker_id = claim.worker_id;
+        let slot = self.held(owner, &claim)?;
         // No holder issues further ahead of its clock than it may borrow: a
-        // timestamp beyond that would fence its worker ID for ever.
+        // timestamp beyond that would fence its worker ID for ever. (After
+        // the holder check: a stranger is told only that it is not one.)
         check_range(
             "last_timestamp_ms",
             last_timestamp_ms,
             0,
             node_now_ms.saturating_add(MAX_TOLERANCE_MS),
         )?;
-        let slot = self.held(owner, &claim)?;
         if registry_now_ms >= slot.expires_at_ms {
             return Err(Error::LeaseExpired {
                 worker_id,
