@@ -9,18 +9,19 @@
 //   segment.mjs    SegmentGenerator
 //   opaque.mjs     OpaqueIds (the keyed permutation of opaque IDs)
 //   client.mjs     EdgeleafClient (HTTP, leased snowflakes, segment leases)
-import { codedError, MAX_BATCH } from './errors.mjs';
+import { codedError } from './errors.mjs';
+import { MAX_IDS_PER_CALL } from './args.mjs';
 import { makeSnowflake } from './snowflake.mjs';
 import { makeSegmentGenerator } from './segment.mjs';
 import { makeOpaque } from './opaque.mjs';
 import { makeClient } from './client.mjs';
 
-export { codedError, MAX_BATCH };
+export { codedError, MAX_IDS_PER_CALL };
 
 export function makeApi(wasm) {
   const { Snowflake, layoutInfo } = makeSnowflake(wasm);
   const { SegmentGenerator } = makeSegmentGenerator(wasm);
   const { OpaqueIds } = makeOpaque(wasm);
   const { EdgeleafClient } = makeClient(wasm, { SegmentGenerator });
-  return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_BATCH };
+  return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL };
 }

@@ -5,4 +5,4 @@ import { makeApi } from './api.mjs';
 
 await init({ module_or_path: new URL('./web/edgeleaf_bg.wasm', import.meta.url) });
 
-export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_BATCH } = makeApi(wasm);
+export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL } = makeApi(wasm);

@@ -3,7 +3,9 @@
 // holder's rules are the core's (`HolderCore`); this file carries requests
 // and answers, saves what the holder asks to save, and sets the timers.
 import { Minter } from './snowflake.mjs';
-import { codedError, describe, fn, options, sleep } from './errors.mjs';
+import { codedError, describe } from './errors.mjs';
+import { fn, options } from './args.mjs';
+import { sleep } from './timers.mjs';
 
 /** Turns an HTTP error answer of the service into a coded Error. */
 async function httpError(res, what) {

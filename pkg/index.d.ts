@@ -308,5 +308,5 @@ export declare class EdgeleafClient {
 export declare function layoutInfo(layout?: LayoutOptions): LayoutInfo;
 /** Makes an `Error` with a `code`, as edgeleaf's own. */
 export declare function codedError(code: string, message: string, fields?: object): EdgeleafError;
-/** The most IDs one batch call returns: 1,000,000. */
-export declare const MAX_BATCH: number;
+/** The most IDs one call (`nextIds`, `nextIdsAsync`, a segment's `next`) returns: 1,000,000. */
+export declare const MAX_IDS_PER_CALL: number;

@@ -2,4 +2,4 @@
 import wasm from './node/edgeleaf.js';
 import { makeApi } from './api.mjs';
 
-export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_BATCH } = makeApi(wasm);
+export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL } = makeApi(wasm);

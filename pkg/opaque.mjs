@@ -1,6 +1,6 @@
 // `OpaqueIds`: the core's keyed permutation of an ID domain, for users who
 // keep the key in their own process (the service keeps its own).
-import { toId } from './errors.mjs';
+import { toId } from './args.mjs';
 
 export function makeOpaque(wasm) {
   /** IDs that reveal neither order nor volume: `encode(counter)` / `decode(id)`, both bigint. */

@@ -1,7 +1,8 @@
 // `SegmentGenerator`: segment-mode IDs generated in this process from ranges
 // fetched by the caller. The core's driver decides when to load and with
 // which step; this file runs the fetches and the one wait loop.
-import { codedError, count, describe, toId } from './errors.mjs';
+import { codedError, describe } from './errors.mjs';
+import { count, toId } from './args.mjs';
 
 const LOAD = 1n << 63n;
 

@@ -1,6 +1,8 @@
 // Snowflake IDs: the `Snowflake` class, and the one wait loop every minting
 // core (a plain generator, or a leased holder) runs under.
-import { codedError, count, options, sleep, toId } from './errors.mjs';
+import { codedError } from './errors.mjs';
+import { count, options, toId } from './args.mjs';
+import { sleep } from './timers.mjs';
 
 /**
  * An ID's parts. The core decomposes (returning the timestamp, keeping the

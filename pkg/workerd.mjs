@@ -6,4 +6,4 @@ import { makeApi } from './api.mjs';
 
 wasm.initSync({ module });
 
-export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_BATCH } = makeApi(wasm);
+export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL } = makeApi(wasm);

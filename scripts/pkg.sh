@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the npm package in pkg/: the wasm for Node (nodejs target) and for
+# Builds the npm package in pkg/: the bindings' crate (pkg/wasm/) as wasm for Node (nodejs target) and for
 # browsers/workerd (web target), and api.cjs, the CommonJS bundle of api.mjs
 # and the modules it imports.
 # The hand-written files of pkg/ are in git; what this makes is not.
@@ -12,8 +12,9 @@ rm -rf pkg/node pkg/web pkg/api.cjs
 for target in nodejs web; do
   out=$([ "$target" = nodejs ] && echo node || echo web)
   # --mode no-install: wasm-bindgen comes from PATH, pinned by scripts/setup.sh.
-  wasm-pack --log-level warn build --mode no-install --release --no-pack \
-    --target "$target" --out-dir "pkg/$out" --out-name edgeleaf -- --features wasm
+  # --out-dir is relative to the bindings' crate (pkg/wasm/).
+  wasm-pack --log-level warn build pkg/wasm --mode no-install --release --no-pack \
+    --target "$target" --out-dir "../$out" --out-name edgeleaf
   rm -f "pkg/$out/.gitignore"
 done
 echo '{ "type": "module" }' > pkg/web/package.json

@@ -17,19 +17,27 @@ NODE_TEST=(--test --test-timeout=300000)
 step "format"
 cargo fmt --all -- --check
 
-step "clippy (core: default, no_std, all features, wasm32 bindings; the Worker)"
+step "clippy (core: default, no_std, all features; the service's rules; the wasm32 bindings and the Worker)"
 cargo clippy --all-targets -- -D warnings
-cargo clippy --all-targets --no-default-features -- -D warnings
+cargo clippy -p edgeleaf --all-targets --no-default-features -- -D warnings
 cargo clippy --all-targets --all-features -- -D warnings
-cargo clippy --lib --tests --target "$WASM_TARGET" --features wasm -- -D warnings
+cargo clippy -p edgeleaf --tests --target "$WASM_TARGET" -- -D warnings
+cargo clippy -p edgeleaf-wasm --target "$WASM_TARGET" -- -D warnings
 cargo clippy -p edgeleaf-worker --target "$WASM_TARGET" -- -D warnings
 
 step "no_std build for $NO_STD_TARGET (no allocator; then alloc + serde)"
-cargo clippy --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
-cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-features
-cargo rustc --lib --crate-type rlib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
+cargo clippy -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
+cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features
+cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
 
-step "unit, property and doc tests"
+step "the core depends on nothing of the service or of JS"
+deps=$(cargo tree -e normal -p edgeleaf --all-features --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
+echo "edgeleaf (all features): $deps"
+for banned in sha2 serde_json wasm-bindgen js-sys getrandom worker; do
+  case " $deps " in *" $banned "*) echo "the core depends on $banned"; exit 1;; esac
+done
+
+step "unit, property and doc tests (core, service rules)"
 cargo test --all-features
 cargo test -p edgeleaf-worker
 

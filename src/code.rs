@@ -1,14 +1,16 @@
 //! Every error code any part of edgeleaf answers with, declared once: the
 //! core's [`Error::code`](crate::Error::code), the service's own (HTTP
 //! routing, bodies, tokens, stores) and the JS package's (options, fetches,
-//! the HTTP client). The Worker maps each code to one HTTP status; the JS
-//! package throws `Error`s whose `code` is one of these; `pkg/index.d.ts` and
-//! `worker/openapi.yaml` list them, checked by `tests/error_codes.rs`.
+//! the HTTP client). The list is here because the core is the one crate the
+//! package and the service both build on; what a code means over HTTP (its
+//! status, whether the HTTP API answers it at all) is the service's rule
+//! (`edgeleaf-rules`, `status`). `pkg/index.d.ts` and `worker/openapi.yaml`
+//! list the codes, checked by `worker/rules/tests/error_codes.rs`.
 
 use core::fmt;
 
 macro_rules! codes {
-    ($( $(#[$doc:meta])* $name:ident = $text:literal, $wire:literal; )*) => {
+    ($( $(#[$doc:meta])* $name:ident = $text:literal; )*) => {
         /// A stable, machine-readable error name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -28,12 +30,6 @@ macro_rules! codes {
                 match self { $(ErrorCode::$name => $text,)* }
             }
 
-            /// Whether the HTTP API may answer with this code (the rest are
-            /// raised only inside the JS package).
-            pub const fn on_wire(self) -> bool {
-                match self { $(ErrorCode::$name => $wire,)* }
-            }
-
             /// The code named `text`, if there is one.
             pub fn parse(text: &str) -> Option<ErrorCode> {
                 match text { $($text => Some(ErrorCode::$name),)* _ => None }
@@ -45,116 +41,116 @@ macro_rules! codes {
 codes! {
     // ---- the core's errors (crate::Error)
     /// A number outside the accepted range.
-    OutOfRange = "out_of_range", true;
+    OutOfRange = "out_of_range";
     /// A layout wider than 63 bits.
-    LayoutTooWide = "layout_too_wide", true;
+    LayoutTooWide = "layout_too_wide";
     /// A tag or node key that breaks the key rule.
-    InvalidKey = "invalid_key", true;
+    InvalidKey = "invalid_key";
     /// The clock reads before the layout's epoch.
-    ClockBeforeEpoch = "clock_before_epoch", true;
+    ClockBeforeEpoch = "clock_before_epoch";
     /// The clock went back further than tolerated.
-    ClockMovedBackwards = "clock_moved_backwards", true;
+    ClockMovedBackwards = "clock_moved_backwards";
     /// The layout's timestamp field is full.
-    LayoutExpired = "layout_expired", true;
+    LayoutExpired = "layout_expired";
     /// An ID with bits outside the layout.
-    IdOutOfLayout = "id_out_of_layout", true;
+    IdOutOfLayout = "id_out_of_layout";
     /// A tag's `max_id` would pass its domain.
-    TagExhausted = "tag_exhausted", true;
+    TagExhausted = "tag_exhausted";
     /// A malformed segment range.
-    InvalidSegment = "invalid_segment", true;
+    InvalidSegment = "invalid_segment";
     /// A segment at or below IDs already loaded.
-    SegmentOverlap = "segment_overlap", true;
+    SegmentOverlap = "segment_overlap";
     /// No free half in a double buffer.
-    SegmentBufferFull = "segment_buffer_full", true;
+    SegmentBufferFull = "segment_buffer_full";
     /// Every worker ID is leased.
-    NoFreeWorkerId = "no_free_worker_id", true;
+    NoFreeWorkerId = "no_free_worker_id";
     /// A lease presented under a generation that no longer holds it.
-    LeaseNotHeld = "lease_not_held", true;
+    LeaseNotHeld = "lease_not_held";
     /// A lease that lapsed before it was renewed.
-    LeaseExpired = "lease_expired", true;
+    LeaseExpired = "lease_expired";
     /// A live lease named by a caller that is not its holder (wrong secret
     /// or another credential); the lease is unchanged.
-    NotLeaseHolder = "not_lease_holder", true;
+    NotLeaseHolder = "not_lease_holder";
     /// A node clock behind the last timestamp on record.
-    ClockBehindLastReport = "clock_behind_last_report", true;
+    ClockBehindLastReport = "clock_behind_last_report";
     /// A node clock too far from the reference.
-    ClockSkew = "clock_skew", true;
+    ClockSkew = "clock_skew";
     /// A lease holder whose lease was refused, taken over or closed.
-    LeaseLost = "lease_lost", false;
+    LeaseLost = "lease_lost";
     /// A node key in the namespace reserved for the service's minters.
-    ReservedNodeKey = "reserved_node_key", true;
+    ReservedNodeKey = "reserved_node_key";
     /// A minter answered a batch that breaks the batch rules.
-    InvalidBatch = "invalid_batch", true;
+    InvalidBatch = "invalid_batch";
     /// A request for an API key that breaks a rule (name, scopes, tags).
-    InvalidKeySpec = "invalid_key_spec", true;
+    InvalidKeySpec = "invalid_key_spec";
     /// A credential holds as many live worker IDs as one may.
-    WorkerIdLimit = "worker_id_limit", true;
+    WorkerIdLimit = "worker_id_limit";
 
     // ---- the service's own
     /// No such route or tag.
-    NotFound = "not_found", true;
+    NotFound = "not_found";
     /// No bearer token.
-    Unauthorized = "unauthorized", true;
+    Unauthorized = "unauthorized";
     /// A token that does not open the route.
-    Forbidden = "forbidden", true;
+    Forbidden = "forbidden";
     /// A route that exists under other methods (see `Allow`).
-    MethodNotAllowed = "method_not_allowed", true;
+    MethodNotAllowed = "method_not_allowed";
     /// A body that is not JSON of the documented shape.
-    InvalidJson = "invalid_json", true;
+    InvalidJson = "invalid_json";
     /// A body over the size limit.
-    BodyTooLarge = "body_too_large", true;
+    BodyTooLarge = "body_too_large";
     /// A lease request ID outside 1..=128 characters.
-    InvalidRequestId = "invalid_request_id", true;
+    InvalidRequestId = "invalid_request_id";
     /// A lease request ID sent again with a different request.
-    RequestIdReused = "request_id_reused", true;
+    RequestIdReused = "request_id_reused";
     /// An ID argument that is not a decimal integer in range.
-    InvalidId = "invalid_id", true;
+    InvalidId = "invalid_id";
     /// Segments of a monotonic tag may not leave its Durable Object.
-    MonotonicTag = "monotonic_tag", true;
+    MonotonicTag = "monotonic_tag";
     /// `monotonic` is fixed when a tag is created.
-    MonotonicImmutable = "monotonic_immutable", true;
+    MonotonicImmutable = "monotonic_immutable";
     /// `/ids` asked of a tag that is not monotonic.
-    NotMonotonic = "not_monotonic", true;
+    NotMonotonic = "not_monotonic";
     /// Not for opaque tags: segment leases to outside clients (the key would
     /// have to leave), or an opaque tag that is also monotonic.
-    OpaqueTag = "opaque_tag", true;
+    OpaqueTag = "opaque_tag";
     /// `reveal` asked of a tag that is not opaque.
-    NotOpaque = "not_opaque", true;
+    NotOpaque = "not_opaque";
     /// `opaque` is fixed when a tag is created.
-    OpaqueImmutable = "opaque_immutable", true;
+    OpaqueImmutable = "opaque_immutable";
     /// A snowflake sequence that stayed used up for longer than a request waits.
-    SequenceExhausted = "sequence_exhausted", true;
+    SequenceExhausted = "sequence_exhausted";
     /// A Durable Object did not answer, or no segment came in time.
-    StoreUnavailable = "store_unavailable", true;
+    StoreUnavailable = "store_unavailable";
     /// A Durable Object answered something unreadable, or holds a bad row.
-    StoreError = "store_error", true;
+    StoreError = "store_error";
     /// A setting of the service is invalid.
-    ConfigInvalid = "config_invalid", true;
+    ConfigInvalid = "config_invalid";
     /// A bug in the bindings: something that should not happen did.
-    Internal = "internal", false;
+    Internal = "internal";
 
     // ---- the JS package's own
     /// A bad options object (wrong type, unknown key).
-    InvalidOption = "invalid_option", false;
+    InvalidOption = "invalid_option";
     /// A bad argument (not a whole number, out of 0..=2^53).
-    InvalidArgument = "invalid_argument", false;
+    InvalidArgument = "invalid_argument";
     /// `now()` returned something that is not whole Unix milliseconds.
-    InvalidClock = "invalid_clock", false;
+    InvalidClock = "invalid_clock";
     /// The clock is a little behind the last ID: retry after `retryAfterMs`.
-    ClockBehind = "clock_behind", false;
+    ClockBehind = "clock_behind";
     /// A leased snowflake waits for its store to save a later reservation:
     /// retry after `retryAfterMs`.
-    SavePending = "save_pending", false;
+    SavePending = "save_pending";
     /// `fetchSegment` failed.
-    SegmentFetchFailed = "segment_fetch_failed", false;
+    SegmentFetchFailed = "segment_fetch_failed";
     /// `crypto.getRandomValues` is missing.
-    RandomUnavailable = "random_unavailable", false;
+    RandomUnavailable = "random_unavailable";
     /// No answer from the service.
-    ServiceUnreachable = "service_unreachable", false;
+    ServiceUnreachable = "service_unreachable";
     /// No answer from the service's worker-ID registry.
-    RegistryUnreachable = "registry_unreachable", false;
+    RegistryUnreachable = "registry_unreachable";
     /// The service answered an error without the JSON error shape.
-    HttpError = "http_error", false;
+    HttpError = "http_error";
 }
 
 impl fmt::Display for ErrorCode {

@@ -189,26 +189,6 @@ pub enum Error {
         /// One past its last ID.
         end: u64,
     },
-    /// A token that names an API key the store does not hold (never made,
-    /// or revoked), or the key's ID with another secret.
-    KeyRefused,
-    /// The credential lacks the scope the route needs.
-    ScopeMissing {
-        /// The scope's name.
-        need: &'static str,
-    },
-    /// The route names a tag outside the key's tag limit.
-    TagNotAllowed,
-    /// The route shows what belongs to no tag (every tenant's), and the key
-    /// is limited to some tags (`Access::sees_fleet`).
-    FleetViewNotAllowed,
-    /// A request for an API key that breaks a rule.
-    InvalidKeySpec {
-        /// The field (`"name"`, `"scopes"`, `"tags"`).
-        field: &'static str,
-        /// What it must be.
-        expected: &'static str,
-    },
     /// The credential already holds as many live worker IDs as one may.
     WorkerIdLimit {
         /// The limit.
@@ -245,11 +225,6 @@ impl Error {
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
             Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
-            Error::KeyRefused
-            | Error::ScopeMissing { .. }
-            | Error::TagNotAllowed
-            | Error::FleetViewNotAllowed => ErrorCode::Forbidden,
-            Error::InvalidKeySpec { .. } => ErrorCode::InvalidKeySpec,
             Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
         }
     }
@@ -390,20 +365,6 @@ impl fmt::Display for Error {
                 f,
                 "minted batch: expected a non-empty range [start, end) of new IDs in one time unit of one worker, found [{start}, {end})"
             ),
-            Error::KeyRefused => f.write_str(
-                "authorization: expected a live API key, found an unknown or revoked key or a wrong secret",
-            ),
-            Error::ScopeMissing { need } => write!(
-                f,
-                "authorization: expected a credential with the {need:?} scope, found one without it"
-            ),
-            Error::TagNotAllowed => f.write_str(
-                "authorization: expected a tag within the key's tag limit, found another",
-            ),
-            Error::FleetViewNotAllowed => f.write_str(
-                "authorization: expected a credential without a tag limit (this view covers every tag), found a key limited to some tags",
-            ),
-            Error::InvalidKeySpec { field, expected } => write!(f, "{field}: expected {expected}"),
             Error::WorkerIdLimit { limit } => write!(
                 f,
                 "worker id: expected fewer than {limit} live worker IDs held by this credential, found {limit} (release one, or let one lapse)"
@@ -415,12 +376,10 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 /// Checks `min <= found <= max`, naming the value in the error.
-pub(crate) fn check_range(
-    what: &'static str,
-    found: u64,
-    min: u64,
-    max: u64,
-) -> Result<u64, Error> {
+///
+/// # Errors
+/// [`Error::OutOfRange`] outside the range.
+pub fn check_range(what: &'static str, found: u64, min: u64, max: u64) -> Result<u64, Error> {
     if (min..=max).contains(&found) {
         Ok(found)
     } else {

@@ -1,5 +1,5 @@
 //! The lease holder's side of snowflake mode: a node that mints IDs under a
-//! worker ID leased from a [`Registry`](crate::Registry). Every rule such a
+//! worker ID leased from a [`Registry`](crate::registry::Registry). Every rule such a
 //! node follows lives here, once; the Worker's isolates and the npm package's
 //! `EdgeleafClient.snowflake()` only carry its requests and answers.
 //!
@@ -69,11 +69,15 @@ pub struct Grant {
 }
 
 impl Grant {
-    /// A registry [`Lease`](crate::Lease) under `layout`, with the secret
+    /// A registry [`Lease`](crate::registry::Lease) under `layout`, with the secret
     /// the registry's host answered with it (a renewal's answer has none:
     /// the holder keeps the one it has).
     #[cfg(feature = "alloc")]
-    pub fn from_lease(lease: &crate::Lease, secret: Option<LeaseSecret>, layout: Layout) -> Grant {
+    pub fn from_lease(
+        lease: &crate::registry::Lease,
+        secret: Option<LeaseSecret>,
+        layout: Layout,
+    ) -> Grant {
         Grant {
             worker_id: lease.worker_id,
             generation: lease.generation,

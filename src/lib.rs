@@ -22,7 +22,8 @@
 //! ## Getting started
 //!
 //! ```
-//! use edgeleaf::{Layout, Next, SnowflakeConfig, SnowflakeGenerator};
+//! use edgeleaf::snowflake::{Next, SnowflakeConfig, SnowflakeGenerator};
+//! use edgeleaf::Layout;
 //!
 //! let mut gen = SnowflakeGenerator::new(SnowflakeConfig::new(Layout::LEAF, 1))?;
 //! let now_ms = 1_735_689_600_000; // your clock, Unix ms
@@ -37,16 +38,23 @@
 //! # Ok::<(), edgeleaf::Error>(())
 //! ```
 //!
-//! Segment mode: a [`SegmentBuffer`] hands out IDs from two ranges its caller
-//! loads from a store, and a [`SegmentDriver`] runs the client's loop over it;
-//! a [`TagRecord`] is the store's row and [`TagRecord::allocate`] advances it.
-//! The [`Registry`] leases worker IDs; a [`SnowflakeHolder`] is the node that
-//! holds one and mints under it. Every error has a code from the one list,
-//! [`ErrorCode`].
+//! ## Modules
+//! - [`layout`]: the bit layout of a snowflake ID; [`snowflake`]: the generator.
+//! - [`segment`]: a buffer of two ranges a client loads from a store, and
+//!   [`driver`], the client's loop over it; [`tag`]: the store's row, which
+//!   allocates the ranges.
+//! - [`registry`]: leases worker IDs; [`holder`]: the node that holds one and
+//!   mints under it; [`minted`]: the service's minters and the batches they
+//!   hand to isolates; [`secret`]: the proof that a lease is its holder's.
+//! - [`wait`]: how long a request may wait, and when work in flight is
+//!   presumed lost; [`opaque`]: the keyed permutation of opaque IDs.
+//! - [`name`]: the rule for tags and node keys; [`rand`]: the seeded
+//!   randomness the host passes in; [`error`] and [`code`]: the one error
+//!   type and the one list of codes.
 //!
 //! ## Features
-//! - `alloc`: [`TagRecord`] and [`Registry`], which own strings and tables.
-//! - `std` (default, implies `alloc`): [`unix_now_ms`].
+//! - `alloc`: [`tag`], [`registry`] and [`minted`], which own strings and tables.
+//! - `std` (default, implies `alloc`): [`clock::unix_now_ms`].
 //! - `serde`: `Serialize`/`Deserialize` for state, records, leases, snapshots.
 #![no_std]
 #![warn(missing_docs)]
@@ -54,91 +62,36 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
-// The crate is also a cdylib (for wasm-pack), and a cdylib needs a panic
-// handler, which only std has: targets that have std link it even without the
-// `std` feature. Nothing outside `std`-gated code uses it; the no_std build
-// for a bare-metal target in `make test` proves that.
-#[cfg(any(feature = "std", not(target_os = "none")))]
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
-mod code;
-mod driver;
-mod error;
-mod holder;
-mod key;
-mod layout;
-mod opaque;
-mod rand;
-mod secret;
-mod segment;
-mod snowflake;
-mod wait;
+pub mod code;
+pub mod driver;
+pub mod error;
+pub mod holder;
+pub mod layout;
+pub mod name;
+pub mod opaque;
+pub mod rand;
+pub mod secret;
+pub mod segment;
+pub mod snowflake;
+pub mod wait;
 
-#[cfg(feature = "alloc")]
-mod access;
 #[cfg(feature = "std")]
-mod clock;
+pub mod clock;
 #[cfg(feature = "alloc")]
-mod history;
+pub mod minted;
 #[cfg(feature = "alloc")]
-mod minted;
+pub mod registry;
 #[cfg(feature = "alloc")]
-mod registry;
-#[cfg(feature = "alloc")]
-mod tag;
+pub mod tag;
 
-#[cfg(feature = "alloc")]
-pub use access::{
-    check_token, new_key, token_hash, token_key_id, Access, KeyCache, KeyLookup, KeyRecord,
-    KeySpec, Scope, Scopes, TagLimit, KEY_CACHE_ENTRIES, KEY_CACHE_MS, KEY_RANDOM_BYTES,
-    KEY_TOKEN_PREFIX, MAX_KEY_NAME_LEN,
-};
-#[cfg(feature = "std")]
-pub use clock::unix_now_ms;
-pub use code::ErrorCode;
-pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
-pub use error::{ClockReference, Error};
-#[cfg(feature = "alloc")]
-pub use history::{
-    domain_max, lease_events, per_minute, runway, AllocationEvent, LeaseEvent, LeaseEventKind,
-    MinuteBucket, Runway, HISTORY_LEN, LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
-};
-pub use holder::{
-    Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
-    SnowflakeHolder, DEFAULT_RESERVE_MS, RENEW_RETRY_MS,
-};
-pub use key::{check_key, check_tag, MAX_KEY_LEN};
-pub use layout::{Id, Layout, LayoutSpec, Parts, MAX_UNIT_MS};
-#[cfg(feature = "alloc")]
-pub use minted::{
-    batch_ranges, minter_step, BatchAsk, MintConfig, MintPoll, MintStep, MintedBuffer, MinterStep,
-    Refused, StalenessHistogram, DEFAULT_STALENESS_MS, FIRST_BATCH, MAX_BATCH, MINTERS_PER_REQUEST,
-    MIN_BATCH,
-};
-pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
-pub use rand::{NoRandom, RandSource, SplitMix64};
-#[cfg(feature = "alloc")]
-pub use registry::{
-    minter_node_key, GrantRequest, Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot,
-    DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY, MINTER_KEY_PREFIX,
-};
-pub use secret::{constant_time_eq, Claim, HexSecret, LeaseSecret, SecretHash, LEASE_SECRET_BYTES};
-pub use segment::{
-    Allocation, SegmentBuffer, SegmentNext, SegmentSnapshot, SegmentView, StepPolicy, Take,
-    DEFAULT_PREFETCH_PERCENT, DEFAULT_SEGMENT_DURATION_MS, MAX_SEGMENT_ID, MAX_STEP,
-};
-pub use snowflake::{
-    Fill, Next, SnowflakeConfig, SnowflakeGenerator, SnowflakeState, Wait, DEFAULT_MAX_BACKWARD_MS,
-    DEFAULT_SEQUENCE_START_BOUND, JS_DEFAULT_BORROW_MS, MAX_TOLERANCE_MS,
-};
-#[cfg(feature = "alloc")]
-pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
-pub use wait::{InFlight, WaitBudget, DEFAULT_TAKE_OVER_MS, MAX_WAIT_MS};
+// The three names nearly every caller needs.
+pub use error::Error;
+pub use layout::{Id, Layout};
 
 /// The README's examples, run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-
-#[cfg(all(feature = "wasm", target_arch = "wasm32"))]
-mod wasm;

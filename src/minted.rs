@@ -1,6 +1,6 @@
 //! Snowflake IDs at edge scale, the serving side. A bounded set of minters —
-//! each a [`SnowflakeHolder`](crate::SnowflakeHolder) under one worker ID
-//! reserved for it ([`Registry::lease_minter`](crate::Registry::lease_minter))
+//! each a [`SnowflakeHolder`](crate::holder::SnowflakeHolder) under one worker ID
+//! reserved for it ([`Registry::lease_minter`](crate::registry::Registry::lease_minter))
 //! — mint batches; any number of isolates serve them from memory. The worker
 //! IDs in use are bounded by the number of minters, not of isolates.
 //!
@@ -37,11 +37,11 @@ use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 /// Default bound between an ID's time unit and the moment it is served.
 pub const DEFAULT_STALENESS_MS: u64 = 1_000;
 /// The smallest batch asked for.
-pub const MIN_BATCH: u32 = 1;
+pub const MIN_MINT_BATCH: u32 = 1;
 /// The first batch asked for.
-pub const FIRST_BATCH: u32 = 16;
+pub const FIRST_MINT_BATCH: u32 = 16;
 /// The largest batch asked for (and minted in one call).
-pub const MAX_BATCH: u32 = 4_096;
+pub const MAX_MINT_BATCH: u32 = 4_096;
 /// A request that finds nothing to serve tries at most this many minters
 /// (each failure is an answer, not a wait) before it gives up.
 pub const MINTERS_PER_REQUEST: u32 = 3;
@@ -99,7 +99,7 @@ impl MintConfig {
 pub struct BatchAsk {
     /// Which minter.
     pub minter: u32,
-    /// How many IDs (1..=[`MAX_BATCH`]).
+    /// How many IDs (1..=[`MAX_MINT_BATCH`]).
     pub count: u32,
 }
 
@@ -244,7 +244,7 @@ impl MintedBuffer {
             config,
             held: VecDeque::new(),
             available: 0,
-            batch: FIRST_BATCH,
+            batch: FIRST_MINT_BATCH,
             minter: config.home,
             fetching: InFlight::default(),
             minted_up_to_ms: 0,
@@ -316,10 +316,10 @@ impl MintedBuffer {
     }
 
     fn ask(&self, need: usize) -> BatchAsk {
-        let need = u32::try_from(need).unwrap_or(MAX_BATCH);
+        let need = u32::try_from(need).unwrap_or(MAX_MINT_BATCH);
         BatchAsk {
             minter: self.minter,
-            count: self.batch.max(need).min(MAX_BATCH),
+            count: self.batch.max(need).min(MAX_MINT_BATCH),
         }
     }
 
@@ -356,12 +356,14 @@ impl MintedBuffer {
         let start = *self.window_start_ms.get_or_insert(now_ms);
         let window = now_ms.saturating_sub(start);
         if self.dropped_since_fetch {
-            self.batch = (self.batch / 2).max(MIN_BATCH);
+            self.batch = (self.batch / 2).max(MIN_MINT_BATCH);
         } else if window >= bound / 8 {
             // IDs per quarter bound at the rate served in the window.
             let target = self.window_served.saturating_mul(bound / 4) / window.max(1);
             let target = u32::try_from(target).unwrap_or(u32::MAX);
-            self.batch = target.max(self.batch / 2).clamp(MIN_BATCH, MAX_BATCH);
+            self.batch = target
+                .max(self.batch / 2)
+                .clamp(MIN_MINT_BATCH, MAX_MINT_BATCH);
         }
         if self.dropped_since_fetch || window >= bound / 8 {
             self.window_start_ms = Some(now_ms);
@@ -484,7 +486,7 @@ pub enum MinterStep {
 /// request for minutes; and a batch is worth answering as soon as it has
 /// IDs. It answers what it minted, or at once that it has none and for how
 /// long; the isolate, whose timers work, waits within its own budget
-/// ([`WaitBudget`](crate::WaitBudget)) or asks the next minter. It leases
+/// ([`WaitBudget`](crate::wait::WaitBudget)) or asks the next minter. It leases
 /// at most once per request (`leased`: it already did).
 pub fn minter_step(filled: usize, next: HolderNext, leased: bool) -> MinterStep {
     let unavailable = |code, retry_after_ms: u64| MinterStep::Unavailable {
@@ -560,7 +562,7 @@ mod tests {
             ask,
             BatchAsk {
                 minter: 1,
-                count: FIRST_BATCH
+                count: FIRST_MINT_BATCH
             }
         );
         // A second caller while the fetch is in flight waits.
@@ -614,7 +616,7 @@ mod tests {
             now += 10;
         }
         // 100 IDs/ms for a quarter of the bound is more than the largest batch.
-        assert_eq!(b.batch(), MAX_BATCH);
+        assert_eq!(b.batch(), MAX_MINT_BATCH);
         // Everything goes stale: the next fetch halves the batch.
         let _ = b.poll(now + 5_000, &mut out);
         b.fetched(
@@ -622,7 +624,7 @@ mod tests {
             now + 5_000,
         )
         .unwrap();
-        assert_eq!(b.batch(), MAX_BATCH / 2);
+        assert_eq!(b.batch(), MAX_MINT_BATCH / 2);
         assert!(b.dropped() > 0);
     }
 

@@ -64,7 +64,10 @@ impl OpaqueDomain {
     ///
     /// # Errors
     /// [`Error::OutOfRange`] for a segment ending past [`OpaqueDomain::max_id`].
-    pub fn check_segment(self, alloc: crate::Allocation) -> Result<crate::Allocation, Error> {
+    pub fn check_segment(
+        self,
+        alloc: crate::segment::Allocation,
+    ) -> Result<crate::segment::Allocation, Error> {
         check_range("segment end (opaque domain)", alloc.end, 1, self.max_id())?;
         Ok(alloc)
     }
@@ -292,10 +295,10 @@ mod tests {
         assert_eq!(OpaqueDomain::Digits(12).max_id(), 999_999_999_999);
         let d = OpaqueDomain::Bits(32);
         assert!(d
-            .check_segment(crate::Allocation::new(1, d.max_id()).unwrap())
+            .check_segment(crate::segment::Allocation::new(1, d.max_id()).unwrap())
             .is_ok());
         assert!(d
-            .check_segment(crate::Allocation::new(1, d.max_id() + 1).unwrap())
+            .check_segment(crate::segment::Allocation::new(1, d.max_id() + 1).unwrap())
             .is_err());
         assert_eq!(OpaqueDomain::Bits(53).max_id(), (1 << 53) - 1);
         assert!(!std::format!("{p:?}").contains("101"), "no key in Debug");

@@ -17,8 +17,8 @@ use alloc::vec::Vec;
 
 use crate::error::{check_range, ClockReference, Error};
 use crate::holder::{LeaseAsk, Renewal};
-use crate::key::check_key;
 use crate::layout::Layout;
+use crate::name::check_name;
 use crate::secret::{Claim, LeaseSecret, SecretHash};
 use crate::snowflake::MAX_TOLERANCE_MS;
 
@@ -295,7 +295,7 @@ impl Registry {
                 u64::from(config.capacity) - 1,
             )?;
             check_range("generation", slot.generation, 0, reg.next_generation - 1)?;
-            check_key("node_key", &slot.node_key)?;
+            check_name("node_key", &slot.node_key)?;
             let i = slot.worker_id as usize;
             if reg.slots.len() <= i {
                 reg.slots.resize(i + 1, None);
@@ -401,7 +401,7 @@ impl Registry {
     /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
     /// last timestamp recorded for the chosen ID; [`Error::NoFreeWorkerId`].
     pub fn lease(&mut self, ask: GrantRequest<'_>, registry_now_ms: u64) -> Result<Lease, Error> {
-        check_key("node_key", ask.node_key)?;
+        check_name("node_key", ask.node_key)?;
         if ask.node_key.starts_with(MINTER_KEY_PREFIX) {
             return Err(Error::ReservedNodeKey {
                 prefix: MINTER_KEY_PREFIX,

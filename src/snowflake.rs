@@ -9,14 +9,6 @@ use crate::rand::{NoRandom, RandSource};
 pub const DEFAULT_MAX_BACKWARD_MS: u64 = 5;
 /// Leaf starts each millisecond's sequence at a random value below 100.
 pub const DEFAULT_SEQUENCE_START_BOUND: u32 = 100;
-/// The `max_borrow_ms` the npm package's `Snowflake` starts from. A JS
-/// caller waits for the next time unit on a timer, and Node's timers fire
-/// 0.1–0.3 ms late: without a lead that lateness is lost to the sequence
-/// (`await nextIdsAsync(4096)` reached 72–88% of the layout's ceiling); 2 ms
-/// of lead absorbs it (≥ 97%). Safe across restarts because a process cannot
-/// die, start again and issue within 2 ms (README, "Borrowing by default").
-pub const JS_DEFAULT_BORROW_MS: u64 = 2;
-
 /// The largest accepted `max_backward_ms` and `max_borrow_ms`.
 pub const MAX_TOLERANCE_MS: u64 = 60_000;
 
@@ -68,7 +60,7 @@ pub enum Wait {
     /// The clock went back a little (within `max_backward_ms`).
     ClockBehind,
     /// A lease holder waits for its store to save a later reservation
-    /// ([`HolderConfig::reserve_ms`](crate::HolderConfig::reserve_ms)).
+    /// ([`HolderConfig::reserve_ms`](crate::holder::HolderConfig::reserve_ms)).
     Saving,
 }
 

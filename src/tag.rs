@@ -5,7 +5,7 @@
 use alloc::string::String;
 
 use crate::error::{check_range, Error};
-use crate::key::check_tag;
+use crate::name::check_tag;
 use crate::opaque::OpaqueDomain;
 use crate::segment::{Allocation, MAX_SEGMENT_ID, MAX_STEP};
 

@@ -32,8 +32,10 @@
 use std::collections::{HashMap, HashSet};
 
 use edgeleaf::{
-    Claim, Error, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout, LeaseSecret,
-    RandSource, Registry, RegistryConfig, Renewal, SlotStatus, SnowflakeHolder, SplitMix64,
+    holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
+    holder::SnowflakeHolder, rand::RandSource, rand::SplitMix64, registry::GrantRequest,
+    registry::Registry, registry::RegistryConfig, registry::SlotStatus, secret::Claim,
+    secret::LeaseSecret, Error, Layout,
 };
 use proptest::prelude::*;
 
@@ -84,8 +86,8 @@ enum Secret {
 
 #[derive(Debug)]
 enum Answer {
-    Lease(Result<(edgeleaf::Lease, LeaseSecret), Error>),
-    Renew(u64, Result<edgeleaf::Lease, Error>),
+    Lease(Result<(edgeleaf::registry::Lease, LeaseSecret), Error>),
+    Renew(u64, Result<edgeleaf::registry::Lease, Error>),
 }
 
 /// Node n's credential: nodes 0 and 1 share one.

@@ -24,9 +24,10 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    batch_ranges, Error, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout,
-    LeaseSecret, MintConfig, MintStep, MintedBuffer, Registry, RegistryConfig, SnowflakeHolder,
-    SplitMix64,
+    holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::MintConfig, minted::MintStep,
+    minted::MintedBuffer, rand::SplitMix64, registry::GrantRequest, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, Error, Layout,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

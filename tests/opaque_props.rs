@@ -7,7 +7,7 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgeleaf::{OpaqueDomain, OpaqueIds};
+use edgeleaf::{opaque::OpaqueDomain, opaque::OpaqueIds};
 use proptest::prelude::*;
 
 const N: u64 = 1_000_000;

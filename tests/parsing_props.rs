@@ -4,8 +4,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgeleaf::{
-    check_key, key_from_hex, ErrorCode, Layout, LayoutSpec, OpaqueDomain, OpaqueIds, Parts,
-    Registry, RegistryConfig, TagRecord, WorkerSlot, MAX_UNIT_MS,
+    code::ErrorCode, layout::LayoutSpec, layout::Parts, layout::MAX_UNIT_MS, name::check_name,
+    opaque::key_from_hex, opaque::OpaqueDomain, opaque::OpaqueIds, registry::Registry,
+    registry::RegistryConfig, registry::WorkerSlot, tag::TagRecord, Layout,
 };
 use proptest::prelude::*;
 
@@ -73,7 +74,7 @@ proptest! {
     fn keys_follow_the_rule(key in prop_oneof!["\\PC{0,140}", "[A-Za-z0-9._:/ -]{0,130}"]) {
         let expected = !key.is_empty() && key.len() <= 128
             && key.chars().all(|c| c.is_ascii_alphanumeric() || ".:_-".contains(c));
-        prop_assert_eq!(check_key("node_key", &key).is_ok(), expected);
+        prop_assert_eq!(check_name("node_key", &key).is_ok(), expected);
     }
 
     #[test]
@@ -122,7 +123,7 @@ proptest! {
         let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, opaque: None, max_step: None };
         if record.validate().is_ok() {
             prop_assert!(max_id <= i64::MAX as u64 && (1..=1_000_000).contains(&step));
-            prop_assert!(check_key("biz_tag", &tag).is_ok());
+            prop_assert!(check_name("biz_tag", &tag).is_ok());
         }
     }
 }

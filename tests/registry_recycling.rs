@@ -4,7 +4,10 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgeleaf::{Error, GrantRequest, LeaseSecret, Registry, RegistryConfig};
+use edgeleaf::{
+    registry::GrantRequest, registry::Registry, registry::RegistryConfig, secret::LeaseSecret,
+    Error,
+};
 
 const T0: u64 = 1_735_689_600_000;
 

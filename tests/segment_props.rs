@@ -6,7 +6,8 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    Allocation, SegmentBuffer, SegmentNext, StepPolicy, TagRecord, MAX_SEGMENT_ID, MAX_STEP,
+    segment::Allocation, segment::SegmentBuffer, segment::SegmentNext, segment::StepPolicy,
+    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::TagRecord,
 };
 use proptest::prelude::*;
 

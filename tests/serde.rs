@@ -2,8 +2,9 @@
 //! validated like anything else.
 
 use edgeleaf::{
-    Layout, Next, Registry, RegistryConfig, SegmentBuffer, SnowflakeConfig, SnowflakeGenerator,
-    SnowflakeState, StepPolicy, TagRecord,
+    registry::Registry, registry::RegistryConfig, segment::SegmentBuffer, segment::StepPolicy,
+    snowflake::Next, snowflake::SnowflakeConfig, snowflake::SnowflakeGenerator,
+    snowflake::SnowflakeState, tag::TagRecord, Layout,
 };
 
 #[test]
@@ -38,12 +39,12 @@ fn state_records_and_registries_round_trip() {
 
     let mut reg = Registry::new(RegistryConfig::new(&Layout::LEAF)).unwrap();
     reg.lease(
-        edgeleaf::GrantRequest {
+        edgeleaf::registry::GrantRequest {
             owner: "",
             node_key: "n1",
             node_now_ms: t,
             previous: None,
-            secret: edgeleaf::LeaseSecret::from_random([1; 16]),
+            secret: edgeleaf::secret::LeaseSecret::from_random([1; 16]),
         },
         t,
     )

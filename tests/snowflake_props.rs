@@ -6,7 +6,8 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    Error, Layout, LayoutSpec, Next, Parts, SnowflakeConfig, SnowflakeGenerator, SplitMix64, Wait,
+    layout::LayoutSpec, layout::Parts, rand::SplitMix64, snowflake::Next,
+    snowflake::SnowflakeConfig, snowflake::SnowflakeGenerator, snowflake::Wait, Error, Layout,
 };
 use proptest::prelude::*;
 

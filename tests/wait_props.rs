@@ -8,7 +8,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgeleaf::{
-    minter_step, HolderNext, InFlight, LeaseAsk, MinterStep, Wait, WaitBudget, MAX_WAIT_MS,
+    holder::HolderNext, holder::LeaseAsk, minted::minter_step, minted::MinterStep, snowflake::Wait,
+    wait::InFlight, wait::WaitBudget, wait::MAX_WAIT_MS,
 };
 use proptest::prelude::*;
 

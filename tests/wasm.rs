@@ -6,9 +6,10 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    Allocation, Error, GrantRequest, Layout, LeaseSecret, Next, Parts, RandSource, Registry,
-    RegistryConfig, SegmentBuffer, SegmentNext, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
-    StepPolicy, TagRecord,
+    layout::Parts, rand::RandSource, rand::SplitMix64, registry::GrantRequest, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, segment::Allocation, segment::SegmentBuffer,
+    segment::SegmentNext, segment::StepPolicy, snowflake::Next, snowflake::SnowflakeConfig,
+    snowflake::SnowflakeGenerator, tag::TagRecord, Error, Layout,
 };
 use wasm_bindgen_test::wasm_bindgen_test;
 

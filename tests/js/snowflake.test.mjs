@@ -2,7 +2,7 @@
 // package.json `exports` routes it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Snowflake, layoutInfo, MAX_BATCH } from 'edgeleaf';
+import { Snowflake, layoutInfo, MAX_IDS_PER_CALL } from 'edgeleaf';
 
 const T0 = 1_735_689_600_000;
 
@@ -160,7 +160,7 @@ test('bad options and arguments throw Errors with a code', () => {
     [() => new Snowflake({ workerId: 1, sequenceStartBound: 5000 }), 'out_of_range'],
     [() => new Snowflake({ workerId: 1, now: () => 'soon' }).nextId(), 'invalid_clock'],
     [() => new Snowflake({ workerId: 1 }).nextIds(0), 'out_of_range'],
-    [() => new Snowflake({ workerId: 1 }).nextIds(MAX_BATCH + 1), 'out_of_range'],
+    [() => new Snowflake({ workerId: 1 }).nextIds(MAX_IDS_PER_CALL + 1), 'out_of_range'],
     [() => new Snowflake({ workerId: 1 }).nextIds('10'), 'out_of_range'],
     [() => new Snowflake({ workerId: 1 }).decompose(-1n), 'invalid_id'],
     [() => new Snowflake({ workerId: 1 }).decompose('12ab'), 'invalid_id'],

@@ -1,7 +1,8 @@
 //! The HTTP edge of the service: the one error type and its mapping to a
 //! status and a JSON body, request bodies with a size limit.
 
-use edgeleaf::ErrorCode;
+use edgeleaf::code::ErrorCode;
+pub use edgeleaf_rules::status::status;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use worker::{Request, Response};
@@ -24,72 +25,6 @@ pub fn checked_count(n: u64) -> ApiResult<usize> {
             found: n,
         }
         .into())
-    }
-}
-
-/// The one table from error codes to HTTP statuses.
-pub fn status(code: ErrorCode) -> u16 {
-    use ErrorCode as C;
-    match code {
-        C::OutOfRange
-        | C::LayoutTooWide
-        | C::InvalidKey
-        | C::IdOutOfLayout
-        | C::InvalidSegment
-        | C::InvalidJson
-        | C::InvalidRequestId
-        | C::ReservedNodeKey
-        | C::InvalidId
-        | C::InvalidKeySpec => 400,
-        C::Unauthorized => 401,
-        // Its own code: "someone else named your lease" is not "your lease
-        // is gone" (409 lease_not_held), and must never stop the holder.
-        C::Forbidden | C::NotLeaseHolder => 403,
-        C::NotFound => 404,
-        C::MethodNotAllowed => 405,
-        C::BodyTooLarge => 413,
-        // A quota: a lease the credential holds must lapse or be released.
-        C::WorkerIdLimit => 429,
-        C::TagExhausted
-        | C::SegmentOverlap
-        | C::SegmentBufferFull
-        | C::LeaseNotHeld
-        | C::LeaseExpired
-        | C::LeaseLost
-        | C::ClockBehindLastReport
-        | C::ClockSkew
-        | C::MonotonicTag
-        | C::MonotonicImmutable
-        | C::NotMonotonic
-        | C::OpaqueTag
-        | C::RequestIdReused
-        | C::NotOpaque
-        | C::OpaqueImmutable => 409,
-        // Waiting mends these, or they are the service's own trouble (its
-        // clock before the epoch or past the layout's end, its settings, its
-        // stores), not the caller's.
-        C::ClockMovedBackwards
-        | C::NoFreeWorkerId
-        | C::ClockBeforeEpoch
-        | C::LayoutExpired
-        | C::SequenceExhausted
-        | C::StoreUnavailable
-        | C::StoreError
-        | C::InvalidBatch
-        | C::ConfigInvalid => 503,
-        // Raised only inside the JS package; listed so that a new code must
-        // be given a status here.
-        C::Internal
-        | C::InvalidOption
-        | C::InvalidArgument
-        | C::InvalidClock
-        | C::ClockBehind
-        | C::SavePending
-        | C::SegmentFetchFailed
-        | C::RandomUnavailable
-        | C::ServiceUnreachable
-        | C::RegistryUnreachable
-        | C::HttpError => 503,
     }
 }
 
@@ -190,6 +125,12 @@ impl From<edgeleaf::Error> for ApiError {
             Some(ms) => ApiError::unavailable(err.code, err.message, ms),
             None => err,
         }
+    }
+}
+
+impl From<edgeleaf_rules::AccessError> for ApiError {
+    fn from(e: edgeleaf_rules::AccessError) -> Self {
+        ApiError::new(e.error_code(), e.to_string())
     }
 }
 

@@ -6,8 +6,10 @@
 
 use std::cell::RefCell;
 
-use edgeleaf::{
-    check_token, constant_time_eq, token_key_id, Access, ErrorCode, KeyCache, KeyLookup, Scope,
+use edgeleaf::{code::ErrorCode, secret::constant_time_eq};
+use edgeleaf_rules::{
+    access::check_token, access::token_key_id, access::Access, access::KeyCache, access::KeyLookup,
+    access::Scope,
 };
 use serde_json::json;
 use worker::{Env, Headers, Method};

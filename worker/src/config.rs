@@ -2,7 +2,8 @@
 //! once per isolate at the first request.
 
 use edgeleaf::{
-    ErrorCode, Layout, LayoutSpec, MintConfig, RegistryConfig, StepPolicy, DEFAULT_STALENESS_MS,
+    code::ErrorCode, layout::LayoutSpec, minted::MintConfig, minted::DEFAULT_STALENESS_MS,
+    registry::RegistryConfig, segment::StepPolicy, Layout,
 };
 use worker::Env;
 
@@ -118,8 +119,12 @@ impl Config {
             .validate(&layout)
             .map_err(|e| invalid("SNOWFLAKE_STALENESS_MS", &e.to_string()))?;
         }
-        let max_backward_ms = number(env, "MAX_BACKWARD_MS", edgeleaf::DEFAULT_MAX_BACKWARD_MS)?;
-        if max_backward_ms > edgeleaf::MAX_TOLERANCE_MS {
+        let max_backward_ms = number(
+            env,
+            "MAX_BACKWARD_MS",
+            edgeleaf::snowflake::DEFAULT_MAX_BACKWARD_MS,
+        )?;
+        if max_backward_ms > edgeleaf::snowflake::MAX_TOLERANCE_MS {
             return Err(invalid("MAX_BACKWARD_MS", "at most 60000"));
         }
         let cors_origins = cors_origins(var(env, "CORS_ORIGINS").as_deref().unwrap_or(""))?;

@@ -2,7 +2,11 @@
 //! allocations — every isolate's and client's together — read by the core as
 //! IDs per minute, the step over time and the runway.
 
-use edgeleaf::{domain_max, per_minute, runway, AllocationEvent, ErrorCode, Runway};
+use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::{
+    history::domain_max, history::per_minute, history::runway, history::AllocationEvent,
+    history::Runway,
+};
 use serde_json::json;
 use worker::{Env, Method};
 

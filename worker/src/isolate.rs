@@ -16,9 +16,11 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    BatchAsk, ErrorCode, HolderConfig, HolderNext, LeaseAsk, MintConfig, MintStep, MintedBuffer,
-    OpaqueIds, Refused, Renewal, SegmentDriver, SegmentStep, SnowflakeHolder, SplitMix64,
-    StepPolicy, WaitBudget, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP, MAX_WAIT_MS,
+    code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, holder::HolderConfig,
+    holder::HolderNext, holder::LeaseAsk, holder::Renewal, holder::SnowflakeHolder,
+    minted::BatchAsk, minted::MintConfig, minted::MintStep, minted::MintedBuffer, minted::Refused,
+    opaque::OpaqueIds, rand::SplitMix64, segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS,
+    segment::MAX_STEP, wait::WaitBudget, wait::MAX_WAIT_MS,
 };
 use futures::future::{self, Either, FutureExt, LocalBoxFuture};
 use serde::Serialize;

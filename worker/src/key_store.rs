@@ -3,7 +3,7 @@
 //! itself is made in the Worker, answered once to whoever created the key,
 //! and never reaches storage.
 
-use edgeleaf::{Access, KeyRecord, Scopes, TagLimit};
+use edgeleaf_rules::{access::Access, access::KeyRecord, access::Scopes, access::TagLimit};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -62,7 +62,8 @@ pub struct StoredKey {
 impl StoredKey {
     /// The core's record; a row it cannot read is a store error.
     pub fn record(&self) -> ApiResult<KeyRecord> {
-        let bad = |e: edgeleaf::Error| ApiError::store_error(format!("key store: row: {e}"));
+        let bad =
+            |e: edgeleaf_rules::AccessError| ApiError::store_error(format!("key store: row: {e}"));
         Ok(KeyRecord {
             hash: self.hash.clone(),
             access: Access {
@@ -145,7 +146,7 @@ impl KeyStore {
             .to_array()?;
         if count.first().is_some_and(|c| c.n >= MAX_KEYS as i64) {
             return Err(ApiError::new(
-                edgeleaf::ErrorCode::InvalidKeySpec,
+                edgeleaf::code::ErrorCode::InvalidKeySpec,
                 format!(
                     "keys: expected fewer than {MAX_KEYS} keys, found {MAX_KEYS} (revoke some)"
                 ),

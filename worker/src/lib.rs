@@ -20,7 +20,8 @@ mod tag_store;
 
 use std::cell::RefCell;
 
-use edgeleaf::{check_tag, Access, ErrorCode, KeySpec, Lease, Scope};
+use edgeleaf::{code::ErrorCode, name::check_tag, registry::Lease};
+use edgeleaf_rules::{access::Access, access::KeySpec, access::Scope};
 use serde::Deserialize;
 use serde_json::json;
 use worker::{event, Context, Env, Method, Request, Response};
@@ -616,7 +617,7 @@ struct TagPut {
     description: Option<String>,
     monotonic: Option<bool>,
     /// `{"bits": 32..=63}` or `{"digits": 6..=18}`, at creation.
-    opaque: Option<edgeleaf::OpaqueDomain>,
+    opaque: Option<edgeleaf::opaque::OpaqueDomain>,
     /// The largest step granted: `step..=1,000,000`.
     max_step: Option<u64>,
 }
@@ -650,7 +651,7 @@ async fn put_tag(env: &Env, config: &Config, tag: &str, req: &mut Request) -> Ap
         monotonic: put.monotonic,
         opaque: put
             .opaque
-            .map(edgeleaf::OpaqueDomain::validate)
+            .map(edgeleaf::opaque::OpaqueDomain::validate)
             .transpose()?,
         max_step: put.max_step,
         default_step: config.default_step,
@@ -678,7 +679,7 @@ async fn create_key(env: &Env, req: &mut Request) -> ApiResult<Response> {
         b.scopes.iter().map(String::as_str),
         b.tags.as_deref(),
     )?;
-    let (id, token) = edgeleaf::new_key(&clock::random_bytes()?);
+    let (id, token) = edgeleaf_rules::access::new_key(&clock::random_bytes()?);
     let new = key_store::NewKey {
         id,
         name: spec.name,
@@ -689,7 +690,7 @@ async fn create_key(env: &Env, req: &mut Request) -> ApiResult<Response> {
             .map(|s| s.as_str().to_owned())
             .collect(),
         tags: spec.access.tags.to_string(),
-        hash: edgeleaf::token_hash(&token),
+        hash: edgeleaf_rules::access::token_hash(&token),
     };
     let view: key_store::KeyView =
         call(env, Store::Keys, Method::Post, "/create", Some(&new)).await?;

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use edgeleaf::Access;
+use edgeleaf_rules::access::Access;
 use serde::Deserialize;
 use worker::{Env, Method};
 

@@ -19,8 +19,9 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    batch_ranges, minter_step, ErrorCode, HolderConfig, HolderState, MinterStep, SnowflakeHolder,
-    SplitMix64, DEFAULT_RESERVE_MS, MAX_BATCH,
+    code::ErrorCode, holder::HolderConfig, holder::HolderState, holder::SnowflakeHolder,
+    holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_step, minted::MinterStep,
+    minted::MAX_MINT_BATCH, rand::SplitMix64,
 };
 use serde::{Deserialize, Serialize};
 use worker::{
@@ -141,10 +142,10 @@ impl SnowflakeMinter {
                 format!("minter: expected 0..{}, found {}", config.minters, r.index),
             ));
         }
-        if r.count == 0 || r.count > MAX_BATCH {
+        if r.count == 0 || r.count > MAX_MINT_BATCH {
             return Err(ApiError::new(
                 ErrorCode::OutOfRange,
-                format!("count: expected 1..={MAX_BATCH}, found {}", r.count),
+                format!("count: expected 1..={MAX_MINT_BATCH}, found {}", r.count),
             ));
         }
         let layout = config.layout;

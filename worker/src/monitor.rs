@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use edgeleaf::{Access, SegmentSnapshot};
+use edgeleaf::segment::SegmentSnapshot;
+use edgeleaf_rules::access::Access;
 use serde_json::json;
 
 use crate::clock::now_ms;

@@ -8,10 +8,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    lease_events, Claim, ErrorCode, Grant, GrantRequest, Layout, Lease, LeaseEvent, LeaseSecret,
-    RandSource, Registry, RegistryConfig, Renewal, SecretHash, SlotStatus, SnowflakeHolder,
-    WorkerSlot, LEASE_EVENTS_LEN, LEASE_SECRET_BYTES,
+    code::ErrorCode, holder::Grant, holder::Renewal, holder::SnowflakeHolder, rand::RandSource,
+    registry::GrantRequest, registry::Lease, registry::Registry, registry::RegistryConfig,
+    registry::SlotStatus, registry::WorkerSlot, secret::Claim, secret::LeaseSecret,
+    secret::SecretHash, secret::LEASE_SECRET_BYTES, Layout,
 };
+use edgeleaf_rules::{history::lease_events, history::LeaseEvent, history::LEASE_EVENTS_LEN};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{

@@ -12,9 +12,11 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    Allocation, ErrorCode, OpaqueDomain, OpaqueIds, SegmentDriver, SegmentStep, StepPolicy,
-    TagRecord, HISTORY_LEN, MAX_STEP, OPAQUE_KEY_BYTES,
+    code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, opaque::OpaqueDomain,
+    opaque::OpaqueIds, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
+    segment::MAX_STEP, tag::TagRecord,
 };
+use edgeleaf_rules::history::HISTORY_LEN;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -121,7 +123,7 @@ pub struct OpaqueGrant {
 
 impl OpaqueGrant {
     pub fn ids(&self) -> ApiResult<OpaqueIds> {
-        let key = edgeleaf::key_from_hex(&self.key)
+        let key = edgeleaf::opaque::key_from_hex(&self.key)
             .ok_or_else(|| ApiError::store_error("store: opaque key is not 32 hex digits"))?;
         OpaqueIds::new(self.domain, &key)
             .map_err(|e| ApiError::store_error(format!("store: opaque key: {e}")))

@@ -8,9 +8,14 @@
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    check_token, new_key, token_hash, token_key_id, Access, Claim, Error, GrantRequest, KeyCache,
-    KeyLookup, KeyRecord, LeaseSecret, Registry, RegistryConfig, Renewal, Scope, Scopes,
-    SlotStatus, TagLimit, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+    holder::Renewal, registry::GrantRequest, registry::Registry, registry::RegistryConfig,
+    registry::SlotStatus, secret::Claim, secret::LeaseSecret, Error,
+};
+use edgeleaf_rules::AccessError;
+use edgeleaf_rules::{
+    access::check_token, access::new_key, access::token_hash, access::token_key_id, access::Access,
+    access::KeyCache, access::KeyLookup, access::KeyRecord, access::Scope, access::Scopes,
+    access::TagLimit, access::KEY_CACHE_MS, access::KEY_RANDOM_BYTES,
 };
 use proptest::prelude::*;
 
@@ -67,7 +72,7 @@ proptest! {
                     match revoked_at.get(&k) {
                         None => prop_assert!(verdict.is_ok(), "a live key refused"),
                         Some(at) if now >= at + KEY_CACHE_MS => {
-                            prop_assert_eq!(verdict, Err(Error::KeyRefused), "revoked at {} still opened at {}", at, now);
+                            prop_assert_eq!(verdict, Err(AccessError::KeyRefused), "revoked at {} still opened at {}", at, now);
                         }
                         Some(_) => {}
                     }

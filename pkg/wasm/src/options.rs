@@ -135,12 +135,12 @@ impl Options {
         let max = u64::from(max);
         match self.number(key)? {
             None => Ok(None),
-            Some(n) => crate::error::check_range(key, n, 0, max)
+            Some(n) => edgeleaf::error::check_range(key, n, 0, max)
                 .ok()
                 .and_then(|n| T::try_from(n).ok())
                 .map(Some)
                 .ok_or_else(|| {
-                    super::error::from_core(&crate::Error::OutOfRange {
+                    super::error::from_core(&edgeleaf::Error::OutOfRange {
                         what: key,
                         min: 0,
                         max,

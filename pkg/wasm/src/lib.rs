@@ -1,4 +1,4 @@
-//! JS bindings (feature `wasm`, built by wasm-pack into `pkg/`). Thin: check
+//! The JS bindings of the core, built by wasm-pack into `pkg/` (`make pkg`). Thin: check
 //! the JS value, call the core, convert back. The JS API in `pkg/*.mjs` reads
 //! the clock in JS (passing it in is cheaper than reading it from wasm) and
 //! does the awaiting and the I/O; these classes are its engine and are not
@@ -7,6 +7,8 @@
 //! Hot paths return a bare `u64` with a sentinel instead of a `Result`, so a
 //! call costs one boundary crossing and no allocation; the reason behind a
 //! sentinel is fetched with a second call only when it happens.
+
+#![warn(missing_docs)]
 
 mod error;
 mod holder;

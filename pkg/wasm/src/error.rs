@@ -17,7 +17,7 @@ pub fn coded(code: &str, message: &str, extra: &[(&str, f64)]) -> JsValue {
 }
 
 /// A core error as a JS `Error` with its `code`.
-pub fn from_core(e: &crate::Error) -> JsValue {
+pub fn from_core(e: &edgeleaf::Error) -> JsValue {
     coded(e.code(), &e.to_string(), &[])
 }
 

@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{from_core, invalid_option, ms};
 use super::options::{set, Options};
-use crate::{Layout, LayoutSpec, Parts};
+use edgeleaf::{layout::LayoutSpec, layout::Parts, Layout};
 
 /// The layout named by a JS value, with `epoch` (ms) overriding its epoch.
 pub fn resolve(layout: &JsValue, epoch: Option<u64>) -> Result<Layout, JsValue> {
@@ -105,7 +105,7 @@ pub fn compose(
     let whole = |what: &'static str, v: f64| -> Result<u32, JsValue> {
         let n = ms(what, v)?;
         u32::try_from(n).map_err(|_| {
-            from_core(&crate::Error::OutOfRange {
+            from_core(&edgeleaf::Error::OutOfRange {
                 what,
                 min: 0,
                 max: u32::MAX.into(),
@@ -164,11 +164,11 @@ pub fn decomposed_sequence() -> u32 {
 /// Throws `invalid_key` (naming the node key) unless `key` follows the key rule.
 #[wasm_bindgen(js_name = checkNodeKey)]
 pub fn check_node_key(key: &str) -> Result<(), JsValue> {
-    crate::check_key("node_key", key).map_err(|e| from_core(&e))
+    edgeleaf::name::check_name("node_key", key).map_err(|e| from_core(&e))
 }
 
 /// Throws `invalid_key` unless `tag` is 1–128 characters of `[A-Za-z0-9._:-]`.
 #[wasm_bindgen(js_name = checkTag)]
 pub fn check_tag(tag: &str) -> Result<(), JsValue> {
-    crate::check_tag(tag).map_err(|e| from_core(&e))
+    edgeleaf::name::check_tag(tag).map_err(|e| from_core(&e))
 }

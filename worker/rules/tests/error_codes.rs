@@ -6,10 +6,11 @@
 
 use std::collections::BTreeSet;
 
-use edgeleaf::ErrorCode;
+use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::status::on_wire;
 
 fn read(path: &str) -> String {
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let full = format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
@@ -32,7 +33,7 @@ fn names(text: &str, start: &str, end: &str, quote: char) -> BTreeSet<String> {
 fn codes(wire_only: bool) -> BTreeSet<String> {
     ErrorCode::ALL
         .iter()
-        .filter(|c| !wire_only || c.on_wire())
+        .filter(|c| !wire_only || on_wire(**c))
         .map(|c| c.as_str().to_owned())
         .collect()
 }

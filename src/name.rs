@@ -4,19 +4,19 @@
 
 use crate::error::Error;
 
-/// The longest tag or node key, in characters.
-pub const MAX_KEY_LEN: usize = 128;
+/// The longest name (a tag or a node key), in characters.
+pub const MAX_NAME_LEN: usize = 128;
 
 fn allowed(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')
 }
 
-/// Checks a key; `what` names it in the error (`"biz_tag"`, `"node_key"`).
+/// Checks a name; `what` says which in the error (`"biz_tag"`, `"node_key"`).
 ///
 /// # Errors
 /// [`Error::InvalidKey`] for an empty or over-long key or a character outside
 /// `[A-Za-z0-9._:-]`.
-pub fn check_key(what: &'static str, key: &str) -> Result<(), Error> {
+pub fn check_name(what: &'static str, key: &str) -> Result<(), Error> {
     let len = key.len();
     if let Some(bad) = key.chars().find(|c| !allowed(*c)) {
         return Err(Error::InvalidKey {
@@ -26,7 +26,7 @@ pub fn check_key(what: &'static str, key: &str) -> Result<(), Error> {
         });
     }
     // All characters are ASCII now, so bytes are characters.
-    if len == 0 || len > MAX_KEY_LEN {
+    if len == 0 || len > MAX_NAME_LEN {
         return Err(Error::InvalidKey {
             what,
             len,
@@ -39,9 +39,9 @@ pub fn check_key(what: &'static str, key: &str) -> Result<(), Error> {
 /// Checks a `biz_tag`.
 ///
 /// # Errors
-/// As [`check_key`].
+/// As [`check_name`].
 pub fn check_tag(tag: &str) -> Result<(), Error> {
-    check_key("biz_tag", tag)
+    check_name("biz_tag", tag)
 }
 
 #[cfg(test)]

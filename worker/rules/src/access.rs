@@ -10,14 +10,15 @@ use core::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::Error;
-use crate::key::check_key;
-use crate::secret::constant_time_eq;
+use crate::error::AccessError;
+use edgeleaf::name::check_name;
+use edgeleaf::secret::constant_time_eq;
 
 /// What a credential may do. A route needs one scope (or none: open).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Draw IDs and lease segments.
     Ids,
@@ -80,9 +81,9 @@ impl Scopes {
     /// The scopes named, each once; at least one.
     ///
     /// # Errors
-    /// [`Error::InvalidKeySpec`] for none, an unknown name or a repeated one.
-    pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Scopes, Error> {
-        let bad = Error::InvalidKeySpec {
+    /// [`AccessError::InvalidKeySpec`] for none, an unknown name or a repeated one.
+    pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Scopes, AccessError> {
+        let bad = AccessError::InvalidKeySpec {
             field: "scopes",
             expected: "one or more of \"ids\", \"registry\", \"monitor\", \"admin\", each once",
         };
@@ -124,9 +125,9 @@ impl TagLimit {
     /// `order`); the characters are a tag's.
     ///
     /// # Errors
-    /// [`Error::InvalidKeySpec`] for anything else.
-    pub fn parse(raw: &str) -> Result<TagLimit, Error> {
-        let bad = || Error::InvalidKeySpec {
+    /// [`AccessError::InvalidKeySpec`] for anything else.
+    pub fn parse(raw: &str) -> Result<TagLimit, AccessError> {
+        let bad = || AccessError::InvalidKeySpec {
             field: "tags",
             expected: "\"*\", a tag, or a tag prefix ending in \"*\" (characters [A-Za-z0-9._:-])",
         };
@@ -137,7 +138,7 @@ impl TagLimit {
             Some(p) => (p, true),
             None => (raw, false),
         };
-        check_key("tags", body).map_err(|_| bad())?;
+        check_name("tags", body).map_err(|_| bad())?;
         Ok(if prefix {
             TagLimit::Prefix(body.to_string())
         } else {
@@ -195,16 +196,16 @@ impl Access {
     /// `tag` if it names one.
     ///
     /// # Errors
-    /// [`Error::ScopeMissing`], or [`Error::TagNotAllowed`] when the route's
+    /// [`AccessError::ScopeMissing`], or [`AccessError::TagNotAllowed`] when the route's
     /// tag is outside the key's limit.
-    pub fn permits(&self, need: Scope, tag: Option<&str>) -> Result<(), Error> {
+    pub fn permits(&self, need: Scope, tag: Option<&str>) -> Result<(), AccessError> {
         if !self.scopes.contains(need) {
-            return Err(Error::ScopeMissing {
+            return Err(AccessError::ScopeMissing {
                 need: need.as_str(),
             });
         }
         match tag {
-            Some(t) if !self.tags.allows(t) => Err(Error::TagNotAllowed),
+            Some(t) if !self.tags.allows(t) => Err(AccessError::TagNotAllowed),
             _ => Ok(()),
         }
     }
@@ -232,14 +233,14 @@ impl Access {
     /// only what belongs to no tag.
     ///
     /// # Errors
-    /// [`Error::ScopeMissing`], or [`Error::FleetViewNotAllowed`] for a key
+    /// [`AccessError::ScopeMissing`], or [`AccessError::FleetViewNotAllowed`] for a key
     /// limited to some tags.
-    pub fn permits_fleet_view(&self, need: Scope) -> Result<(), Error> {
+    pub fn permits_fleet_view(&self, need: Scope) -> Result<(), AccessError> {
         self.permits(need, None)?;
         if self.sees_fleet() {
             Ok(())
         } else {
-            Err(Error::FleetViewNotAllowed)
+            Err(AccessError::FleetViewNotAllowed)
         }
     }
 }
@@ -260,16 +261,16 @@ impl KeySpec {
     /// Checks a request for a key.
     ///
     /// # Errors
-    /// [`Error::InvalidKeySpec`] naming the field: a bad name, scopes or tag
+    /// [`AccessError::InvalidKeySpec`] naming the field: a bad name, scopes or tag
     /// limit, or a tag limit on a key with the `admin` scope (an admin could
     /// make itself a key without the limit: the limit would be a pretence).
     pub fn new<'a>(
         name: &str,
         scopes: impl IntoIterator<Item = &'a str>,
         tags: Option<&str>,
-    ) -> Result<KeySpec, Error> {
+    ) -> Result<KeySpec, AccessError> {
         if name.is_empty() || name.len() > MAX_KEY_NAME_LEN || name.chars().any(char::is_control) {
-            return Err(Error::InvalidKeySpec {
+            return Err(AccessError::InvalidKeySpec {
                 field: "name",
                 expected: "1..=100 bytes without control characters",
             });
@@ -280,7 +281,7 @@ impl KeySpec {
             Some(raw) => TagLimit::parse(raw)?,
         };
         if scopes.contains(Scope::Admin) && tags != TagLimit::Any {
-            return Err(Error::InvalidKeySpec {
+            return Err(AccessError::InvalidKeySpec {
                 field: "tags",
                 expected: "no tag limit on a key with the admin scope",
             });
@@ -346,13 +347,13 @@ pub struct KeyRecord {
 /// (`None`: no such key, or revoked).
 ///
 /// # Errors
-/// [`Error::KeyRefused`] for an unknown or revoked key or a wrong secret.
-pub fn check_token(record: Option<&KeyRecord>, token: &str) -> Result<Access, Error> {
+/// [`AccessError::KeyRefused`] for an unknown or revoked key or a wrong secret.
+pub fn check_token(record: Option<&KeyRecord>, token: &str) -> Result<Access, AccessError> {
     match record {
         Some(r) if constant_time_eq(token_hash(token).as_bytes(), r.hash.as_bytes()) => {
             Ok(r.access.clone())
         }
-        _ => Err(Error::KeyRefused),
+        _ => Err(AccessError::KeyRefused),
     }
 }
 
@@ -463,7 +464,7 @@ mod tests {
             assert!(!key.sees_fleet());
             assert_eq!(
                 key.permits_fleet_view(Scope::Monitor),
-                Err(Error::FleetViewNotAllowed)
+                Err(AccessError::FleetViewNotAllowed)
             );
             // Routes that name no tag but act (lease a worker ID) stay open.
             assert_eq!(key.permits(Scope::Monitor, None), Ok(()));
@@ -473,7 +474,7 @@ mod tests {
         assert_eq!(all.permits_fleet_view(Scope::Monitor), Ok(()));
         assert_eq!(
             all.permits_fleet_view(Scope::Admin),
-            Err(Error::ScopeMissing { need: "admin" })
+            Err(AccessError::ScopeMissing { need: "admin" })
         );
         assert!(Access::root().sees_fleet());
     }
@@ -491,8 +492,11 @@ mod tests {
         let mut other = token.clone();
         other.pop();
         other.push('0');
-        assert_eq!(check_token(Some(&record), &other), Err(Error::KeyRefused));
-        assert_eq!(check_token(None, &token), Err(Error::KeyRefused));
+        assert_eq!(
+            check_token(Some(&record), &other),
+            Err(AccessError::KeyRefused)
+        );
+        assert_eq!(check_token(None, &token), Err(AccessError::KeyRefused));
         assert_eq!(token_key_id("elk_abc_def"), None);
         assert_eq!(token_key_id("test-admin-token"), None);
     }

@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 
 use super::error::{coded, from_core};
 use super::options::Options;
-use crate::{OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
+use edgeleaf::{opaque::OpaqueDomain, opaque::OpaqueIds, opaque::OPAQUE_KEY_BYTES};
 
 /// `{ key, bits } | { key, digits }`: the key as 16 bytes (a Uint8Array) or
 /// 32 hex digits.
@@ -27,7 +27,7 @@ pub fn parse(value: &JsValue) -> Result<OpaqueIds, JsValue> {
     };
     let key = o.get("key");
     let bytes: Option<Vec<u8>> = match key.as_string() {
-        Some(hex) => crate::key_from_hex(&hex).map(|k| k.to_vec()),
+        Some(hex) => edgeleaf::opaque::key_from_hex(&hex).map(|k| k.to_vec()),
         None => key
             .dyn_ref::<js_sys::Uint8Array>()
             .map(js_sys::Uint8Array::to_vec),

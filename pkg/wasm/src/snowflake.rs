@@ -7,7 +7,18 @@ use wasm_bindgen::prelude::*;
 use super::error::{coded, from_core, whole};
 use super::layout::{decompose_parts, info, resolve};
 use super::options::{set, Options};
-use crate::{Error, Next, SnowflakeConfig, SnowflakeGenerator, SplitMix64, Wait};
+use edgeleaf::{
+    rand::SplitMix64, snowflake::Next, snowflake::SnowflakeConfig, snowflake::SnowflakeGenerator,
+    snowflake::Wait, Error,
+};
+
+/// The `max_borrow_ms` the npm package's `Snowflake` starts from. A JS
+/// caller waits for the next time unit on a timer, and Node's timers fire
+/// 0.1–0.3 ms late: without a lead that lateness is lost to the sequence
+/// (`await nextIdsAsync(4096)` reached 72–88% of the layout's ceiling); 2 ms
+/// of lead absorbs it (≥ 97%). Safe across restarts because a process cannot
+/// die, start again and issue within 2 ms (README, "Borrowing by default").
+pub const JS_DEFAULT_BORROW_MS: u64 = 2;
 
 /// Why the last call gave no ID.
 pub(crate) enum Outcome {
@@ -98,7 +109,7 @@ impl SnowflakeCore {
             })
         })?;
         let mut cfg = SnowflakeConfig::new(layout, worker_id);
-        cfg.max_borrow_ms = crate::JS_DEFAULT_BORROW_MS;
+        cfg.max_borrow_ms = JS_DEFAULT_BORROW_MS;
         if let Some(v) = o.number("maxBackwardMs")? {
             cfg.max_backward_ms = v;
         }

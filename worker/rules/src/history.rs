@@ -6,10 +6,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::layout::Layout;
-use crate::opaque::OpaqueDomain;
-use crate::registry::WorkerSlot;
-use crate::segment::MAX_SEGMENT_ID;
+use edgeleaf::opaque::OpaqueDomain;
+use edgeleaf::registry::WorkerSlot;
+use edgeleaf::segment::MAX_SEGMENT_ID;
+use edgeleaf::Layout;
 
 /// How many allocations a tag remembers (the oldest go first).
 pub const HISTORY_LEN: u64 = 1000;
@@ -21,9 +21,8 @@ pub const RUNWAY_WINDOW_MS: u64 = 3_600_000;
 const MINUTE_MS: u64 = 60_000;
 
 /// One segment a tag's store handed out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AllocationEvent {
     /// When, Unix ms.
     pub at_ms: u64,
@@ -41,9 +40,8 @@ impl AllocationEvent {
 }
 
 /// One minute of a tag's allocations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MinuteBucket {
     /// The minute's start, Unix ms.
     pub minute_ms: u64,
@@ -95,9 +93,8 @@ pub fn domain_max(layout: &Layout, opaque: Option<OpaqueDomain>) -> u64 {
 }
 
 /// How long a tag's IDs last at its recent rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Runway {
     /// IDs per hour over the window (the last hour, or since the oldest
     /// allocation remembered if that is later).
@@ -139,9 +136,8 @@ pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: 
 }
 
 /// What happened to a worker ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LeaseEventKind {
     /// Leased to a node.
     Granted,

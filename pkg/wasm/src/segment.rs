@@ -6,7 +6,10 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{from_core, ms};
 use super::options::{set, Options};
-use crate::{Allocation, SegmentBuffer, SegmentDriver, SegmentStep, SegmentView, StepPolicy};
+use edgeleaf::{
+    driver::SegmentDriver, driver::SegmentStep, segment::Allocation, segment::SegmentBuffer,
+    segment::SegmentView, segment::StepPolicy,
+};
 
 /// Bit 63 of `nextId()`'s answer: "start loading the next segment" (with
 /// `loadStep`). Segment IDs never reach it (they stay below 2^63).
@@ -17,7 +20,7 @@ const LOAD: u64 = 1 << 63;
 pub struct SegmentCore {
     driver: SegmentDriver,
     /// With the `opaque` option: counters out of the driver become these IDs.
-    opaque: Option<crate::OpaqueIds>,
+    opaque: Option<edgeleaf::opaque::OpaqueIds>,
     /// The step of the load the last call asked for; 0: none.
     load_step: u64,
 }
@@ -57,7 +60,7 @@ impl SegmentCore {
                 &[],
             )
         })?;
-        crate::check_tag(&tag).map_err(|e| from_core(&e))?;
+        edgeleaf::name::check_tag(&tag).map_err(|e| from_core(&e))?;
         if o.get("fetchSegment").is_undefined() {
             return Err(super::error::invalid_option(
                 "SegmentGenerator options",
@@ -77,7 +80,7 @@ impl SegmentCore {
         let buf = SegmentBuffer::with_prefetch_percent(
             policy,
             o.small("prefetchPercent", 100u8)?
-                .unwrap_or(crate::DEFAULT_PREFETCH_PERCENT),
+                .unwrap_or(edgeleaf::segment::DEFAULT_PREFETCH_PERCENT),
         )
         .map_err(|e| from_core(&e))?;
         Ok(SegmentCore {

@@ -10,9 +10,10 @@ use super::error::{coded, from_core, ms, whole};
 use super::layout::{decompose_parts, info, resolve, spec_object};
 use super::options::{set, Options};
 use super::snowflake::Outcome;
-use crate::{
-    Claim, ErrorCode, Grant, HolderConfig, HolderNext, HolderState, LeaseSecret, Renewal,
-    SavedLease, SnowflakeHolder, SplitMix64,
+use edgeleaf::{
+    code::ErrorCode, holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
+    holder::Renewal, holder::SavedLease, holder::SnowflakeHolder, rand::SplitMix64, secret::Claim,
+    secret::LeaseSecret,
 };
 
 /// A leased snowflake holder driven from JS.
@@ -176,7 +177,7 @@ impl HolderCore {
         let now = ms("now()", now)?;
         let config = HolderConfig {
             reserve_ms: if with_store {
-                crate::DEFAULT_RESERVE_MS
+                edgeleaf::holder::DEFAULT_RESERVE_MS
             } else {
                 0
             },
@@ -247,7 +248,7 @@ impl HolderCore {
                     HolderNext::Done => Outcome::None,
                     // Holders of the JS client stop rather than lease again.
                     HolderNext::Lease(_) | HolderNext::LeaseInFlight => {
-                        Outcome::Failed(crate::Error::LeaseLost {
+                        Outcome::Failed(edgeleaf::Error::LeaseLost {
                             worker_id: 0,
                             generation: 0,
                             cause: None,
@@ -391,12 +392,12 @@ impl HolderCore {
         }
     }
 
-    fn layout_of(&self) -> Option<crate::Layout> {
+    fn layout_of(&self) -> Option<edgeleaf::Layout> {
         self.holder.state().lease.and_then(|l| l.layout)
     }
 
     /// An ID's timestamp under the lease's layout (see `layout::decompose_parts`).
     pub fn decompose(&self, id: u64) -> Result<f64, JsValue> {
-        decompose_parts(&self.layout_of().unwrap_or(crate::Layout::LEAF), id)
+        decompose_parts(&self.layout_of().unwrap_or(edgeleaf::Layout::LEAF), id)
     }
 }
