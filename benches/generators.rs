@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use edgeleaf::{
-    unix_now_ms, Allocation, Layout, Next, OpaqueDomain, OpaqueIds, SegmentBuffer, SegmentNext,
-    SnowflakeConfig, SnowflakeGenerator, SplitMix64, StepPolicy, Wait,
+    clock::unix_now_ms, opaque::OpaqueDomain, opaque::OpaqueIds, rand::SplitMix64,
+    segment::Allocation, segment::SegmentBuffer, segment::SegmentNext, segment::StepPolicy,
+    snowflake::Next, snowflake::SnowflakeConfig, snowflake::SnowflakeGenerator, snowflake::Wait,
+    Layout,
 };
 
 const T0: u64 = 1_735_689_600_000;

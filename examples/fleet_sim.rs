@@ -29,9 +29,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use edgeleaf::{
-    batch_ranges, minter_step, Grant, GrantRequest, HolderConfig, HolderNext, HolderState, Layout,
-    LeaseSecret, MintConfig, MintStep, MintedBuffer, MinterStep, Registry, RegistryConfig, Renewal,
-    SlotStatus, SnowflakeHolder, SplitMix64, StalenessHistogram, DEFAULT_STALENESS_MS,
+    holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
+    minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::StalenessHistogram,
+    minted::DEFAULT_STALENESS_MS, rand::SplitMix64, registry::GrantRequest, registry::Registry,
+    registry::RegistryConfig, registry::SlotStatus, secret::LeaseSecret, Layout,
 };
 
 const T0: u64 = 1_767_225_600_000;
