@@ -135,10 +135,15 @@ pub use snowflake::{
 pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
 pub use wait::{InFlight, WaitBudget, DEFAULT_TAKE_OVER_MS, MAX_WAIT_MS};
 
-/// The README's examples, run as doctests so they stay true.
+/// The Rust examples of the front page, run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The Rust examples of the crate's README (`src/README.md`), run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("README.md")]
+struct CrateReadmeDoctests;
 
 #[cfg(all(feature = "wasm", target_arch = "wasm32"))]
 mod wasm;
