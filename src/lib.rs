@@ -91,7 +91,12 @@ pub mod tag;
 pub use error::Error;
 pub use layout::{Id, Layout};
 
-/// The README's examples, run as doctests so they stay true.
+/// The Rust examples of the front page, run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The Rust examples of the crate's README (`src/README.md`), run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("README.md")]
+struct CrateReadmeDoctests;
