@@ -1,9 +1,22 @@
 # Thin entry points: each target runs one script, which installs what it needs
 # (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
-.PHONY: test bench pkg dev chaos
+.PHONY: test test-core test-pkg test-service bench pkg dev chaos
 
+# Every part below, in this order (CI runs this).
 test:
 	scripts/test.sh
+
+# fmt, clippy, no_std builds, cargo tests, the fleet simulation, wasm-pack tests
+test-core:
+	scripts/test.sh core
+
+# the npm package: build, TS declarations, Node 20 + Chromium + workerd
+test-pkg:
+	scripts/test.sh pkg
+
+# the Worker as deployed (dry run, size), the service tests, the chaos short form
+test-service:
+	scripts/test.sh service
 
 bench:
 	scripts/bench.sh

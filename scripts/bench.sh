@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks: the core (criterion + sustained real clock), the npm package
+# Benchmarks (tests/bench/): the core (criterion + sustained real clock), the npm package
 # against peers in Node, and the Worker under HTTP load on 127.0.0.1. Figures go in README.md with this command; compare
 # rows of one run with each other (these machines are small and noisy).
 set -euo pipefail
@@ -10,7 +10,7 @@ scripts/worker.sh
 rm -rf target/bench-report
 cargo bench --bench generators "$@"
 # The system Node (first on PATH here), the floor the package supports.
-"$(command -v node)" bench/node.bench.mjs
-node_modules/.bin/node bench/http.bench.mjs
+"$(command -v node)" tests/bench/node.bench.mjs
+node_modules/.bin/node tests/bench/http.bench.mjs
 # Every figure above in one table, each with its same-run baseline.
-node_modules/.bin/node bench/report.mjs
+node_modules/.bin/node tests/bench/report.mjs

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make dev`: installs what is missing, builds the Worker and serves it with
-# `wrangler dev` (workerd) on http://127.0.0.1:8787, Durable Objects persisted
+# `wrangler dev` (workerd) on http://127.0.0.1:8787 (wrangler.toml's [build]
+# runs scripts/worker.sh: the build deploy ships), Durable Objects persisted
 # in .wrangler/state (SQLite): a second start continues every ID sequence.
 # Tokens come from worker/.dev.vars (ADMIN_TOKEN=dev-admin-token).
 set -euo pipefail

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Every test and check of the project. `make test` runs it; so does CI.
+# Every test and check of the project, in three parts, one per product:
+#   core     format, clippy, no_std builds, cargo tests, the fleet simulation,
+#            the core on wasm32 (wasm-pack test)                 (make test-core)
+#   pkg      the npm package: build, TypeScript declarations, tests/pkg/ on
+#            Node 20 and Chromium, tests/pkg/workerd/ in workerd   (make test-pkg)
+#   service  the Worker built as `wrangler deploy` builds it (its size against
+#            the Workers limits), tests/service/, tests/chaos/    (make test-service)
+# Usage: scripts/test.sh [core|pkg|service]...; none: all three in that order
+# (`make test`, which CI runs). JS tests are found by folder, not named here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/versions.env
-scripts/setup.sh core wasm worker browser
+[ $# -gt 0 ] || set -- core pkg service
+for part in "$@"; do
+  case "$part" in core | pkg | service) ;; *) echo "usage: scripts/test.sh [core|pkg|service]..." >&2; exit 2 ;; esac
+done
 # The system's Node (20 on these machines) is the floor the npm package
 # supports; wrangler and Miniflare need the Node 22 npm installs into node_modules.
 NODE20="$(command -v node)"
@@ -14,65 +25,117 @@ step() { echo; echo "=== $*"; }
 # A hung wait (a service that never becomes ready) fails its test, not CI.
 NODE_TEST=(--test --test-timeout=300000)
 
-step "format"
-cargo fmt --all -- --check
+# Where each part finds its JS tests. A test file anywhere else under tests/
+# would run in no part: that fails every part at once.
+PKG_TESTS=(tests/pkg/*.test.*)              # Node 20 (ESM, CJS) and Chromium
+PKG_WORKERD_TESTS=(tests/pkg/workerd/*.test.*) # Node 22: wrangler bundles, Miniflare runs
+SERVICE_TESTS=(tests/service/*.test.*)      # Node 22: Miniflare / workerd
+CHAOS_TESTS=(tests/chaos/*.test.*)          # Node 22
+stray=$(comm -23 <(find tests -name '*.test.*' | sort) \
+  <(printf '%s\n' "${PKG_TESTS[@]}" "${PKG_WORKERD_TESTS[@]}" "${SERVICE_TESTS[@]}" "${CHAOS_TESTS[@]}" | sort))
+[ -z "$stray" ] || { echo "test files outside the folders scripts/test.sh runs:"; echo "$stray"; exit 1; }
 
-step "clippy (core: default, no_std, all features; the service's rules; the wasm32 bindings and the Worker)"
-cargo clippy --all-targets -- -D warnings
-cargo clippy -p edgeleaf --all-targets --no-default-features -- -D warnings
-cargo clippy --all-targets --all-features -- -D warnings
-cargo clippy -p edgeleaf --tests --target "$WASM_TARGET" -- -D warnings
-cargo clippy -p edgeleaf-wasm --target "$WASM_TARGET" -- -D warnings
-cargo clippy -p edgeleaf-worker --target "$WASM_TARGET" -- -D warnings
+core() {
+  scripts/setup.sh core wasm browser
 
-step "no_std build for $NO_STD_TARGET (no allocator; then alloc + serde)"
-cargo clippy -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
-cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features
-cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
+  step "format"
+  cargo fmt --all -- --check
 
-step "the core depends on nothing of the service or of JS"
-deps=$(cargo tree -e normal -p edgeleaf --all-features --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
-echo "edgeleaf (all features): $deps"
-for banned in sha2 serde_json wasm-bindgen js-sys getrandom worker; do
-  case " $deps " in *" $banned "*) echo "the core depends on $banned"; exit 1;; esac
-done
+  step "clippy (core: default, no_std, all features; the service's rules; the wasm32 bindings and the Worker)"
+  cargo clippy --all-targets -- -D warnings
+  cargo clippy -p edgeleaf --all-targets --no-default-features -- -D warnings
+  cargo clippy --all-targets --all-features -- -D warnings
+  cargo clippy -p edgeleaf --tests --target "$WASM_TARGET" -- -D warnings
+  cargo clippy -p edgeleaf-wasm --target "$WASM_TARGET" -- -D warnings
+  cargo clippy -p edgeleaf-worker --target "$WASM_TARGET" -- -D warnings
 
-step "unit, property and doc tests (core, service rules)"
-cargo test --all-features
-cargo test -p edgeleaf-worker
+  step "no_std build for $NO_STD_TARGET (no allocator; then alloc + serde)"
+  cargo clippy -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde -- -D warnings
+  cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features
+  cargo build -p edgeleaf --lib --target "$NO_STD_TARGET" --no-default-features --features alloc,serde
 
-step "the fleet simulation, short form: per-isolate leasing vs minters (fails on a duplicate, a fence, staleness or reserved-ID violation, or nothing served)"
-cargo run --quiet --release --example fleet_sim -- --short
+  step "the core depends on nothing of the service or of JS (cargo tree -e normal)"
+  deps=$(cargo tree -e normal -p edgeleaf --all-features --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
+  echo "edgeleaf (all features): $deps"
+  for banned in sha2 serde_json wasm-bindgen js-sys getrandom worker edgeleaf-rules; do
+    case " $deps " in *" $banned "*) echo "the core depends on $banned"; exit 1 ;; esac
+  done
 
-step "core on wasm32: wasm-pack test --node"
-wasm-pack --log-level warn test --node --mode no-install --test wasm
+  step "unit, property and doc tests (the core: tests/*.rs; the service's rules: worker/rules/tests/)"
+  cargo test --all-features
+  cargo test -p edgeleaf-worker
 
-step "core on wasm32: wasm-pack test --headless --chrome"
-# Without WASM_BINDGEN_USE_BROWSER the runner skips every test and still exits 0.
-out=$(WASM_BINDGEN_USE_BROWSER=1 wasm-pack --log-level warn test --headless --chrome --mode no-install --test wasm 2>&1) \
-  || { echo "$out"; exit 1; }
-echo "$out" | grep -E "Running headless|test result"
-echo "$out" | grep -qE "test result: ok\. [1-9][0-9]* passed" || { echo "$out"; echo "no test ran in Chrome"; exit 1; }
+  step "the fleet simulation (tests/sim/), short form: per-isolate leasing vs minters (fails on a duplicate, a fence, staleness or reserved-ID violation, or nothing served)"
+  cargo run --quiet --release --example fleet_sim -- --short
 
-step "npm package: build (make pkg)"
-scripts/pkg.sh
+  step "core on wasm32: wasm-pack test --node"
+  wasm-pack --log-level warn test --node --mode no-install --test wasm
 
-step "npm package: TypeScript declarations"
-tsc -p tests/ts/tsconfig.json
+  step "core on wasm32: wasm-pack test --headless --chrome"
+  # Without WASM_BINDGEN_USE_BROWSER the runner skips every test and still exits 0.
+  out=$(WASM_BINDGEN_USE_BROWSER=1 wasm-pack --log-level warn test --headless --chrome --mode no-install --test wasm 2>&1) \
+    || { echo "$out"; exit 1; }
+  echo "$out" | grep -E "Running headless|test result"
+  echo "$out" | grep -qE "test result: ok\. [1-9][0-9]* passed" || { echo "$out"; echo "no test ran in Chrome"; exit 1; }
+}
 
-step "npm package: Node $($NODE20 --version) (ESM + CJS) and Chromium"
-"$NODE20" "${NODE_TEST[@]}" tests/js/snowflake.test.mjs tests/js/segment.test.mjs tests/js/opaque-pkg.test.mjs tests/js/cjs.test.cjs tests/js/readme.test.mjs tests/js/pack.test.mjs \
-  tests/js/browser.test.mjs
+pkg() {
+  scripts/setup.sh wasm browser
 
-step "npm package: workerd (wrangler bundle, Miniflare; Node $($NODE22 --version))"
-"$NODE22" "${NODE_TEST[@]}" tests/js/workerd.test.mjs
+  step "npm package: build (make pkg)"
+  scripts/pkg.sh
+  PKG_BUILT=1
 
-step "service: build the Worker (worker-build)"
-scripts/worker.sh
+  step "npm package: TypeScript declarations"
+  tsc -p tests/pkg/ts/tsconfig.json
 
-step "service: every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
-"$NODE22" "${NODE_TEST[@]}" tests/js/service.test.mjs tests/js/keys.test.mjs tests/js/keys-restart.test.mjs tests/js/leases.test.mjs tests/js/upgrade.test.mjs tests/js/fleet.test.mjs tests/js/opaque.test.mjs tests/js/fuzz.test.mjs tests/js/client.test.mjs tests/js/durability.test.mjs tests/js/dashboard.test.mjs \
-  tests/js/clock-shim.test.mjs tests/js/clock-steps.test.mjs tests/js/two-isolates.test.mjs
+  step "npm package: Node $($NODE20 --version) (ESM + CJS) and Chromium (tests/pkg/)"
+  "$NODE20" "${NODE_TEST[@]}" "${PKG_TESTS[@]}"
 
-step "chaos, short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key; every ID checked, the service recovers after each fault, every refusal expected"
-"$NODE22" "${NODE_TEST[@]}" tests/js/chaos.test.mjs
+  step "npm package: workerd (tests/pkg/workerd/: wrangler bundle, Miniflare; Node $($NODE22 --version))"
+  "$NODE22" "${NODE_TEST[@]}" "${PKG_WORKERD_TESTS[@]}"
+}
+
+# Workers limits (developers.cloudflare.com/workers/platform/limits, "Worker
+# size"): 3 MB after compression on the Free plan, 10 MB on Paid; 64 MiB
+# before compression (wrangler 4's own bound).
+FREE_GZIP=3000000 PAID_GZIP=10000000 MAX_RAW=$((64 * 1024 * 1024))
+
+deploy_dry_run() {
+  # The Worker's one build: wrangler runs worker/wrangler.toml's [build]
+  # (scripts/worker.sh, the build make bench measures) and bundles what
+  # `wrangler deploy` would upload. --dry-run neither logs in nor uploads.
+  local out raw gz
+  out=$(mktemp -d)
+  (cd worker && . ../scripts/worker-env.sh && CI=1 wrangler deploy --dry-run --outdir "$out") \
+    | { grep -vE "^(Binding|Your Worker has access|env\.)|^\s*$" || true; }
+  # The modules `wrangler deploy` uploads, measured as its "Total Upload" is
+  # (zlib's gzip of the .wasm and the JS, concatenated in that order).
+  read -r raw gz < <(cat "$out"/*.wasm "$out"/*.js | "$NODE22" -e "
+    const b = require('fs').readFileSync(0); console.log(b.length, require('zlib').gzipSync(b).length)")
+  rm -rf "$out"
+  [ -n "$gz" ] || { echo "deploy bundle: not measured"; exit 1; }
+  echo "deploy bundle (.wasm + index.js): $raw bytes, $gz gzipped"
+  echo "  Workers Free: $((gz * 100 / FREE_GZIP))% of its 3 MB gzipped; Paid: $((gz * 100 / PAID_GZIP))% of 10 MB; $((raw * 100 / MAX_RAW))% of the 64 MiB before compression"
+  [ "$gz" -le "$FREE_GZIP" ] && [ "$raw" -le "$MAX_RAW" ] \
+    || { echo "the Worker is over the Workers Free plan's size limit"; exit 1; }
+}
+
+service() {
+  scripts/setup.sh worker browser
+  if [ -z "${PKG_BUILT:-}" ]; then
+    step "npm package: build (the service tests' client is the package)"
+    scripts/pkg.sh
+  fi
+
+  step "service: build the Worker as \`wrangler deploy\` does (dry run; [build] runs scripts/worker.sh), its size against the Workers limits"
+  deploy_dry_run
+
+  step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
+  "$NODE22" "${NODE_TEST[@]}" "${SERVICE_TESTS[@]}"
+
+  step "chaos (tests/chaos/), short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key; every ID checked, the service recovers after each fault, every refusal expected"
+  "$NODE22" "${NODE_TEST[@]}" "${CHAOS_TESTS[@]}"
+}
+
+for part in "$@"; do "$part"; done

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Worker (worker/build/) with worker-build, using the pinned local
-# wasm-bindgen, wasm-opt and esbuild (worker-build would download them).
+# wasm-bindgen, wasm-opt and esbuild (worker-build would download them). The
+# only build of the Worker: worker/wrangler.toml's [build] runs this script, so
+# `wrangler deploy` and `make dev` ship what make test and make bench measure.
+# It never runs wrangler itself (wrangler runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh worker

@@ -26,7 +26,7 @@
 //                  monitor key) and tries renew / release / reclaim on other
 //                  nodes' and the minters' leases, with no secret or a guessed one
 //   serviceClock   workerd's own wall clock stepped back 5 ms, back 3 s, forward
-//                  2 s and back (SERVICE_CLOCK_STEPS), through tests/js/clock.mjs;
+//                  2 s and back (SERVICE_CLOCK_STEPS), through tests/support/clock.mjs;
 //                  CHAOS_SERVICE_CLOCK=0 (serviceClock: false) leaves it out
 //
 // Checks (each a line of `failures`):
@@ -68,7 +68,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN, CLIENT, spawnService, killHard } from '../js/service.mjs';
+import { ADMIN, CLIENT, spawnService, killHard } from '../support/service.mjs';
 
 const TAG = 'chaos';
 const TTL_MS = 2000;
@@ -270,7 +270,7 @@ export async function runChaos({
   const front = await frontDoor();
   let clock = null;
   if (serviceClock) {
-    const { clockShift } = await import('../js/clock.mjs');
+    const { clockShift } = await import('../support/clock.mjs');
     clock = await clockShift();
   }
   const spawn = () => spawnService(persist, VARS, clock ? { env: clock.env } : {});

@@ -132,7 +132,7 @@ const fn route(method: Method, path: &'static str, need: Need, op: Op) -> Route 
 }
 
 /// Every route of the service, once. `worker/openapi.yaml` documents exactly
-/// these (checked by tests/js/service.test.mjs through `/v1/health`).
+/// these (checked by tests/service/service.test.mjs through `/v1/health`).
 #[rustfmt::skip]
 const ROUTES: &[Route] = &[
     route(Method::Get,    "/",                          OPEN,     Op::Dashboard),

@@ -1,0 +1,148 @@
+// HTTP load on 127.0.0.1: the Worker in workerd through Miniflare's own
+// listener (the fastest honest local path: wrangler dev adds a proxy), wrk
+// with 64 connections. ROUNDS rounds, each running every route for DURATION
+// seconds in turn, so drift over time hits all routes alike; figures are the
+// medians over rounds, against a no-op route of the same Worker. Needs wrk
+// (Debian) and the Worker built (scripts/worker.sh). Run by `make bench`.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as MF from 'miniflare';
+import { ROOT, ADMIN, CLIENT } from '../support/service.mjs';
+import { saveRows } from './rows.mjs';
+
+const DURATION = Number(process.env.DURATION ?? 10);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const srv = createServer();
+await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+const { port } = srv.address();
+await new Promise((r) => srv.close(r));
+const base = `http://127.0.0.1:${port}`;
+
+const child = spawn(process.execPath, [join(ROOT, 'tests/support/service.mjs'), mkdtempSync(join(tmpdir(), 'edgeleaf-bench-')), String(port)], {
+  detached: true, stdio: ['ignore', 'pipe', 'inherit'],
+});
+await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('ready') && resolve()));
+const call = (path, init = {}, token = CLIENT) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
+const view = async () => (await (await call('/v1/monitor', {}, ADMIN)).json());
+const monitor = async () => (await view()).counters;
+
+// The naive alternative (tests/bench/naive-worker.mjs) in its own workerd.
+let naive;
+try {
+  const naiveOptions = {
+    modules: true,
+    scriptPath: fileURLToPath(new URL('./naive-worker.mjs', import.meta.url)),
+    compatibilityDate: '2025-01-01',
+    durableObjects: { COUNTER: { className: 'Counter', useSQLite: true } },
+    host: '127.0.0.1',
+    port: 0,
+  };
+  naive = new MF.Miniflare(MF.convertV4MiniflareOptions ? MF.convertV4MiniflareOptions(naiveOptions) : naiveOptions);
+  const naiveBase = String(await naive.ready).replace(/\/$/, '');
+  await call('/v1/tags/bench', { method: 'PUT', body: JSON.stringify({ step: 1000 }) }, ADMIN);
+  // Segments of 100 IDs, pinned: at this load a segment lasts ~20 ms, so the
+  // buffers switch every few dozen requests (Leaf's TP999 spike was there).
+  await call('/v1/tags/small', { method: 'PUT', body: JSON.stringify({ step: 100, maxStep: 100 }) }, ADMIN);
+  await call('/v1/tags/opaque', { method: 'PUT', body: JSON.stringify({ step: 1000, opaque: { bits: 53 } }) }, ADMIN);
+  // A plain tag whose IDs are as long as 53-bit opaque ones (16 digits), so
+  // that the JSON each answer formats is the same size.
+  await call('/v1/tags/bench16', { method: 'PUT', body: JSON.stringify({ step: 1000, maxId: String(2 ** 52) }) }, ADMIN);
+  // Warm up: first segment and worker-ID lease, so steady state is measured.
+  for (const p of ['/api/segment/get/small', '/api/segment/get/bench', '/api/snowflake/get/bench', '/v1/segment/bench?count=100', '/v1/segment/opaque?count=1000', '/v1/segment/bench16?count=1000']) await call(p);
+
+  // ONLY=<text>: just the routes whose name contains it (and the no-op).
+  const routes = [
+    ['no-op GET /v1/ping', '/v1/ping', 0],
+    ['GET /api/segment/get/bench', '/api/segment/get/bench', 1],
+    ['GET /api/segment/get/small (step 100)', '/api/segment/get/small', 1],
+    ['naive: DO counter per request', '/naive', 1, naiveBase],
+    ['GET /api/snowflake/get/bench', '/api/snowflake/get/bench', 1],
+    ['GET /v1/snowflake?count=100', '/v1/snowflake?count=100', 100],
+    ['GET /v1/segment/bench?count=100', '/v1/segment/bench?count=100', 100],
+    ['GET /api/segment/get/opaque', '/api/segment/get/opaque', 1],
+    ['GET /v1/segment/bench?count=1000', '/v1/segment/bench?count=1000', 1000],
+    ['GET /v1/segment/bench16?count=1000', '/v1/segment/bench16?count=1000', 1000],
+    ['GET /v1/segment/opaque?count=1000', '/v1/segment/opaque?count=1000', 1000],
+  ].filter(([name], i) => i === 0 || !process.env.ONLY || name.includes(process.env.ONLY));
+  const runs = routes.map(() => []);
+  const lua = fileURLToPath(new URL('./latency.lua', import.meta.url));
+  for (let round = 0; round < ROUNDS; round++) for (const [k, [name, path, idsPerReq, at = base]] of routes.entries()) {
+    const before = await monitor();
+    const out = execFileSync('wrk', ['-t2', '-c64', `-d${DURATION}s`, '--latency', '-s', lua, '-H', `Authorization: Bearer ${CLIENT}`, `${at}${path}`], { encoding: 'utf8' });
+    const after = await monitor();
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
+    const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(out);
+    const p99ms = Number(p99[1]) * { us: 0.001, ms: 1, s: 1000 }[p99[2]];
+    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+    const ids = (after.segmentIds - before.segmentIds) + (after.snowflakeIds - before.snowflakeIds);
+    const p999ms = Number(/p999_us (\d+)/.exec(out)[1]) / 1000;
+    runs[k].push({
+      name, rps, p99ms, p999ms, non2xx, idsPerReq, ids: at === base ? ids : rps * DURATION,
+      blocked: after.refillsThatBlocked - before.refillsThatBlocked,
+      // Durable Object calls of any kind: tag stores, registry, minters.
+      storeCalls: at === base ? after.storeCalls - before.storeCalls + after.minterCalls - before.minterCalls : rps * DURATION,
+    });
+  }
+  const rows = runs.map((rs) => {
+    const ids = rs.reduce((a, r) => a + r.ids, 0);
+    return {
+      name: rs[0].name, rps: median(rs.map((r) => r.rps)), p99ms: median(rs.map((r) => r.p99ms)), p999ms: median(rs.map((r) => r.p999ms)),
+      non2xx: rs.reduce((a, r) => a + r.non2xx, 0), blocked: rs.reduce((a, r) => a + r.blocked, 0),
+      storeCallsPer1000: ids ? (rs.reduce((a, r) => a + r.storeCalls, 0) * 1000) / ids : 0,
+    };
+  });
+  const [noop] = rows;
+  console.log(`\nwrk -t2 -c64 -d${DURATION}s per route × ${ROUNDS} rounds (medians), Miniflare's listener (workerd), same run`);
+  console.log('route'.padEnd(38), 'req/s'.padStart(8), 'vs no-op'.padStart(9), 'p99 ms'.padStart(8), 'p99 vs'.padStart(7), 'p999 ms'.padStart(8), 'non-2xx'.padStart(8), 'blocking refills'.padStart(17), 'DO calls/1000 IDs'.padStart(18));
+  for (const r of rows) {
+    console.log(r.name.padEnd(38), r.rps.toFixed(0).padStart(8), `${((100 * r.rps) / noop.rps).toFixed(0)}%`.padStart(9),
+      r.p99ms.toFixed(1).padStart(8), `${(r.p99ms / noop.p99ms).toFixed(2)}×`.padStart(7), r.p999ms.toFixed(1).padStart(8), String(r.non2xx).padStart(8),
+      String(r.blocked).padStart(17), r.storeCallsPer1000.toFixed(2).padStart(18));
+  }
+  const minted = (await view()).minted;
+  if (minted) {
+    const s = minted.stalenessMs;
+    console.log(`snowflakes from minters: ${minted.served} served, staleness p50 ${s.p50} ms / p99 ${s.p99} ms / max ${s.max} ms, ${minted.dropped} dropped stale, batch ${minted.batch}`);
+  }
+  const row = (name) => rows.find((r) => r.name === name);
+  const opaque = row('GET /v1/segment/opaque?count=1000');
+  for (const plain of [row('GET /v1/segment/bench?count=1000'), row('GET /v1/segment/bench16?count=1000')]) {
+    if (plain && opaque) {
+      console.log(`opaque ?count=1000 vs ${plain.name}: ${((100 * opaque.rps) / plain.rps).toFixed(0)}% of its req/s (target >= 80%)`);
+    }
+  }
+  const report = [];
+  const pct = (a, b) => a / b;
+  for (const r of rows.slice(1)) {
+    report.push({ name: `${r.name}: req/s`, value: r.rps, unit: 'req/s', baseline: { name: noop.name, value: noop.rps } });
+    report.push({ name: `${r.name}: p99`, value: r.p99ms, unit: 'ms', baseline: { name: noop.name, value: noop.p99ms } });
+  }
+  const small = row('GET /api/segment/get/small (step 100)');
+  const large = row('GET /api/segment/get/bench');
+  if (small && large) {
+    for (const q of ['p99ms', 'p999ms']) {
+      const ratio = pct(small[q], large[q]);
+      report.push({ name: `small step (100): ${q.replace('ms', '')}`, value: small[q], unit: 'ms', baseline: { name: 'the same route, step 1000 (dynamic)', value: large[q] }, target: '≤ 1.2×', met: ratio <= 1.2 });
+    }
+    report.push({ name: 'small step (100): refills that blocked', value: small.blocked, unit: '', target: '0', met: small.blocked === 0 });
+  }
+  const naiveRow = row('naive: DO counter per request');
+  if (naiveRow && large) {
+    report.push({ name: 'naive DO counter: req/s', value: naiveRow.rps, unit: 'req/s', baseline: { name: 'segment route', value: large.rps } });
+    report.push({ name: 'naive DO counter: p99', value: naiveRow.p99ms, unit: 'ms', baseline: { name: 'segment route', value: large.p99ms } });
+  }
+  if (minted) {
+    report.push({ name: 'minted snowflakes: staleness p50 / p99', value: `${minted.stalenessMs.p50} / ${minted.stalenessMs.p99}`, unit: 'ms', target: `≤ ${1000} (the bound)`, met: minted.stalenessMs.max <= 1000 });
+  }
+  const wasm = execFileSync('wc', ['-c', join(ROOT, 'worker/build/index_bg.wasm')], { encoding: 'utf8' }).trim().split(/\s+/)[0];
+  report.push({ name: 'the Worker\'s .wasm', value: Number(wasm), unit: 'bytes' });
+  saveRows('http', `HTTP: wrk -t2 -c64 -d${DURATION}s × ${ROUNDS} rounds (medians), workerd on 127.0.0.1`, report);
+} finally {
+  try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+  await naive?.dispose();
+}

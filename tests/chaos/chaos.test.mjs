@@ -1,0 +1,28 @@
+// The chaos run's short form (tests/chaos/chaos.mjs; `make chaos` runs it longer).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runChaos, faultSchedule, phaseTable, FAULT_KINDS } from './chaos.mjs';
+
+const SEED = Number(process.env.CHAOS_SEED ?? 20261122);
+
+test('the fault schedule comes from the seed alone, and starts with one fault of each kind', () => {
+  const kinds = [...FAULT_KINDS, 'serviceClock'];
+  const take = (seed, n) => { const it = faultSchedule(seed, kinds); return Array.from({ length: n }, () => it.next().value); };
+  assert.deepEqual(take(SEED, 30), take(SEED, 30));
+  assert.notDeepEqual(take(SEED, 30), take(SEED + 1, 30));
+  for (const seed of [SEED, 1, 2, 3, 0xffffffff]) {
+    assert.deepEqual(take(seed, kinds.length).map((f) => f.kind).sort(), [...kinds].sort(), `seed ${seed}`);
+  }
+});
+
+test('chaos, short: kill -9, pauses past the TTL, client and service clock steps, a hostile key, while every kind of client draws; nothing issued twice, and the service recovers after every fault', async () => {
+  const stats = await runChaos({ seconds: Number(process.env.CHAOS_SECONDS ?? 40), seed: SEED });
+  console.log(phaseTable(stats));
+  console.log(`chaos: ${stats.idsChecked} IDs checked, faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
+    `hostile ${JSON.stringify(stats.hostile)}, ${stats.duplicates} duplicates`);
+  assert.deepEqual(stats.failures, []);
+  // It proved something: IDs of every kind, and faults of every kind.
+  assert.ok(stats.segmentIds > 10_000 && stats.snowflakes > 10_000 && stats.leaseRanges > 10, JSON.stringify(stats));
+  for (const kind of [...FAULT_KINDS, 'serviceClock']) assert.ok(stats.faults[kind] >= 1, `no ${kind}: ${JSON.stringify(stats.faults)}`);
+  assert.ok(stats.phases.length > FAULT_KINDS.length + 1);
+});
