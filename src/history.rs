@@ -3,12 +3,11 @@
 //! runway (when `max_id` reaches the end of the tag's domain at the last
 //! hour's rate); the registry's lease events.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::layout::Layout;
 use crate::opaque::OpaqueDomain;
-use crate::registry::WorkerSlot;
+use crate::registry::{LeaseEvent, LeaseEventKind, WorkerSlot};
 use crate::segment::MAX_SEGMENT_ID;
 
 /// How many allocations a tag remembers (the oldest go first).
@@ -135,66 +134,6 @@ pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: 
         ids_per_hour: u64::try_from(per_hour).unwrap_or(u64::MAX),
         remaining,
         exhausted_at_ms,
-    }
-}
-
-/// What happened to a worker ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum LeaseEventKind {
-    /// Leased to a node.
-    Granted,
-    /// The holder renewed it.
-    Renewed,
-    /// The holder gave it back.
-    Released,
-    /// Its lease ran out unreleased (recorded when the ID is granted again).
-    Lapsed,
-    /// An operator ended it without its holder.
-    Evicted,
-}
-
-impl LeaseEventKind {
-    /// Its name on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LeaseEventKind::Granted => "granted",
-            LeaseEventKind::Renewed => "renewed",
-            LeaseEventKind::Released => "released",
-            LeaseEventKind::Lapsed => "lapsed",
-            LeaseEventKind::Evicted => "evicted",
-        }
-    }
-}
-
-/// Something that happened to a worker ID's grant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseEvent {
-    /// What.
-    pub kind: LeaseEventKind,
-    /// When, registry ms (a lapse: when the lease ran out).
-    pub at_ms: u64,
-    /// The grant it happened to.
-    pub worker_id: u32,
-    /// Its generation.
-    pub generation: u64,
-    /// Its node.
-    pub node_key: String,
-    /// Its owner (empty: the service's own).
-    pub owner: String,
-}
-
-impl LeaseEvent {
-    fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
-        LeaseEvent {
-            kind,
-            at_ms,
-            worker_id: slot.worker_id,
-            generation: slot.generation,
-            node_key: slot.node_key.clone(),
-            owner: slot.owner.clone(),
-        }
     }
 }
 

@@ -100,8 +100,8 @@ pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
 pub use error::{ClockReference, Error};
 #[cfg(feature = "alloc")]
 pub use history::{
-    domain_max, lease_events, per_minute, runway, AllocationEvent, LeaseEvent, LeaseEventKind,
-    MinuteBucket, Runway, HISTORY_LEN, LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
+    domain_max, lease_events, per_minute, runway, AllocationEvent, MinuteBucket, Runway,
+    HISTORY_LEN, LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
 };
 pub use holder::{
     Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,
@@ -119,8 +119,9 @@ pub use opaque::{key_from_hex, OpaqueDomain, OpaqueIds, OPAQUE_KEY_BYTES};
 pub use rand::{NoRandom, RandSource, SplitMix64};
 #[cfg(feature = "alloc")]
 pub use registry::{
-    minter_node_key, GrantRequest, Lease, Registry, RegistryConfig, SlotStatus, WorkerSlot,
-    DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY, MINTER_KEY_PREFIX,
+    minter_node_key, GrantRequest, Lease, LeaseEvent, LeaseEventKind, Registry, RegistryConfig,
+    SlotStatus, WorkerSlot, DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY,
+    MINTER_KEY_PREFIX,
 };
 pub use secret::{constant_time_eq, Claim, HexSecret, LeaseSecret, SecretHash, LEASE_SECRET_BYTES};
 pub use segment::{

@@ -159,6 +159,67 @@ pub enum SlotStatus {
     Free,
 }
 
+/// What happened to a worker ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LeaseEventKind {
+    /// Leased to a node.
+    Granted,
+    /// The holder renewed it.
+    Renewed,
+    /// The holder gave it back.
+    Released,
+    /// Its lease ran out unreleased (recorded when the ID is granted again).
+    Lapsed,
+    /// An operator ended it without its holder.
+    Evicted,
+}
+
+impl LeaseEventKind {
+    /// Its name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LeaseEventKind::Granted => "granted",
+            LeaseEventKind::Renewed => "renewed",
+            LeaseEventKind::Released => "released",
+            LeaseEventKind::Lapsed => "lapsed",
+            LeaseEventKind::Evicted => "evicted",
+        }
+    }
+}
+
+/// Something that happened to a worker ID's grant, as the [`Registry`]
+/// emits it (drained with [`Registry::take_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseEvent {
+    /// What.
+    pub kind: LeaseEventKind,
+    /// When, registry ms (a lapse: when the lease ran out).
+    pub at_ms: u64,
+    /// The grant it happened to.
+    pub worker_id: u32,
+    /// Its generation.
+    pub generation: u64,
+    /// Its node.
+    pub node_key: String,
+    /// Its owner (empty: the service's own).
+    pub owner: String,
+}
+
+impl LeaseEvent {
+    pub(crate) fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+        LeaseEvent {
+            kind,
+            at_ms,
+            worker_id: slot.worker_id,
+            generation: slot.generation,
+            node_key: slot.node_key.clone(),
+            owner: slot.owner.clone(),
+        }
+    }
+}
+
 /// A grant or renewal: what a node needs to issue IDs. The grant's secret
 /// is not here: the registry never has it (the host draws it, gives the
 /// registry its hash, and answers the secret to the caller alone).
@@ -242,7 +303,7 @@ impl<'a> GrantRequest<'a> {
 /// assert!(reg.renew("team-b", &renewal, now + 1_000).is_err());
 /// # Ok::<(), edgeleaf::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub struct Registry {
@@ -250,7 +311,23 @@ pub struct Registry {
     next_generation: u64,
     /// Indexed by worker ID; `None` for IDs never leased.
     slots: Vec<Option<WorkerSlot>>,
+    /// What the operations did, until the host drains it
+    /// ([`Registry::take_events`]): output, not state.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    events: Vec<LeaseEvent>,
 }
+
+/// Two registries are equal when their tables are: events not yet drained
+/// are output, not state.
+impl PartialEq for Registry {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config
+            && self.next_generation == other.next_generation
+            && self.slots == other.slots
+    }
+}
+
+impl Eq for Registry {}
 
 /// How a grant of a worker ID came to be chosen.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -286,6 +363,7 @@ impl Registry {
             config,
             next_generation: next_generation.max(1),
             slots: Vec::new(),
+            events: Vec::new(),
         };
         for slot in slots {
             check_range(
@@ -323,6 +401,14 @@ impl Registry {
     /// One worker ID's record.
     pub fn slot(&self, worker_id: u32) -> Option<&WorkerSlot> {
         self.slots.get(worker_id as usize).and_then(Option::as_ref)
+    }
+
+    /// The events of the operations since the last call, oldest first, for
+    /// the host to record: each grant (after a lapse of the grant it
+    /// replaces, if that ran out unreleased), renewal that extends a lease,
+    /// release and eviction. A refused operation emits none.
+    pub fn take_events(&mut self) -> Vec<LeaseEvent> {
+        core::mem::take(&mut self.events)
     }
 
     /// The latest instant (registry ms, and the bound on the timestamps its
@@ -509,7 +595,16 @@ impl Registry {
             }
             _ => 0,
         };
-        self.slots[worker_id as usize] = Some(WorkerSlot {
+        // The grant it replaces was never given back: it lapsed when its
+        // lease ran out (unless a node proving it held it takes it over
+        // before then: no lapse).
+        if let Some(old) = &self.slots[worker_id as usize] {
+            if !old.released && !old.evicted && old.expires_at_ms <= registry_now_ms {
+                let lapsed = LeaseEvent::of(LeaseEventKind::Lapsed, old.expires_at_ms, old);
+                self.events.push(lapsed);
+            }
+        }
+        let slot = WorkerSlot {
             worker_id,
             node_key: ask.node_key.into(),
             generation,
@@ -521,7 +616,10 @@ impl Registry {
             owner: ask.owner.into(),
             secret: Some(ask.secret.hash()),
             evicted: false,
-        });
+        };
+        let granted = LeaseEvent::of(LeaseEventKind::Granted, registry_now_ms, &slot);
+        self.events.push(granted);
+        self.slots[worker_id as usize] = Some(slot);
         self.next_generation += 1;
         Ok(Lease {
             worker_id,
@@ -706,18 +804,26 @@ impl Registry {
                 node_now_ms,
             });
         }
+        let extends = registry_now_ms + ttl_ms > slot.expires_at_ms;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
         slot.reported_clock_ms = node_now_ms;
         slot.reported_at_ms = registry_now_ms;
         slot.expires_at_ms = registry_now_ms + ttl_ms;
-        Ok(Lease {
+        let lease = Lease {
             worker_id,
             generation: claim.generation,
             node_key: slot.node_key.clone(),
             expires_at_ms: slot.expires_at_ms,
             issue_after_ms: slot.last_timestamp_ms,
             ttl_ms,
-        })
+        };
+        // A renewal that does not extend the lease (a second one within the
+        // same ms, or under a registry clock that went back) is no event.
+        if extends {
+            let renewed = LeaseEvent::of(LeaseEventKind::Renewed, registry_now_ms, slot);
+            self.events.push(renewed);
+        }
+        Ok(lease)
     }
 
     /// Gives a worker ID back for its holder (`owner`, presenting the
@@ -750,6 +856,8 @@ impl Registry {
             slot.last_timestamp_ms = slot.last_timestamp_ms.max(slot.expires_at_ms);
         }
         slot.released = true;
+        let released = LeaseEvent::of(LeaseEventKind::Released, registry_now_ms, slot);
+        self.events.push(released);
         Ok(())
     }
 
@@ -777,6 +885,8 @@ impl Registry {
                 s.evicted = true;
                 s.secret = None;
                 let end = s.expires_at_ms.saturating_add(self.config.max_skew_ms);
+                let evicted = LeaseEvent::of(LeaseEventKind::Evicted, registry_now_ms, s);
+                self.events.push(evicted);
                 Ok(end)
             }
             (s, _) => Err(Error::LeaseNotHeld {
