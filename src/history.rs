@@ -1,18 +1,18 @@
 //! What the stores remember of their past, and what it says: a tag's bounded
 //! allocation history read as IDs per minute, the step over time and the
 //! runway (when `max_id` reaches the end of the tag's domain at the last
-//! hour's rate); the registry's lease events.
+//! hour's rate). The registry's lease events come from the `Registry`
+//! itself ([`Registry::take_events`](crate::Registry::take_events)).
 
 use alloc::vec::Vec;
 
 use crate::layout::Layout;
 use crate::opaque::OpaqueDomain;
-use crate::registry::{LeaseEvent, LeaseEventKind, WorkerSlot};
 use crate::segment::MAX_SEGMENT_ID;
 
 /// How many allocations a tag remembers (the oldest go first).
 pub const HISTORY_LEN: u64 = 1000;
-/// How many lease events the registry remembers.
+/// How many lease events the registry's store remembers.
 pub const LEASE_EVENTS_LEN: u64 = 1000;
 /// The window of the runway's rate.
 pub const RUNWAY_WINDOW_MS: u64 = 3_600_000;
@@ -135,55 +135,6 @@ pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: 
         remaining,
         exhausted_at_ms,
     }
-}
-
-/// The events a registry operation made, from the worker ID's slot before
-/// and after it (`None` before: never leased), at `registry_now_ms`.
-pub fn lease_events(
-    before: Option<&WorkerSlot>,
-    after: &WorkerSlot,
-    registry_now_ms: u64,
-) -> Vec<LeaseEvent> {
-    let mut events = Vec::new();
-    match before {
-        Some(b) if b.generation == after.generation => {
-            if after.evicted && !b.evicted {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Evicted,
-                    registry_now_ms,
-                    after,
-                ));
-            } else if after.released && !b.released {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Released,
-                    registry_now_ms,
-                    after,
-                ));
-            } else if after.expires_at_ms > b.expires_at_ms {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Renewed,
-                    registry_now_ms,
-                    after,
-                ));
-            }
-        }
-        _ => {
-            if let Some(b) = before {
-                // The earlier grant was never given back: it lapsed when
-                // its lease ran out (or it is being taken over by a node
-                // proving it held it: then it was no lapse).
-                if !b.released && !b.evicted && b.expires_at_ms <= registry_now_ms {
-                    events.push(LeaseEvent::of(LeaseEventKind::Lapsed, b.expires_at_ms, b));
-                }
-            }
-            events.push(LeaseEvent::of(
-                LeaseEventKind::Granted,
-                registry_now_ms,
-                after,
-            ));
-        }
-    }
-    events
 }
 
 #[cfg(test)]

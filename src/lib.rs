@@ -100,8 +100,8 @@ pub use driver::{SegmentDriver, SegmentPoll, SegmentStep};
 pub use error::{ClockReference, Error};
 #[cfg(feature = "alloc")]
 pub use history::{
-    domain_max, lease_events, per_minute, runway, AllocationEvent, MinuteBucket, Runway,
-    HISTORY_LEN, LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
+    domain_max, per_minute, runway, AllocationEvent, MinuteBucket, Runway, HISTORY_LEN,
+    LEASE_EVENTS_LEN, RUNWAY_WINDOW_MS,
 };
 pub use holder::{
     Grant, HolderConfig, HolderNext, HolderPoll, HolderState, LeaseAsk, Renewal, SavedLease,

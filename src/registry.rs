@@ -208,7 +208,7 @@ pub struct LeaseEvent {
 }
 
 impl LeaseEvent {
-    pub(crate) fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+    fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
         LeaseEvent {
             kind,
             at_ms,

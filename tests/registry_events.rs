@@ -20,10 +20,45 @@ const T0: u64 = 1_735_689_600_000;
 const NODES: usize = 5;
 const CAPACITY: u32 = 5;
 
-/// The model: the events an operation made, from the slot of the worker ID
-/// it changed before (`None`: never leased) and after it, at `now`.
+fn event(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+    LeaseEvent {
+        kind,
+        at_ms,
+        worker_id: slot.worker_id,
+        generation: slot.generation,
+        node_key: slot.node_key.clone(),
+        owner: slot.owner.clone(),
+    }
+}
+
+/// The model (the registry's store computed the events so until the
+/// registry emitted them): the events an operation made, from the slot of
+/// the worker ID it changed before (`None`: never leased) and after it, at
+/// `now`.
 fn diff(before: Option<&WorkerSlot>, after: &WorkerSlot, now: u64) -> Vec<LeaseEvent> {
-    edgeleaf::lease_events(before, after, now)
+    match before {
+        // The same grant: evicted, released or extended (or none of these).
+        Some(b) if b.generation == after.generation => {
+            let kind = if after.evicted && !b.evicted {
+                Some(LeaseEventKind::Evicted)
+            } else if after.released && !b.released {
+                Some(LeaseEventKind::Released)
+            } else if after.expires_at_ms > b.expires_at_ms {
+                Some(LeaseEventKind::Renewed)
+            } else {
+                None
+            };
+            kind.map(|k| event(k, now, after)).into_iter().collect()
+        }
+        // A new grant; the one it replaced lapsed if it ran out unreleased
+        // (a node proving it held a live grant takes it over: no lapse).
+        _ => before
+            .filter(|b| !b.released && !b.evicted && b.expires_at_ms <= now)
+            .map(|b| event(LeaseEventKind::Lapsed, b.expires_at_ms, b))
+            .into_iter()
+            .chain([event(LeaseEventKind::Granted, now, after)])
+            .collect(),
+    }
 }
 
 #[derive(Debug, Clone)]
