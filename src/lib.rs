@@ -123,7 +123,9 @@ pub use registry::{
     SlotStatus, WorkerSlot, DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY,
     MINTER_KEY_PREFIX,
 };
-pub use secret::{constant_time_eq, Claim, HexSecret, LeaseSecret, SecretHash, LEASE_SECRET_BYTES};
+pub use secret::{
+    constant_time_eq, Claim, HexSecret, LeaseSecret, Proof, SecretHash, LEASE_SECRET_BYTES,
+};
 pub use segment::{
     Allocation, SegmentBuffer, SegmentNext, SegmentSnapshot, SegmentView, StepPolicy, Take,
     DEFAULT_PREFETCH_PERCENT, DEFAULT_SEGMENT_DURATION_MS, MAX_SEGMENT_ID, MAX_STEP,

@@ -19,7 +19,7 @@ use crate::error::{check_range, ClockReference, Error};
 use crate::holder::{LeaseAsk, Renewal};
 use crate::key::check_key;
 use crate::layout::Layout;
-use crate::secret::{Claim, LeaseSecret, SecretHash};
+use crate::secret::{LeaseSecret, Proof, SecretHash};
 use crate::snowflake::MAX_TOLERANCE_MS;
 
 /// Default lease time to live.
@@ -253,28 +253,32 @@ pub struct GrantRequest<'a> {
     pub node_key: &'a str,
     /// The node's clock, Unix ms.
     pub node_now_ms: u64,
-    /// The grant the node held before, from its own cache: with its secret,
-    /// a restarted node gets its worker ID back.
-    pub previous: Option<Claim>,
-    /// The new grant's secret, drawn by the host from its CSPRNG; the
-    /// registry keeps only its hash, and the host answers it to the caller.
-    pub secret: LeaseSecret,
+    /// The grant the node held before, from its own cache: with the hash
+    /// of its secret, a restarted node gets its worker ID back.
+    pub previous: Option<Proof>,
+    /// The hash of the new grant's secret. The host draws the secret from
+    /// its CSPRNG, gives the registry its hash, and answers the secret to
+    /// the caller alone.
+    pub secret_hash: SecretHash,
 }
 
 impl<'a> GrantRequest<'a> {
-    /// A holder's [`LeaseAsk`], from `owner`'s node `node_key`.
+    /// A holder's [`LeaseAsk`], from `owner`'s node `node_key`, for a grant
+    /// under `secret`: the host hashes it and the previous grant's secret
+    /// with `hash` (its SHA-256).
     pub fn from_ask(
         ask: &LeaseAsk,
         owner: &'a str,
         node_key: &'a str,
-        secret: LeaseSecret,
+        secret: &LeaseSecret,
+        hash: impl Fn(&LeaseSecret) -> SecretHash,
     ) -> Self {
         GrantRequest {
             owner,
             node_key,
             node_now_ms: ask.node_now_ms,
-            previous: ask.previous,
-            secret,
+            previous: ask.previous.map(|c| c.proof(&hash)),
+            secret_hash: hash(secret),
         }
     }
 }
@@ -282,21 +286,25 @@ impl<'a> GrantRequest<'a> {
 /// The registry.
 ///
 /// ```
-/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal};
+/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal, SecretHash};
+/// use sha2::{Digest, Sha256};
 ///
+/// // The host's hash: the registry sees hashes of secrets only.
+/// let sha256 = |s: &LeaseSecret| SecretHash(Sha256::digest(s.as_bytes()).into());
 /// let mut reg = Registry::new(RegistryConfig::new(&Layout::LEAF))?;
 /// let now = 1_700_000_000_000;
 /// // The host draws each grant's secret from its CSPRNG and answers it to
 /// // the caller alone; the registry keeps its hash.
 /// let secret = LeaseSecret::from_random([7; 16]);
 /// let ask = |node_key| GrantRequest {
-///     owner: "team-a", node_key, node_now_ms: now, previous: None, secret,
+///     owner: "team-a", node_key, node_now_ms: now, previous: None, secret_hash: sha256(&secret),
 /// };
 /// let a = reg.lease(ask("10.0.0.1:8080"), now)?;
 /// let b = reg.lease(ask("10.0.0.2:8080"), now)?;
 /// assert_ne!(a.worker_id, b.worker_id);
+/// // The holder sends its claim with the secret; the host hashes it.
 /// let claim = Claim { worker_id: a.worker_id, generation: a.generation, secret: Some(secret) };
-/// let renewal = Renewal { claim, node_now_ms: now + 1_000, last_timestamp_ms: now + 999 };
+/// let renewal = Renewal { claim, node_now_ms: now + 1_000, last_timestamp_ms: now + 999 }.proof(sha256);
 /// let renewed = reg.renew("team-a", &renewal, now + 1_000)?;
 /// assert_eq!(renewed.worker_id, a.worker_id);
 /// // Another credential, even with the secret, is refused; nothing changes.
@@ -526,8 +534,8 @@ impl Registry {
         &mut self,
         index: u32,
         node_now_ms: u64,
-        previous: Option<Claim>,
-        secret: LeaseSecret,
+        previous: Option<Proof>,
+        secret_hash: SecretHash,
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         if self.config.minters == 0 {
@@ -550,7 +558,7 @@ impl Registry {
             node_key: &key,
             node_now_ms,
             previous,
-            secret,
+            secret_hash,
         };
         self.grant(ask, registry_now_ms, index..index + 1, true)
     }
@@ -614,7 +622,7 @@ impl Registry {
             reported_clock_ms: node_now_ms,
             reported_at_ms: registry_now_ms,
             owner: ask.owner.into(),
-            secret: Some(ask.secret.hash()),
+            secret: Some(ask.secret_hash),
             evicted: false,
         };
         let granted = LeaseEvent::of(LeaseEventKind::Granted, registry_now_ms, &slot);
@@ -636,7 +644,7 @@ impl Registry {
     fn check_holder(
         slot: &WorkerSlot,
         owner: &str,
-        proof: &Claim,
+        proof: &Proof,
         legacy: bool,
     ) -> Result<(), Error> {
         let refused = |mismatch| Error::NotLeaseHolder {
@@ -654,8 +662,8 @@ impl Registry {
                 generation: proof.generation,
             });
         }
-        match (slot.secret, proof.secret) {
-            (Some(held), Some(given)) if held == given.hash() => Ok(()),
+        match (slot.secret, proof.secret_hash) {
+            (Some(held), Some(given)) if held == given => Ok(()),
             (None, None) if legacy => Ok(()),
             _ => Err(refused("secret")),
         }
@@ -672,7 +680,7 @@ impl Registry {
             if let Some(s) = self.slot(p.worker_id) {
                 // Both from before secrets: the node has nothing to prove
                 // with, and is not told off for it (it gets another ID).
-                let legacy = s.secret.is_none() && p.secret.is_none();
+                let legacy = s.secret.is_none() && p.secret_hash.is_none();
                 // A proof of a grant that is no longer the latest proves
                 // nothing (whoever holds the ID now): no refusal either.
                 let current = s.generation == p.generation;
@@ -729,7 +737,7 @@ impl Registry {
         Ok((id, Chosen::Free))
     }
 
-    fn held(&mut self, owner: &str, proof: &Claim) -> Result<&mut WorkerSlot, Error> {
+    fn held(&mut self, owner: &str, proof: &Proof) -> Result<&mut WorkerSlot, Error> {
         let slot = self
             .slots
             .get_mut(proof.worker_id as usize)
@@ -742,8 +750,8 @@ impl Registry {
         Ok(slot)
     }
 
-    /// Extends a live lease for its holder: `owner`, presenting the grant's
-    /// secret in the [`Renewal`]'s claim, with the node's clock and the latest
+    /// Extends a live lease for its holder: `owner`, presenting the hash of
+    /// the grant's secret in the [`Renewal`]'s proof, with the node's clock and the latest
     /// timestamp it issued under the lease. A refusal changes nothing.
     ///
     /// # Errors
@@ -757,7 +765,7 @@ impl Registry {
     pub fn renew(
         &mut self,
         owner: &str,
-        renewal: &Renewal,
+        renewal: &Renewal<Proof>,
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         let max_skew_ms = self.config.max_skew_ms;
@@ -826,8 +834,8 @@ impl Registry {
         Ok(lease)
     }
 
-    /// Gives a worker ID back for its holder (`owner`, presenting the
-    /// grant's secret); it is free at once. The release's
+    /// Gives a worker ID back for its holder (`owner`, presenting the hash
+    /// of the grant's secret); it is free at once. The release's
     /// `last_timestamp_ms` is the latest timestamp issued under it, kept so
     /// the next holder issues after it — only the proved holder's word sets
     /// that floor.
@@ -838,7 +846,7 @@ impl Registry {
     pub fn release(
         &mut self,
         owner: &str,
-        release: &Renewal,
+        release: &Renewal<Proof>,
         registry_now_ms: u64,
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
@@ -900,7 +908,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::holder::Renewal;
     use crate::secret::LeaseSecret;
+    use sha2::{Digest, Sha256};
 
     const T: u64 = 1_700_000_000_000;
     const OWNER: &str = "team-a";
@@ -924,15 +934,25 @@ mod tests {
         LeaseSecret::from_random(b)
     }
 
-    fn proof(l: &Lease) -> Claim {
-        Claim {
+    /// The host's hash of a secret.
+    fn sha256(s: &LeaseSecret) -> SecretHash {
+        SecretHash(Sha256::digest(s.as_bytes()).into())
+    }
+
+    /// The hash of grant `generation`'s secret.
+    fn hash_of(generation: u64) -> SecretHash {
+        sha256(&secret_of(generation))
+    }
+
+    fn proof(l: &Lease) -> Proof {
+        Proof {
             worker_id: l.worker_id,
             generation: l.generation,
-            secret: Some(secret_of(l.generation)),
+            secret_hash: Some(hash_of(l.generation)),
         }
     }
 
-    fn rn(claim: Claim, node_now_ms: u64, last_timestamp_ms: u64) -> Renewal {
+    fn rn(claim: Proof, node_now_ms: u64, last_timestamp_ms: u64) -> Renewal<Proof> {
         Renewal {
             claim,
             node_now_ms,
@@ -946,14 +966,14 @@ mod tests {
         key: &str,
         node_now: u64,
         reg_now: u64,
-        previous: Option<Claim>,
+        previous: Option<Proof>,
     ) -> Result<Lease, Error> {
         let ask = GrantRequest {
             owner: OWNER,
             node_key: key,
             node_now_ms: node_now,
             previous,
-            secret: secret_of(r.next_generation()),
+            secret_hash: hash_of(r.next_generation()),
         };
         r.lease(ask, reg_now)
     }
@@ -1040,12 +1060,12 @@ mod tests {
         let mut r = reg(4);
         let a = lease(&mut r, "a", T, T, None).unwrap();
         let before = r.clone();
-        let wrong = Claim {
-            secret: Some(secret_of(999)),
+        let wrong = Proof {
+            secret_hash: Some(hash_of(999)),
             ..proof(&a)
         };
-        let none = Claim {
-            secret: None,
+        let none = Proof {
+            secret_hash: None,
             ..proof(&a)
         };
         let secret_refused = Error::NotLeaseHolder {
@@ -1119,7 +1139,7 @@ mod tests {
             ..*reg(3).config()
         })
         .unwrap();
-        let m = r.lease_minter(0, T, None, secret_of(1), T).unwrap();
+        let m = r.lease_minter(0, T, None, hash_of(1), T).unwrap();
         let n = lease(&mut r, "n", T, T, None).unwrap();
         // As an old store has them: no secret.
         let slots: Vec<WorkerSlot> = r
@@ -1128,8 +1148,8 @@ mod tests {
             .map(|s| WorkerSlot { secret: None, ..s })
             .collect();
         let mut r = Registry::from_parts(*r.config(), r.next_generation(), slots).unwrap();
-        let legacy = |l: &Lease| Claim {
-            secret: None,
+        let legacy = |l: &Lease| Proof {
+            secret_hash: None,
             ..proof(l)
         };
         // Nobody renews or releases them, with or without a secret.
@@ -1142,7 +1162,7 @@ mod tests {
         assert_ne!(n2.worker_id, n.worker_id);
         // A minter reclaims its own by generation (it is the service's own).
         let m2 = r
-            .lease_minter(0, T + 2, Some(legacy(&m)), secret_of(7), T + 2)
+            .lease_minter(0, T + 2, Some(legacy(&m)), hash_of(7), T + 2)
             .unwrap();
         assert_eq!((m2.worker_id, m2.issue_after_ms), (0, T + 2));
         // The legacy grant lapses, then is fenced at expiry + skew.
@@ -1274,22 +1294,22 @@ mod tests {
         );
         // Minter i gets worker ID i however full the rest is.
         let m1 = r
-            .lease_minter(1, T, None, secret_of(r.next_generation()), T)
+            .lease_minter(1, T, None, hash_of(r.next_generation()), T)
             .unwrap();
         assert_eq!((m1.worker_id, m1.node_key.as_str()), (1, "minter:1"));
         assert!(matches!(
-            r.lease_minter(2, T, None, secret_of(0), T),
+            r.lease_minter(2, T, None, hash_of(0), T),
             Err(Error::OutOfRange { .. })
         ));
         // A restarted minter proves its grant and keeps its ID; one that
         // cannot prove it waits for the lapse like anyone else.
-        let next = secret_of(r.next_generation());
+        let next = hash_of(r.next_generation());
         let again = r
             .lease_minter(1, T + 5, Some(proof(&m1)), next, T + 5)
             .unwrap();
         assert_eq!(again.worker_id, 1);
         assert_eq!(again.issue_after_ms, T + 5);
-        assert!(r.lease_minter(1, T + 6, None, secret_of(0), T + 6).is_err());
+        assert!(r.lease_minter(1, T + 6, None, hash_of(0), T + 6).is_err());
         // Claim of a reserved ID does not get an ordinary node into it.
         assert!(lease(&mut r, "a", T, T, Some(proof(&again))).is_err());
         // A node that held an ID before it was reserved keeps it until it
@@ -1306,10 +1326,10 @@ mod tests {
             small.slots().cloned(),
         )
         .unwrap();
-        assert!(grown.lease_minter(0, T, None, secret_of(0), T).is_err());
+        assert!(grown.lease_minter(0, T, None, hash_of(0), T).is_err());
         let later = T + 10_000 + 5_000;
         let m0 = grown
-            .lease_minter(0, later, None, secret_of(0), later)
+            .lease_minter(0, later, None, hash_of(0), later)
             .unwrap();
         assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
     }

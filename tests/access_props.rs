@@ -8,11 +8,17 @@
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    check_token, new_key, token_hash, token_key_id, Access, Claim, Error, GrantRequest, KeyCache,
-    KeyLookup, KeyRecord, LeaseSecret, Registry, RegistryConfig, Renewal, Scope, Scopes,
-    SlotStatus, TagLimit, KEY_CACHE_MS, KEY_RANDOM_BYTES,
+    check_token, new_key, token_hash, token_key_id, Access, Error, GrantRequest, KeyCache,
+    KeyLookup, KeyRecord, LeaseSecret, Proof, Registry, RegistryConfig, Renewal, Scope, Scopes,
+    SecretHash, SlotStatus, TagLimit, KEY_CACHE_MS, KEY_RANDOM_BYTES,
 };
 use proptest::prelude::*;
+use sha2::{Digest, Sha256};
+
+/// The registry's host hashes the lease secrets it is given.
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
 
 const T0: u64 = 1_735_689_600_000;
 
@@ -116,7 +122,7 @@ proptest! {
         })
         .unwrap();
         let owners = ["a", "b", ""];
-        let mut last: BTreeMap<usize, (usize, Claim)> = BTreeMap::new();
+        let mut last: BTreeMap<usize, (usize, Proof)> = BTreeMap::new();
         let mut now = T0;
         for op in ops {
             match op {
@@ -125,9 +131,9 @@ proptest! {
                     let previous = if prove { last.get(&n).map(|&(_, c)| c) } else { None };
                     let secret = LeaseSecret::from_random([n as u8; 16]);
                     let key = format!("node-{n}");
-                    let ask = GrantRequest { owner: owners[o], node_key: &key, node_now_ms: now, previous, secret };
+                    let ask = GrantRequest { owner: owners[o], node_key: &key, node_now_ms: now, previous, secret_hash: sha256(&secret) };
                     match reg.lease(ask, now) {
-                        Ok(l) => { last.insert(n, (o, Claim { worker_id: l.worker_id, generation: l.generation, secret: Some(secret) })); }
+                        Ok(l) => { last.insert(n, (o, Proof { worker_id: l.worker_id, generation: l.generation, secret_hash: Some(sha256(&secret)) })); }
                         Err(Error::WorkerIdLimit { limit: l }) => {
                             prop_assert_eq!(l, limit);
                             prop_assert!(!owners[o].is_empty(), "the service's own leases have no owner limit");

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    Claim, GrantRequest, Lease, LeaseEvent, LeaseEventKind, LeaseSecret, Registry, RegistryConfig,
-    Renewal, WorkerSlot,
+    GrantRequest, Lease, LeaseEvent, LeaseEventKind, Proof, Registry, RegistryConfig, Renewal,
+    SecretHash, WorkerSlot,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -89,18 +89,18 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn secret_of(k: u64) -> LeaseSecret {
-    let mut b = [0u8; 16];
+/// The hash of grant `k`'s secret (the registry sees hashes only).
+fn secret_of(k: u64) -> SecretHash {
+    let mut b = [0x5a; 32];
     b[..8].copy_from_slice(&k.to_le_bytes());
-    b[8] = 0x5a;
-    LeaseSecret::from_random(b)
+    SecretHash(b)
 }
 
-fn claim(l: &Lease, secret: LeaseSecret) -> Claim {
-    Claim {
+fn proof(l: &Lease, secret_hash: SecretHash) -> Proof {
+    Proof {
         worker_id: l.worker_id,
         generation: l.generation,
-        secret: Some(secret),
+        secret_hash: Some(secret_hash),
     }
 }
 
@@ -127,7 +127,7 @@ fn run(ops: &[Op]) -> Result<Vec<LeaseEventKind>, TestCaseError> {
     let mut now = T0;
     let mut secrets = 0u64;
     // Each node's (and minter's: keys NODES + index) last grant.
-    let mut held: BTreeMap<usize, (Lease, LeaseSecret)> = BTreeMap::new();
+    let mut held: BTreeMap<usize, (Lease, SecretHash)> = BTreeMap::new();
     let mut seen = Vec::new();
     for op in ops {
         let before: BTreeMap<u32, WorkerSlot> =
@@ -135,10 +135,10 @@ fn run(ops: &[Op]) -> Result<Vec<LeaseEventKind>, TestCaseError> {
         let last = |n: usize, forged: bool| {
             held.get(&n).map(|(l, s)| {
                 let secret = if forged { secret_of(u64::MAX) } else { *s };
-                claim(l, secret)
+                proof(l, secret)
             })
         };
-        let renewal = |c: Claim, node_now_ms: u64| Renewal {
+        let renewal = |c: Proof, node_now_ms: u64| Renewal {
             claim: c,
             node_now_ms,
             last_timestamp_ms: node_now_ms.saturating_sub(10),
@@ -158,7 +158,7 @@ fn run(ops: &[Op]) -> Result<Vec<LeaseEventKind>, TestCaseError> {
                     node_key: &key,
                     node_now_ms: now.saturating_add_signed(*skew),
                     previous: if *previous { last(*n, false) } else { None },
-                    secret,
+                    secret_hash: secret,
                 };
                 reg.lease(ask, now).ok().map(|l| {
                     let id = l.worker_id;

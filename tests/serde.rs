@@ -43,7 +43,7 @@ fn state_records_and_registries_round_trip() {
             node_key: "n1",
             node_now_ms: t,
             previous: None,
-            secret: edgeleaf::LeaseSecret::from_random([1; 16]),
+            secret_hash: edgeleaf::SecretHash([1; 32]),
         },
         t,
     )

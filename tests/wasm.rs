@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    Allocation, Error, GrantRequest, Layout, LeaseSecret, Next, Parts, RandSource, Registry,
-    RegistryConfig, SegmentBuffer, SegmentNext, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
+    Allocation, Error, GrantRequest, Layout, Next, Parts, RandSource, Registry, RegistryConfig,
+    SecretHash, SegmentBuffer, SegmentNext, SnowflakeConfig, SnowflakeGenerator, SplitMix64,
     StepPolicy, TagRecord,
 };
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -107,7 +107,7 @@ fn registry_never_shares_a_live_worker_id() {
                     node_key: &key,
                     node_now_ms: T0,
                     previous: None,
-                    secret: LeaseSecret::from_random([1; 16]),
+                    secret_hash: SecretHash([1; 32]),
                 },
                 T0,
             )
@@ -121,7 +121,7 @@ fn registry_never_shares_a_live_worker_id() {
                 node_key: "one-too-many",
                 node_now_ms: T0,
                 previous: None,
-                secret: LeaseSecret::from_random([1; 16])
+                secret_hash: SecretHash([1; 32])
             },
             T0
         ),

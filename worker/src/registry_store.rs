@@ -7,12 +7,13 @@
 use std::cell::RefCell;
 
 use edgeleaf::{
-    Claim, ErrorCode, Grant, GrantRequest, Layout, Lease, LeaseEvent, LeaseSecret, RandSource,
-    Registry, RegistryConfig, Renewal, SecretHash, SlotStatus, SnowflakeHolder, WorkerSlot,
-    LEASE_EVENTS_LEN, LEASE_SECRET_BYTES,
+    Claim, ErrorCode, Grant, GrantRequest, Layout, Lease, LeaseEvent, LeaseSecret, Proof,
+    RandSource, Registry, RegistryConfig, Renewal, SecretHash, SlotStatus, SnowflakeHolder,
+    WorkerSlot, LEASE_EVENTS_LEN, LEASE_SECRET_BYTES,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
 };
@@ -135,9 +136,10 @@ impl RenewRequest {
         }
     }
 
-    fn renewal(&self) -> Renewal {
+    /// As the registry is given it: the secret hashed.
+    fn renewal(&self) -> Renewal<Proof> {
         Renewal {
-            claim: self.claim.into(),
+            claim: Claim::from(self.claim).proof(secret_hash),
             node_now_ms: self.node_time,
             last_timestamp_ms: self.last_timestamp,
         }
@@ -170,6 +172,11 @@ pub struct Granted {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EvictRequest {
     pub worker_id: u32,
+}
+
+/// What the registry keeps of a lease secret and compares: its SHA-256.
+fn secret_hash(secret: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(secret.as_bytes()).into())
 }
 
 // ---- the holder's side of the registry, for every holder in the Worker
@@ -420,14 +427,14 @@ impl WorkerRegistry {
     }
 
     /// Grants a lease under a fresh secret from the platform's CSPRNG: the
-    /// registry keeps its hash, and the answer carries it once.
+    /// registry is given its hash, and the answer carries it once.
     fn grant(
         &self,
-        op: impl FnOnce(&mut Registry, LeaseSecret, u64) -> Result<Lease, edgeleaf::Error>,
+        op: impl FnOnce(&mut Registry, SecretHash, u64) -> Result<Lease, edgeleaf::Error>,
     ) -> ApiResult<Response> {
         let secret = LeaseSecret::from_random(random_bytes::<LEASE_SECRET_BYTES>()?);
         let lease = self.with_registry(|reg, now| {
-            let lease = op(reg, secret, now)?;
+            let lease = op(reg, secret_hash(&secret), now)?;
             let id = lease.worker_id;
             Ok((lease, Some(id)))
         })?;
@@ -498,22 +505,22 @@ impl DurableObject for WorkerRegistry {
             (Method::Get, "/list") => self.list(),
             (Method::Get, "/events") => self.events(),
             (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(|reg, secret, now| {
+                Ok(r) => self.grant(|reg, hash, now| {
                     let ask = GrantRequest {
                         owner: &r.owner,
                         node_key: &r.node_key,
                         node_now_ms: r.node_time,
-                        previous: r.previous.map(Claim::from),
-                        secret,
+                        previous: r.previous.map(|p| Claim::from(p).proof(secret_hash)),
+                        secret_hash: hash,
                     };
                     reg.lease(ask, now)
                 }),
                 Err(e) => Err(e),
             },
             (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(|reg, secret, now| {
-                    let previous = r.previous.map(Claim::from);
-                    reg.lease_minter(r.index, r.node_time, previous, secret, now)
+                Ok(r) => self.grant(|reg, hash, now| {
+                    let previous = r.previous.map(|p| Claim::from(p).proof(secret_hash));
+                    reg.lease_minter(r.index, r.node_time, previous, hash, now)
                 }),
                 Err(e) => Err(e),
             },
