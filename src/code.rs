@@ -89,6 +89,23 @@ codes! {
     InvalidKeySpec = "invalid_key_spec", true;
     /// A credential holds as many live worker IDs as one may.
     WorkerIdLimit = "worker_id_limit", true;
+    /// Segments of a monotonic tag may not leave its store.
+    MonotonicTag = "monotonic_tag", true;
+    /// `monotonic` is fixed when a tag is created.
+    MonotonicImmutable = "monotonic_immutable", true;
+    /// IDs asked of a tag's store for a tag that is not monotonic.
+    NotMonotonic = "not_monotonic", true;
+    /// Not for opaque tags: segment leases to outside clients (the key would
+    /// have to leave), or an opaque tag that is also monotonic.
+    OpaqueTag = "opaque_tag", true;
+    /// A counter asked of a tag that is not opaque.
+    NotOpaque = "not_opaque", true;
+    /// `opaque` is fixed when a tag is created.
+    OpaqueImmutable = "opaque_immutable", true;
+    /// A lease request ID outside 1..=128 characters.
+    InvalidRequestId = "invalid_request_id", true;
+    /// A lease request ID sent again with a different request.
+    RequestIdReused = "request_id_reused", true;
 
     // ---- the service's own
     /// No such route or tag.
@@ -103,25 +120,8 @@ codes! {
     InvalidJson = "invalid_json", true;
     /// A body over the size limit.
     BodyTooLarge = "body_too_large", true;
-    /// A lease request ID outside 1..=128 characters.
-    InvalidRequestId = "invalid_request_id", true;
-    /// A lease request ID sent again with a different request.
-    RequestIdReused = "request_id_reused", true;
     /// An ID argument that is not a decimal integer in range.
     InvalidId = "invalid_id", true;
-    /// Segments of a monotonic tag may not leave its Durable Object.
-    MonotonicTag = "monotonic_tag", true;
-    /// `monotonic` is fixed when a tag is created.
-    MonotonicImmutable = "monotonic_immutable", true;
-    /// `/ids` asked of a tag that is not monotonic.
-    NotMonotonic = "not_monotonic", true;
-    /// Not for opaque tags: segment leases to outside clients (the key would
-    /// have to leave), or an opaque tag that is also monotonic.
-    OpaqueTag = "opaque_tag", true;
-    /// `reveal` asked of a tag that is not opaque.
-    NotOpaque = "not_opaque", true;
-    /// `opaque` is fixed when a tag is created.
-    OpaqueImmutable = "opaque_immutable", true;
     /// A snowflake sequence that stayed used up for longer than a request waits.
     SequenceExhausted = "sequence_exhausted", true;
     /// A Durable Object did not answer, or no segment came in time.

@@ -135,7 +135,10 @@ pub use snowflake::{
     DEFAULT_SEQUENCE_START_BOUND, JS_DEFAULT_BORROW_MS, MAX_TOLERANCE_MS,
 };
 #[cfg(feature = "alloc")]
-pub use tag::{TagRecord, MAX_DESCRIPTION_LEN};
+pub use tag::{
+    SegmentAnswer, SegmentAsk, TagChange, TagKind, TagRecord, MAX_DESCRIPTION_LEN,
+    MAX_REQUEST_ID_LEN, REQUEST_ID_TTL_MS,
+};
 pub use wait::{InFlight, WaitBudget, DEFAULT_TAKE_OVER_MS, MAX_WAIT_MS};
 
 /// The README's examples, run as doctests so they stay true.

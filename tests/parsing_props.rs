@@ -5,7 +5,7 @@
 
 use edgeleaf::{
     check_key, key_from_hex, ErrorCode, Layout, LayoutSpec, OpaqueDomain, OpaqueIds, Parts,
-    Registry, RegistryConfig, TagRecord, WorkerSlot, MAX_UNIT_MS,
+    Registry, RegistryConfig, TagKind, TagRecord, WorkerSlot, MAX_UNIT_MS,
 };
 use proptest::prelude::*;
 
@@ -119,7 +119,7 @@ proptest! {
             prop_assert!(worker < cfg.capacity);
             prop_assert!(generation < reg.next_generation());
         }
-        let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, opaque: None, max_step: None };
+        let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, kind: TagKind::Plain, max_step: None };
         if record.validate().is_ok() {
             prop_assert!(max_id <= i64::MAX as u64 && (1..=1_000_000).contains(&step));
             prop_assert!(check_key("biz_tag", &tag).is_ok());
