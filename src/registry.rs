@@ -3,6 +3,9 @@
 //! issued timestamp, recycling only after TTL + grace, a fencing generation
 //! per grant, and Leaf's clock checks. A Durable Object runs it over storage.
 //!
+//! Each operation emits what it did to a grant (granted, renewed, released,
+//! lapsed, evicted) as [`LeaseEvent`]s, which the host drains and records.
+//!
 //! Two clocks appear: the registry's (`registry_now_ms`, the owner's clock)
 //! and the node's (`node_now_ms`, what the node will stamp into IDs).
 //!
@@ -208,7 +211,8 @@ pub struct LeaseEvent {
 }
 
 impl LeaseEvent {
-    fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+    /// An event of `kind` at `at_ms`, to the grant `slot` holds.
+    pub fn new(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
         LeaseEvent {
             kind,
             at_ms,
@@ -603,12 +607,12 @@ impl Registry {
             }
             _ => 0,
         };
-        // The grant it replaces was never given back: it lapsed when its
-        // lease ran out (unless a node proving it held it takes it over
-        // before then: no lapse).
+        // A grant it replaces that was neither given back nor evicted
+        // lapsed when its lease ran out (one a node proving it held it takes
+        // over before then did not).
         if let Some(old) = &self.slots[worker_id as usize] {
             if !old.released && !old.evicted && old.expires_at_ms <= registry_now_ms {
-                let lapsed = LeaseEvent::of(LeaseEventKind::Lapsed, old.expires_at_ms, old);
+                let lapsed = LeaseEvent::new(LeaseEventKind::Lapsed, old.expires_at_ms, old);
                 self.events.push(lapsed);
             }
         }
@@ -625,7 +629,7 @@ impl Registry {
             secret: Some(ask.secret_hash),
             evicted: false,
         };
-        let granted = LeaseEvent::of(LeaseEventKind::Granted, registry_now_ms, &slot);
+        let granted = LeaseEvent::new(LeaseEventKind::Granted, registry_now_ms, &slot);
         self.events.push(granted);
         self.slots[worker_id as usize] = Some(slot);
         self.next_generation += 1;
@@ -828,7 +832,7 @@ impl Registry {
         // A renewal that does not extend the lease (a second one within the
         // same ms, or under a registry clock that went back) is no event.
         if extends {
-            let renewed = LeaseEvent::of(LeaseEventKind::Renewed, registry_now_ms, slot);
+            let renewed = LeaseEvent::new(LeaseEventKind::Renewed, registry_now_ms, slot);
             self.events.push(renewed);
         }
         Ok(lease)
@@ -864,7 +868,7 @@ impl Registry {
             slot.last_timestamp_ms = slot.last_timestamp_ms.max(slot.expires_at_ms);
         }
         slot.released = true;
-        let released = LeaseEvent::of(LeaseEventKind::Released, registry_now_ms, slot);
+        let released = LeaseEvent::new(LeaseEventKind::Released, registry_now_ms, slot);
         self.events.push(released);
         Ok(())
     }
@@ -893,7 +897,7 @@ impl Registry {
                 s.evicted = true;
                 s.secret = None;
                 let end = s.expires_at_ms.saturating_add(self.config.max_skew_ms);
-                let evicted = LeaseEvent::of(LeaseEventKind::Evicted, registry_now_ms, s);
+                let evicted = LeaseEvent::new(LeaseEventKind::Evicted, registry_now_ms, s);
                 self.events.push(evicted);
                 Ok(end)
             }

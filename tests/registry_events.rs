@@ -20,17 +20,6 @@ const T0: u64 = 1_735_689_600_000;
 const NODES: usize = 5;
 const CAPACITY: u32 = 5;
 
-fn event(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
-    LeaseEvent {
-        kind,
-        at_ms,
-        worker_id: slot.worker_id,
-        generation: slot.generation,
-        node_key: slot.node_key.clone(),
-        owner: slot.owner.clone(),
-    }
-}
-
 /// The model (the registry's store computed the events so until the
 /// registry emitted them): the events an operation made, from the slot of
 /// the worker ID it changed before (`None`: never leased) and after it, at
@@ -48,15 +37,17 @@ fn diff(before: Option<&WorkerSlot>, after: &WorkerSlot, now: u64) -> Vec<LeaseE
             } else {
                 None
             };
-            kind.map(|k| event(k, now, after)).into_iter().collect()
+            kind.map(|k| LeaseEvent::new(k, now, after))
+                .into_iter()
+                .collect()
         }
         // A new grant; the one it replaced lapsed if it ran out unreleased
         // (a node proving it held a live grant takes it over: no lapse).
         _ => before
             .filter(|b| !b.released && !b.evicted && b.expires_at_ms <= now)
-            .map(|b| event(LeaseEventKind::Lapsed, b.expires_at_ms, b))
+            .map(|b| LeaseEvent::new(LeaseEventKind::Lapsed, b.expires_at_ms, b))
             .into_iter()
-            .chain([event(LeaseEventKind::Granted, now, after)])
+            .chain([LeaseEvent::new(LeaseEventKind::Granted, now, after)])
             .collect(),
     }
 }
