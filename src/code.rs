@@ -85,6 +85,23 @@ codes! {
     InvalidKeySpec = "invalid_key_spec";
     /// A credential holds as many live worker IDs as one may.
     WorkerIdLimit = "worker_id_limit";
+    /// Segments of a monotonic tag may not leave its store.
+    MonotonicTag = "monotonic_tag";
+    /// `monotonic` is fixed when a tag is created.
+    MonotonicImmutable = "monotonic_immutable";
+    /// IDs asked of a tag's store for a tag that is not monotonic.
+    NotMonotonic = "not_monotonic";
+    /// Not for opaque tags: segment leases to outside clients (the key would
+    /// have to leave), or an opaque tag that is also monotonic.
+    OpaqueTag = "opaque_tag";
+    /// A counter asked of a tag that is not opaque.
+    NotOpaque = "not_opaque";
+    /// `opaque` is fixed when a tag is created.
+    OpaqueImmutable = "opaque_immutable";
+    /// A lease request ID outside 1..=128 characters.
+    InvalidRequestId = "invalid_request_id";
+    /// A lease request ID sent again with a different request.
+    RequestIdReused = "request_id_reused";
 
     // ---- the service's own
     /// No such route or tag.
@@ -99,25 +116,8 @@ codes! {
     InvalidJson = "invalid_json";
     /// A body over the size limit.
     BodyTooLarge = "body_too_large";
-    /// A lease request ID outside 1..=128 characters.
-    InvalidRequestId = "invalid_request_id";
-    /// A lease request ID sent again with a different request.
-    RequestIdReused = "request_id_reused";
     /// An ID argument that is not a decimal integer in range.
     InvalidId = "invalid_id";
-    /// Segments of a monotonic tag may not leave its Durable Object.
-    MonotonicTag = "monotonic_tag";
-    /// `monotonic` is fixed when a tag is created.
-    MonotonicImmutable = "monotonic_immutable";
-    /// `/ids` asked of a tag that is not monotonic.
-    NotMonotonic = "not_monotonic";
-    /// Not for opaque tags: segment leases to outside clients (the key would
-    /// have to leave), or an opaque tag that is also monotonic.
-    OpaqueTag = "opaque_tag";
-    /// `reveal` asked of a tag that is not opaque.
-    NotOpaque = "not_opaque";
-    /// `opaque` is fixed when a tag is created.
-    OpaqueImmutable = "opaque_immutable";
     /// A snowflake sequence that stayed used up for longer than a request waits.
     SequenceExhausted = "sequence_exhausted";
     /// A Durable Object did not answer, or no segment came in time.

@@ -5,6 +5,7 @@
 use core::fmt;
 
 use crate::code::ErrorCode;
+use crate::opaque::OpaqueDomain;
 
 /// Which clock a skew check compared the node's clock against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +195,61 @@ pub enum Error {
         /// The limit.
         limit: u32,
     },
+    /// A segment lease asked of a monotonic tag: its store serves every ID
+    /// itself, so its segments never leave it.
+    MonotonicTag,
+    /// A change of a tag names another `monotonic` than the tag was created
+    /// with (isolates hold its segments, or its store its buffer, under the
+    /// promise the kind makes).
+    MonotonicImmutable {
+        /// What the tag was created with.
+        fixed: bool,
+        /// What the change named.
+        found: bool,
+    },
+    /// IDs asked of a tag's store for a tag that is not monotonic.
+    NotMonotonic,
+    /// A segment lease of an opaque tag asked from outside the service: its
+    /// key stays inside.
+    OpaqueTag,
+    /// A new tag asked to be both monotonic and opaque (opaque IDs have no
+    /// order to keep).
+    OpaqueAndMonotonic,
+    /// An opaque ID's counter asked of a tag that is not opaque.
+    NotOpaque,
+    /// A change of a tag names another opaque domain than the tag was created
+    /// with (or makes a plain tag opaque).
+    OpaqueImmutable {
+        /// The domain the tag was created with (`None`: not opaque).
+        fixed: Option<OpaqueDomain>,
+        /// The domain the change named.
+        found: OpaqueDomain,
+    },
+    /// A segment lease's request ID is empty or longer than
+    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) bytes.
+    InvalidRequestId {
+        /// Its length in bytes.
+        len: usize,
+        /// The longest allowed.
+        max: usize,
+    },
+    /// A request ID sent again with a different request: a retry asks for
+    /// the step it first asked for (as granted), and gets the same segment.
+    RequestIdReused {
+        /// The step of the segment first answered under the ID.
+        granted: u64,
+        /// The step this request is granted.
+        asked: u64,
+    },
+}
+
+/// An opaque domain as a `PUT` body names it (`none`: not opaque).
+fn write_domain(f: &mut fmt::Formatter<'_>, d: Option<OpaqueDomain>) -> fmt::Result {
+    match d {
+        None => f.write_str("none"),
+        Some(OpaqueDomain::Bits(b)) => write!(f, "{{\"bits\": {b}}}"),
+        Some(OpaqueDomain::Digits(d)) => write!(f, "{{\"digits\": {d}}}"),
+    }
 }
 
 impl Error {
@@ -226,6 +282,14 @@ impl Error {
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
             Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
             Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
+            Error::MonotonicTag => ErrorCode::MonotonicTag,
+            Error::MonotonicImmutable { .. } => ErrorCode::MonotonicImmutable,
+            Error::NotMonotonic => ErrorCode::NotMonotonic,
+            Error::OpaqueTag | Error::OpaqueAndMonotonic => ErrorCode::OpaqueTag,
+            Error::NotOpaque => ErrorCode::NotOpaque,
+            Error::OpaqueImmutable { .. } => ErrorCode::OpaqueImmutable,
+            Error::InvalidRequestId { .. } => ErrorCode::InvalidRequestId,
+            Error::RequestIdReused { .. } => ErrorCode::RequestIdReused,
         }
     }
 }
@@ -368,6 +432,38 @@ impl fmt::Display for Error {
             Error::WorkerIdLimit { limit } => write!(
                 f,
                 "worker id: expected fewer than {limit} live worker IDs held by this credential, found {limit} (release one, or let one lapse)"
+            ),
+            Error::MonotonicTag => f.write_str(
+                "biz_tag: expected a tag whose segments may leave its store, found a monotonic tag (its store serves its IDs itself)",
+            ),
+            Error::MonotonicImmutable { fixed, found } => write!(
+                f,
+                "monotonic: expected {fixed} (fixed when the tag was first created), found {found}"
+            ),
+            Error::NotMonotonic => {
+                f.write_str("biz_tag: expected a monotonic tag, found one that is not")
+            }
+            Error::OpaqueTag => f.write_str(
+                "biz_tag: expected a tag whose segments may leave the service, found an opaque tag (its key stays inside; the service serves its IDs)",
+            ),
+            Error::OpaqueAndMonotonic => f.write_str(
+                "biz_tag: expected monotonic or opaque, found both (opaque IDs have no order to keep)",
+            ),
+            Error::NotOpaque => f.write_str(
+                "biz_tag: expected an opaque tag, found one that is not (its IDs are their own counters)",
+            ),
+            Error::OpaqueImmutable { fixed, found } => {
+                f.write_str("opaque: expected ")?;
+                write_domain(f, fixed)?;
+                f.write_str(" (fixed when the tag was first created), found ")?;
+                write_domain(f, Some(found))
+            }
+            Error::InvalidRequestId { len, max } => {
+                write!(f, "requestId: expected 1..={max} characters, found {len}")
+            }
+            Error::RequestIdReused { granted, asked } => write!(
+                f,
+                "requestId: expected the request it was first sent with (step {granted}), found one for step {asked}"
             ),
         }
     }

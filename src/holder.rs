@@ -30,7 +30,7 @@ use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
 use crate::layout::Layout;
 use crate::rand::{NoRandom, RandSource};
-use crate::secret::{Claim, LeaseSecret};
+use crate::secret::{Claim, LeaseSecret, Proof, SecretHash};
 use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
@@ -198,14 +198,28 @@ pub struct LeaseAsk {
 }
 
 /// Ask the registry to renew (or, from [`SnowflakeHolder::close`], release).
+/// The holder sends it with its [`Claim`]; the registry is given it with a
+/// [`Proof`] ([`Renewal::proof`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Renewal {
-    /// The grant, with its secret.
-    pub claim: Claim,
+pub struct Renewal<C = Claim> {
+    /// The grant, with its secret (or, for the registry, its hash).
+    pub claim: C,
     /// The node's clock, Unix ms.
     pub node_now_ms: u64,
     /// The latest timestamp issued under the lease, Unix ms.
     pub last_timestamp_ms: u64,
+}
+
+impl Renewal {
+    /// The renewal as the registry is given it: the claim's secret hashed
+    /// by `hash` (the host's SHA-256).
+    pub fn proof(&self, hash: impl FnOnce(&LeaseSecret) -> SecretHash) -> Renewal<Proof> {
+        Renewal {
+            claim: self.claim.proof(hash),
+            node_now_ms: self.node_now_ms,
+            last_timestamp_ms: self.last_timestamp_ms,
+        }
+    }
 }
 
 /// What the caller does after a [`SnowflakeHolder::poll`].

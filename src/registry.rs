@@ -3,6 +3,9 @@
 //! issued timestamp, recycling only after TTL + grace, a fencing generation
 //! per grant, and Leaf's clock checks. A Durable Object runs it over storage.
 //!
+//! Each operation emits what it did to a grant (granted, renewed, released,
+//! lapsed, evicted) as [`LeaseEvent`]s, which the host drains and records.
+//!
 //! Two clocks appear: the registry's (`registry_now_ms`, the owner's clock)
 //! and the node's (`node_now_ms`, what the node will stamp into IDs).
 //!
@@ -19,7 +22,7 @@ use crate::error::{check_range, ClockReference, Error};
 use crate::holder::{LeaseAsk, Renewal};
 use crate::layout::Layout;
 use crate::name::check_name;
-use crate::secret::{Claim, LeaseSecret, SecretHash};
+use crate::secret::{LeaseSecret, Proof, SecretHash};
 use crate::snowflake::MAX_TOLERANCE_MS;
 
 /// Default lease time to live.
@@ -159,6 +162,68 @@ pub enum SlotStatus {
     Free,
 }
 
+/// What happened to a worker ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LeaseEventKind {
+    /// Leased to a node.
+    Granted,
+    /// The holder renewed it.
+    Renewed,
+    /// The holder gave it back.
+    Released,
+    /// Its lease ran out unreleased (recorded when the ID is granted again).
+    Lapsed,
+    /// An operator ended it without its holder.
+    Evicted,
+}
+
+impl LeaseEventKind {
+    /// Its name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LeaseEventKind::Granted => "granted",
+            LeaseEventKind::Renewed => "renewed",
+            LeaseEventKind::Released => "released",
+            LeaseEventKind::Lapsed => "lapsed",
+            LeaseEventKind::Evicted => "evicted",
+        }
+    }
+}
+
+/// Something that happened to a worker ID's grant, as the [`Registry`]
+/// emits it (drained with [`Registry::take_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseEvent {
+    /// What.
+    pub kind: LeaseEventKind,
+    /// When, registry ms (a lapse: when the lease ran out).
+    pub at_ms: u64,
+    /// The grant it happened to.
+    pub worker_id: u32,
+    /// Its generation.
+    pub generation: u64,
+    /// Its node.
+    pub node_key: String,
+    /// Its owner (empty: the service's own).
+    pub owner: String,
+}
+
+impl LeaseEvent {
+    /// An event of `kind` at `at_ms`, to the grant `slot` holds.
+    pub fn new(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
+        LeaseEvent {
+            kind,
+            at_ms,
+            worker_id: slot.worker_id,
+            generation: slot.generation,
+            node_key: slot.node_key.clone(),
+            owner: slot.owner.clone(),
+        }
+    }
+}
+
 /// A grant or renewal: what a node needs to issue IDs. The grant's secret
 /// is not here: the registry never has it (the host draws it, gives the
 /// registry its hash, and answers the secret to the caller alone).
@@ -192,28 +257,32 @@ pub struct GrantRequest<'a> {
     pub node_key: &'a str,
     /// The node's clock, Unix ms.
     pub node_now_ms: u64,
-    /// The grant the node held before, from its own cache: with its secret,
-    /// a restarted node gets its worker ID back.
-    pub previous: Option<Claim>,
-    /// The new grant's secret, drawn by the host from its CSPRNG; the
-    /// registry keeps only its hash, and the host answers it to the caller.
-    pub secret: LeaseSecret,
+    /// The grant the node held before, from its own cache: with the hash
+    /// of its secret, a restarted node gets its worker ID back.
+    pub previous: Option<Proof>,
+    /// The hash of the new grant's secret. The host draws the secret from
+    /// its CSPRNG, gives the registry its hash, and answers the secret to
+    /// the caller alone.
+    pub secret_hash: SecretHash,
 }
 
 impl<'a> GrantRequest<'a> {
-    /// A holder's [`LeaseAsk`], from `owner`'s node `node_key`.
+    /// A holder's [`LeaseAsk`], from `owner`'s node `node_key`, for a grant
+    /// under `secret`: the host hashes it and the previous grant's secret
+    /// with `hash` (its SHA-256).
     pub fn from_ask(
         ask: &LeaseAsk,
         owner: &'a str,
         node_key: &'a str,
-        secret: LeaseSecret,
+        secret: &LeaseSecret,
+        hash: impl Fn(&LeaseSecret) -> SecretHash,
     ) -> Self {
         GrantRequest {
             owner,
             node_key,
             node_now_ms: ask.node_now_ms,
-            previous: ask.previous,
-            secret,
+            previous: ask.previous.map(|c| c.proof(&hash)),
+            secret_hash: hash(secret),
         }
     }
 }
@@ -221,28 +290,32 @@ impl<'a> GrantRequest<'a> {
 /// The registry.
 ///
 /// ```
-/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal};
+/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal, SecretHash};
+/// use sha2::{Digest, Sha256};
 ///
+/// // The host's hash: the registry sees hashes of secrets only.
+/// let sha256 = |s: &LeaseSecret| SecretHash(Sha256::digest(s.as_bytes()).into());
 /// let mut reg = Registry::new(RegistryConfig::new(&Layout::LEAF))?;
 /// let now = 1_700_000_000_000;
 /// // The host draws each grant's secret from its CSPRNG and answers it to
 /// // the caller alone; the registry keeps its hash.
 /// let secret = LeaseSecret::from_random([7; 16]);
 /// let ask = |node_key| GrantRequest {
-///     owner: "team-a", node_key, node_now_ms: now, previous: None, secret,
+///     owner: "team-a", node_key, node_now_ms: now, previous: None, secret_hash: sha256(&secret),
 /// };
 /// let a = reg.lease(ask("10.0.0.1:8080"), now)?;
 /// let b = reg.lease(ask("10.0.0.2:8080"), now)?;
 /// assert_ne!(a.worker_id, b.worker_id);
+/// // The holder sends its claim with the secret; the host hashes it.
 /// let claim = Claim { worker_id: a.worker_id, generation: a.generation, secret: Some(secret) };
-/// let renewal = Renewal { claim, node_now_ms: now + 1_000, last_timestamp_ms: now + 999 };
+/// let renewal = Renewal { claim, node_now_ms: now + 1_000, last_timestamp_ms: now + 999 }.proof(sha256);
 /// let renewed = reg.renew("team-a", &renewal, now + 1_000)?;
 /// assert_eq!(renewed.worker_id, a.worker_id);
 /// // Another credential, even with the secret, is refused; nothing changes.
 /// assert!(reg.renew("team-b", &renewal, now + 1_000).is_err());
 /// # Ok::<(), edgeleaf::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub struct Registry {
@@ -250,7 +323,23 @@ pub struct Registry {
     next_generation: u64,
     /// Indexed by worker ID; `None` for IDs never leased.
     slots: Vec<Option<WorkerSlot>>,
+    /// What the operations did, until the host drains it
+    /// ([`Registry::take_events`]): output, not state.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    events: Vec<LeaseEvent>,
 }
+
+/// Two registries are equal when their tables are: events not yet drained
+/// are output, not state.
+impl PartialEq for Registry {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config
+            && self.next_generation == other.next_generation
+            && self.slots == other.slots
+    }
+}
+
+impl Eq for Registry {}
 
 /// How a grant of a worker ID came to be chosen.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -286,6 +375,7 @@ impl Registry {
             config,
             next_generation: next_generation.max(1),
             slots: Vec::new(),
+            events: Vec::new(),
         };
         for slot in slots {
             check_range(
@@ -323,6 +413,14 @@ impl Registry {
     /// One worker ID's record.
     pub fn slot(&self, worker_id: u32) -> Option<&WorkerSlot> {
         self.slots.get(worker_id as usize).and_then(Option::as_ref)
+    }
+
+    /// The events of the operations since the last call, oldest first, for
+    /// the host to record: each grant (after a lapse of the grant it
+    /// replaces, if that ran out unreleased), renewal that extends a lease,
+    /// release and eviction. A refused operation emits none.
+    pub fn take_events(&mut self) -> Vec<LeaseEvent> {
+        core::mem::take(&mut self.events)
     }
 
     /// The latest instant (registry ms, and the bound on the timestamps its
@@ -440,8 +538,8 @@ impl Registry {
         &mut self,
         index: u32,
         node_now_ms: u64,
-        previous: Option<Claim>,
-        secret: LeaseSecret,
+        previous: Option<Proof>,
+        secret_hash: SecretHash,
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         if self.config.minters == 0 {
@@ -464,7 +562,7 @@ impl Registry {
             node_key: &key,
             node_now_ms,
             previous,
-            secret,
+            secret_hash,
         };
         self.grant(ask, registry_now_ms, index..index + 1, true)
     }
@@ -509,7 +607,16 @@ impl Registry {
             }
             _ => 0,
         };
-        self.slots[worker_id as usize] = Some(WorkerSlot {
+        // A grant it replaces that was neither given back nor evicted
+        // lapsed when its lease ran out (one a node proving it held it takes
+        // over before then did not).
+        if let Some(old) = &self.slots[worker_id as usize] {
+            if !old.released && !old.evicted && old.expires_at_ms <= registry_now_ms {
+                let lapsed = LeaseEvent::new(LeaseEventKind::Lapsed, old.expires_at_ms, old);
+                self.events.push(lapsed);
+            }
+        }
+        let slot = WorkerSlot {
             worker_id,
             node_key: ask.node_key.into(),
             generation,
@@ -519,9 +626,12 @@ impl Registry {
             reported_clock_ms: node_now_ms,
             reported_at_ms: registry_now_ms,
             owner: ask.owner.into(),
-            secret: Some(ask.secret.hash()),
+            secret: Some(ask.secret_hash),
             evicted: false,
-        });
+        };
+        let granted = LeaseEvent::new(LeaseEventKind::Granted, registry_now_ms, &slot);
+        self.events.push(granted);
+        self.slots[worker_id as usize] = Some(slot);
         self.next_generation += 1;
         Ok(Lease {
             worker_id,
@@ -538,7 +648,7 @@ impl Registry {
     fn check_holder(
         slot: &WorkerSlot,
         owner: &str,
-        proof: &Claim,
+        proof: &Proof,
         legacy: bool,
     ) -> Result<(), Error> {
         let refused = |mismatch| Error::NotLeaseHolder {
@@ -556,8 +666,8 @@ impl Registry {
                 generation: proof.generation,
             });
         }
-        match (slot.secret, proof.secret) {
-            (Some(held), Some(given)) if held == given.hash() => Ok(()),
+        match (slot.secret, proof.secret_hash) {
+            (Some(held), Some(given)) if held == given => Ok(()),
             (None, None) if legacy => Ok(()),
             _ => Err(refused("secret")),
         }
@@ -574,7 +684,7 @@ impl Registry {
             if let Some(s) = self.slot(p.worker_id) {
                 // Both from before secrets: the node has nothing to prove
                 // with, and is not told off for it (it gets another ID).
-                let legacy = s.secret.is_none() && p.secret.is_none();
+                let legacy = s.secret.is_none() && p.secret_hash.is_none();
                 // A proof of a grant that is no longer the latest proves
                 // nothing (whoever holds the ID now): no refusal either.
                 let current = s.generation == p.generation;
@@ -631,7 +741,7 @@ impl Registry {
         Ok((id, Chosen::Free))
     }
 
-    fn held(&mut self, owner: &str, proof: &Claim) -> Result<&mut WorkerSlot, Error> {
+    fn held(&mut self, owner: &str, proof: &Proof) -> Result<&mut WorkerSlot, Error> {
         let slot = self
             .slots
             .get_mut(proof.worker_id as usize)
@@ -644,8 +754,8 @@ impl Registry {
         Ok(slot)
     }
 
-    /// Extends a live lease for its holder: `owner`, presenting the grant's
-    /// secret in the [`Renewal`]'s claim, with the node's clock and the latest
+    /// Extends a live lease for its holder: `owner`, presenting the hash of
+    /// the grant's secret in the [`Renewal`]'s proof, with the node's clock and the latest
     /// timestamp it issued under the lease. A refusal changes nothing.
     ///
     /// # Errors
@@ -659,7 +769,7 @@ impl Registry {
     pub fn renew(
         &mut self,
         owner: &str,
-        renewal: &Renewal,
+        renewal: &Renewal<Proof>,
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         let max_skew_ms = self.config.max_skew_ms;
@@ -706,22 +816,30 @@ impl Registry {
                 node_now_ms,
             });
         }
+        let extends = registry_now_ms + ttl_ms > slot.expires_at_ms;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
         slot.reported_clock_ms = node_now_ms;
         slot.reported_at_ms = registry_now_ms;
         slot.expires_at_ms = registry_now_ms + ttl_ms;
-        Ok(Lease {
+        let lease = Lease {
             worker_id,
             generation: claim.generation,
             node_key: slot.node_key.clone(),
             expires_at_ms: slot.expires_at_ms,
             issue_after_ms: slot.last_timestamp_ms,
             ttl_ms,
-        })
+        };
+        // A renewal that does not extend the lease (a second one within the
+        // same ms, or under a registry clock that went back) is no event.
+        if extends {
+            let renewed = LeaseEvent::new(LeaseEventKind::Renewed, registry_now_ms, slot);
+            self.events.push(renewed);
+        }
+        Ok(lease)
     }
 
-    /// Gives a worker ID back for its holder (`owner`, presenting the
-    /// grant's secret); it is free at once. The release's
+    /// Gives a worker ID back for its holder (`owner`, presenting the hash
+    /// of the grant's secret); it is free at once. The release's
     /// `last_timestamp_ms` is the latest timestamp issued under it, kept so
     /// the next holder issues after it — only the proved holder's word sets
     /// that floor.
@@ -732,7 +850,7 @@ impl Registry {
     pub fn release(
         &mut self,
         owner: &str,
-        release: &Renewal,
+        release: &Renewal<Proof>,
         registry_now_ms: u64,
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
@@ -750,6 +868,8 @@ impl Registry {
             slot.last_timestamp_ms = slot.last_timestamp_ms.max(slot.expires_at_ms);
         }
         slot.released = true;
+        let released = LeaseEvent::new(LeaseEventKind::Released, registry_now_ms, slot);
+        self.events.push(released);
         Ok(())
     }
 
@@ -777,6 +897,8 @@ impl Registry {
                 s.evicted = true;
                 s.secret = None;
                 let end = s.expires_at_ms.saturating_add(self.config.max_skew_ms);
+                let evicted = LeaseEvent::new(LeaseEventKind::Evicted, registry_now_ms, s);
+                self.events.push(evicted);
                 Ok(end)
             }
             (s, _) => Err(Error::LeaseNotHeld {
@@ -790,7 +912,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::holder::Renewal;
     use crate::secret::LeaseSecret;
+    use sha2::{Digest, Sha256};
 
     const T: u64 = 1_700_000_000_000;
     const OWNER: &str = "team-a";
@@ -814,15 +938,25 @@ mod tests {
         LeaseSecret::from_random(b)
     }
 
-    fn proof(l: &Lease) -> Claim {
-        Claim {
+    /// The host's hash of a secret.
+    fn sha256(s: &LeaseSecret) -> SecretHash {
+        SecretHash(Sha256::digest(s.as_bytes()).into())
+    }
+
+    /// The hash of grant `generation`'s secret.
+    fn hash_of(generation: u64) -> SecretHash {
+        sha256(&secret_of(generation))
+    }
+
+    fn proof(l: &Lease) -> Proof {
+        Proof {
             worker_id: l.worker_id,
             generation: l.generation,
-            secret: Some(secret_of(l.generation)),
+            secret_hash: Some(hash_of(l.generation)),
         }
     }
 
-    fn rn(claim: Claim, node_now_ms: u64, last_timestamp_ms: u64) -> Renewal {
+    fn rn(claim: Proof, node_now_ms: u64, last_timestamp_ms: u64) -> Renewal<Proof> {
         Renewal {
             claim,
             node_now_ms,
@@ -836,14 +970,14 @@ mod tests {
         key: &str,
         node_now: u64,
         reg_now: u64,
-        previous: Option<Claim>,
+        previous: Option<Proof>,
     ) -> Result<Lease, Error> {
         let ask = GrantRequest {
             owner: OWNER,
             node_key: key,
             node_now_ms: node_now,
             previous,
-            secret: secret_of(r.next_generation()),
+            secret_hash: hash_of(r.next_generation()),
         };
         r.lease(ask, reg_now)
     }
@@ -930,12 +1064,12 @@ mod tests {
         let mut r = reg(4);
         let a = lease(&mut r, "a", T, T, None).unwrap();
         let before = r.clone();
-        let wrong = Claim {
-            secret: Some(secret_of(999)),
+        let wrong = Proof {
+            secret_hash: Some(hash_of(999)),
             ..proof(&a)
         };
-        let none = Claim {
-            secret: None,
+        let none = Proof {
+            secret_hash: None,
             ..proof(&a)
         };
         let secret_refused = Error::NotLeaseHolder {
@@ -1009,7 +1143,7 @@ mod tests {
             ..*reg(3).config()
         })
         .unwrap();
-        let m = r.lease_minter(0, T, None, secret_of(1), T).unwrap();
+        let m = r.lease_minter(0, T, None, hash_of(1), T).unwrap();
         let n = lease(&mut r, "n", T, T, None).unwrap();
         // As an old store has them: no secret.
         let slots: Vec<WorkerSlot> = r
@@ -1018,8 +1152,8 @@ mod tests {
             .map(|s| WorkerSlot { secret: None, ..s })
             .collect();
         let mut r = Registry::from_parts(*r.config(), r.next_generation(), slots).unwrap();
-        let legacy = |l: &Lease| Claim {
-            secret: None,
+        let legacy = |l: &Lease| Proof {
+            secret_hash: None,
             ..proof(l)
         };
         // Nobody renews or releases them, with or without a secret.
@@ -1032,7 +1166,7 @@ mod tests {
         assert_ne!(n2.worker_id, n.worker_id);
         // A minter reclaims its own by generation (it is the service's own).
         let m2 = r
-            .lease_minter(0, T + 2, Some(legacy(&m)), secret_of(7), T + 2)
+            .lease_minter(0, T + 2, Some(legacy(&m)), hash_of(7), T + 2)
             .unwrap();
         assert_eq!((m2.worker_id, m2.issue_after_ms), (0, T + 2));
         // The legacy grant lapses, then is fenced at expiry + skew.
@@ -1164,22 +1298,22 @@ mod tests {
         );
         // Minter i gets worker ID i however full the rest is.
         let m1 = r
-            .lease_minter(1, T, None, secret_of(r.next_generation()), T)
+            .lease_minter(1, T, None, hash_of(r.next_generation()), T)
             .unwrap();
         assert_eq!((m1.worker_id, m1.node_key.as_str()), (1, "minter:1"));
         assert!(matches!(
-            r.lease_minter(2, T, None, secret_of(0), T),
+            r.lease_minter(2, T, None, hash_of(0), T),
             Err(Error::OutOfRange { .. })
         ));
         // A restarted minter proves its grant and keeps its ID; one that
         // cannot prove it waits for the lapse like anyone else.
-        let next = secret_of(r.next_generation());
+        let next = hash_of(r.next_generation());
         let again = r
             .lease_minter(1, T + 5, Some(proof(&m1)), next, T + 5)
             .unwrap();
         assert_eq!(again.worker_id, 1);
         assert_eq!(again.issue_after_ms, T + 5);
-        assert!(r.lease_minter(1, T + 6, None, secret_of(0), T + 6).is_err());
+        assert!(r.lease_minter(1, T + 6, None, hash_of(0), T + 6).is_err());
         // Claim of a reserved ID does not get an ordinary node into it.
         assert!(lease(&mut r, "a", T, T, Some(proof(&again))).is_err());
         // A node that held an ID before it was reserved keeps it until it
@@ -1196,10 +1330,10 @@ mod tests {
             small.slots().cloned(),
         )
         .unwrap();
-        assert!(grown.lease_minter(0, T, None, secret_of(0), T).is_err());
+        assert!(grown.lease_minter(0, T, None, hash_of(0), T).is_err());
         let later = T + 10_000 + 5_000;
         let m0 = grown
-            .lease_minter(0, later, None, secret_of(0), later)
+            .lease_minter(0, later, None, hash_of(0), later)
             .unwrap();
         assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
     }

@@ -4,12 +4,13 @@
 //! a restarted holder. Worker IDs, generations, node keys and owners are
 //! public (views show them); the secret is what proves "I hold this grant".
 //!
-//! The registry keeps [`SecretHash`]es only, and compares the hash of what a
-//! caller presents with the stored one in constant time.
+//! The registry sees [`SecretHash`]es only: its host hashes the secret a
+//! caller presents (SHA-256; the core holds no hash function), the registry
+//! keeps the hash of each grant's secret and compares in constant time. The
+//! holder keeps and sends the secret itself ([`Claim`]); the registry is
+//! given its hash ([`Proof`]).
 
 use core::fmt;
-
-use sha2::{Digest, Sha256};
 
 /// A lease secret's length: 128 bits from the host's CSPRNG.
 pub const LEASE_SECRET_BYTES: usize = 16;
@@ -73,9 +74,10 @@ impl LeaseSecret {
         HexSecret(text)
     }
 
-    /// What the registry stores and compares: SHA-256 of the secret.
-    pub fn hash(&self) -> SecretHash {
-        SecretHash(Sha256::digest(self.0).into())
+    /// The secret's bytes, for the host to hash into the [`SecretHash`]
+    /// the registry is given.
+    pub fn as_bytes(&self) -> &[u8; LEASE_SECRET_BYTES] {
+        &self.0
     }
 }
 
@@ -104,8 +106,8 @@ impl core::ops::Deref for HexSecret {
     }
 }
 
-/// The SHA-256 of a [`LeaseSecret`]: what the registry keeps of a grant.
-/// Equality is constant-time.
+/// The SHA-256 of a [`LeaseSecret`], computed by the registry's host: what
+/// the registry keeps of a grant and compares. Equality is constant-time.
 #[derive(Clone, Copy)]
 pub struct SecretHash(pub [u8; 32]);
 
@@ -147,6 +149,30 @@ pub struct Claim {
     pub generation: u64,
     /// The grant's secret.
     pub secret: Option<LeaseSecret>,
+}
+
+impl Claim {
+    /// What the registry is given for this claim: its secret hashed by
+    /// `hash` (the host's SHA-256).
+    pub fn proof(&self, hash: impl FnOnce(&LeaseSecret) -> SecretHash) -> Proof {
+        Proof {
+            worker_id: self.worker_id,
+            generation: self.generation,
+            secret_hash: self.secret.as_ref().map(hash),
+        }
+    }
+}
+
+/// A [`Claim`] as the registry sees it: the grant's numbers and the hash of
+/// the secret the caller presented (`None`: it presented none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proof {
+    /// The worker ID.
+    pub worker_id: u32,
+    /// The grant's generation.
+    pub generation: u64,
+    /// The hash of the secret presented.
+    pub secret_hash: Option<SecretHash>,
 }
 
 #[cfg(feature = "serde")]
@@ -196,17 +222,34 @@ mod tests {
         assert_eq!(LeaseSecret::from_hex(&s.to_hex()), Some(s));
         assert_eq!(LeaseSecret::from_hex("ab"), None);
         assert_eq!(LeaseSecret::from_hex(&"zz".repeat(16)), None);
-        let shown = std::format!("{s:?} {:?}", s.hash());
+        let shown = std::format!("{s:?} {:?}", SecretHash([0xab; 32]));
         assert!(!shown.contains("ab"), "{shown}");
     }
 
     #[test]
-    fn hashes_differ_by_secret_and_compare_equal_only_when_equal() {
-        let a = LeaseSecret::from_random([1; LEASE_SECRET_BYTES]);
-        let b = LeaseSecret::from_random([2; LEASE_SECRET_BYTES]);
-        assert_eq!(a.hash(), a.hash());
-        assert_ne!(a.hash(), b.hash());
+    fn hashes_compare_equal_only_when_equal() {
+        let (a, b) = (SecretHash([1; 32]), SecretHash([2; 32]));
+        assert_eq!(a, a);
+        assert_ne!(a, b);
         assert!(!constant_time_eq(b"ab", b"abc"));
         assert!(constant_time_eq(b"abc", b"abc"));
+    }
+
+    #[test]
+    fn a_proof_carries_the_hash_of_the_claims_secret() {
+        let claim = Claim {
+            worker_id: 3,
+            generation: 7,
+            secret: Some(LeaseSecret::from_random([9; LEASE_SECRET_BYTES])),
+        };
+        let first_byte = |s: &LeaseSecret| SecretHash([s.as_bytes()[0]; 32]);
+        let proof = claim.proof(first_byte);
+        assert_eq!((proof.worker_id, proof.generation), (3, 7));
+        assert_eq!(proof.secret_hash, Some(SecretHash([9; 32])));
+        let none = Claim {
+            secret: None,
+            ..claim
+        };
+        assert_eq!(none.proof(first_byte).secret_hash, None);
     }
 }

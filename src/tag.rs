@@ -1,6 +1,9 @@
-//! The store side of segment mode: one record per `biz_tag` and the
-//! allocation that advances it. A Durable Object runs this over its storage;
-//! the record returned must be durable before the allocation is handed out.
+//! The store side of segment mode: one record per `biz_tag`, the allocation
+//! that advances it, and the rules of its store: a tag's kind (plain,
+//! monotonic or opaque), fixed when it is created, says who may take its
+//! segments; a segment lease sent again under its request ID is answered the
+//! same segment. A Durable Object runs this over its storage; the record
+//! returned must be durable before the allocation is handed out.
 
 use alloc::string::String;
 
@@ -11,6 +14,161 @@ use crate::segment::{Allocation, MAX_SEGMENT_ID, MAX_STEP};
 
 /// The longest description kept with a tag, in bytes.
 pub const MAX_DESCRIPTION_LEN: usize = 256;
+/// The longest request ID of a segment lease, in bytes.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+/// How long a tag's store remembers a segment lease's request ID (a retry
+/// within it is answered the same segment).
+pub const REQUEST_ID_TTL_MS: u64 = 3_600_000;
+
+/// What a tag is. Fixed when the tag is created: isolates hold its segments
+/// (or its store its buffer) under the promise its kind makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub enum TagKind {
+    /// IDs increase within each segment; its segments go to the service's
+    /// isolates and to outside clients (segment leases).
+    #[default]
+    Plain,
+    /// Its store serves every ID itself, each greater than every one before:
+    /// its segments never leave it.
+    Monotonic,
+    /// Its IDs are a keyed permutation of its counters over the domain; its
+    /// segments go only to the service's own isolates, with the key.
+    Opaque(OpaqueDomain),
+}
+
+impl TagKind {
+    /// The kind a new tag asks for.
+    ///
+    /// # Errors
+    /// [`Error::OpaqueAndMonotonic`] for both.
+    pub fn new(monotonic: bool, opaque: Option<OpaqueDomain>) -> Result<TagKind, Error> {
+        match (monotonic, opaque) {
+            (true, Some(_)) => Err(Error::OpaqueAndMonotonic),
+            (true, None) => Ok(TagKind::Monotonic),
+            (false, Some(d)) => Ok(TagKind::Opaque(d)),
+            (false, None) => Ok(TagKind::Plain),
+        }
+    }
+
+    /// Whether the tag is monotonic.
+    pub fn is_monotonic(self) -> bool {
+        self == TagKind::Monotonic
+    }
+
+    /// An opaque tag's domain.
+    pub fn opaque(self) -> Option<OpaqueDomain> {
+        match self {
+            TagKind::Opaque(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Checks that the tag's store serves its IDs itself (`/ids`).
+    ///
+    /// # Errors
+    /// [`Error::NotMonotonic`] for any other kind.
+    pub fn check_monotonic(self) -> Result<(), Error> {
+        if self.is_monotonic() {
+            Ok(())
+        } else {
+            Err(Error::NotMonotonic)
+        }
+    }
+
+    /// An opaque tag's domain, to read an ID's counter with its key.
+    ///
+    /// # Errors
+    /// [`Error::NotOpaque`] for any other kind.
+    pub fn check_opaque(self) -> Result<OpaqueDomain, Error> {
+        self.opaque().ok_or(Error::NotOpaque)
+    }
+
+    /// Checks that a change naming `monotonic` and `opaque` (`None`: not
+    /// named) keeps this kind.
+    ///
+    /// # Errors
+    /// [`Error::MonotonicImmutable`], then [`Error::OpaqueImmutable`], for
+    /// a change that names another.
+    fn check_unchanged(
+        self,
+        monotonic: Option<bool>,
+        opaque: Option<OpaqueDomain>,
+    ) -> Result<(), Error> {
+        let fixed = self.is_monotonic();
+        if let Some(found) = monotonic.filter(|m| *m != fixed) {
+            return Err(Error::MonotonicImmutable { fixed, found });
+        }
+        if let Some(found) = opaque.filter(|d| Some(*d) != self.opaque()) {
+            return Err(Error::OpaqueImmutable {
+                fixed: self.opaque(),
+                found,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks that a segment lease may take this tag's segments:
+    /// `for_isolate` says it comes from one of the service's own isolates.
+    ///
+    /// # Errors
+    /// [`Error::OpaqueTag`] for an opaque tag, unless for an isolate;
+    /// [`Error::MonotonicTag`] for a monotonic tag.
+    fn check_lease(self, for_isolate: bool) -> Result<(), Error> {
+        match self {
+            TagKind::Opaque(_) if !for_isolate => Err(Error::OpaqueTag),
+            TagKind::Monotonic => Err(Error::MonotonicTag),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A request to create a tag or change one: each `None` keeps what the tag
+/// has (at creation: the default). The kind (`monotonic`, `opaque`) is set
+/// at creation only; a change may name the kind the tag has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TagChange<'a> {
+    /// The step.
+    pub step: Option<u64>,
+    /// A new `max_id`: never below the tag's (that would reissue IDs).
+    pub max_id: Option<u64>,
+    /// The largest step granted.
+    pub max_step: Option<u64>,
+    /// Free text.
+    pub description: Option<&'a str>,
+    /// Whether the tag is monotonic.
+    pub monotonic: Option<bool>,
+    /// An opaque tag's domain.
+    pub opaque: Option<OpaqueDomain>,
+}
+
+/// A segment lease, as a tag's store is asked for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentAsk<'a> {
+    /// The step asked for, granted as [`TagRecord::grant_step`] says.
+    pub step: Option<u64>,
+    /// The caller's name for the request: sent again (a retry), it is
+    /// answered the same segment.
+    pub request_id: Option<&'a str>,
+    /// From one of the service's own isolates: they alone take an opaque
+    /// tag's segments (with its key).
+    pub for_isolate: bool,
+}
+
+/// How a tag's store answers a segment lease ([`TagRecord::lease_segment`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentAnswer {
+    /// A retry: the segment first answered under its request ID, again —
+    /// neither burnt nor handed out twice.
+    Again(Allocation),
+    /// A new segment of `step` IDs: allocate it ([`TagRecord::allocate`]),
+    /// and remember it under the request ID if the lease has one.
+    Allocate {
+        /// The step granted.
+        step: u64,
+    },
+}
 
 /// Leaf's `leaf_alloc` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +184,10 @@ pub struct TagRecord {
     pub description: String,
     /// When the record last changed, Unix ms.
     pub update_time: u64,
-    /// An opaque tag's domain: its counters (and so `max_id`) end at the
-    /// domain's last ID. Fixed when the tag is created.
+    /// What the tag is, fixed when it is created. An opaque tag's counters
+    /// (and so `max_id`) end at its domain's last ID.
     #[cfg_attr(feature = "serde", serde(default))]
-    pub opaque: Option<OpaqueDomain>,
+    pub kind: TagKind,
     /// The largest step granted (`None`: Leaf's 1,000,000). A tag whose
     /// segments must stay short (fewer IDs skipped when an isolate is lost)
     /// pins its step with `max_step == step`.
@@ -58,11 +216,53 @@ impl TagRecord {
             step,
             description: description.into(),
             update_time: now_ms,
-            opaque: None,
+            kind: TagKind::Plain,
             max_step: None,
         };
         record.validate()?;
         Ok(record)
+    }
+
+    /// A new tag as `change` asks, with a step of `default_step` unless it
+    /// names one.
+    ///
+    /// # Errors
+    /// As [`TagRecord::new`] and [`TagRecord::with_max_step`];
+    /// [`Error::OpaqueAndMonotonic`]; as [`TagRecord::with_kind`].
+    pub fn create(
+        biz_tag: &str,
+        change: &TagChange<'_>,
+        default_step: u64,
+        now_ms: u64,
+    ) -> Result<Self, Error> {
+        let record = TagRecord::new(
+            biz_tag,
+            change.step.unwrap_or(default_step),
+            change.max_id.unwrap_or(0),
+            change.description.unwrap_or(""),
+            now_ms,
+        )?
+        .with_max_step(change.max_step)?;
+        let kind = TagKind::new(change.monotonic.unwrap_or(false), change.opaque)?;
+        record.with_kind(kind)
+    }
+
+    /// The tag changed as `change` asks ([`TagRecord::update`]), its kind
+    /// kept.
+    ///
+    /// # Errors
+    /// As [`TagRecord::update`]; [`Error::MonotonicImmutable`] or
+    /// [`Error::OpaqueImmutable`] for a change that names another kind.
+    pub fn change(&self, change: &TagChange<'_>, now_ms: u64) -> Result<Self, Error> {
+        let next = self.update(
+            change.step.unwrap_or(self.step),
+            change.max_id,
+            change.max_step,
+            change.description.unwrap_or(&self.description),
+            now_ms,
+        )?;
+        self.kind.check_unchanged(change.monotonic, change.opaque)?;
+        Ok(next)
     }
 
     /// Checks a record read back from storage or built by hand.
@@ -75,7 +275,7 @@ impl TagRecord {
         if let Some(m) = self.max_step {
             check_range("max_step", m, self.step, MAX_STEP)?;
         }
-        if let Some(d) = self.opaque {
+        if let Some(d) = self.kind.opaque() {
             d.validate()?;
         }
         check_range("max_id", self.max_id, 0, self.last_id())?;
@@ -88,13 +288,14 @@ impl TagRecord {
         Ok(())
     }
 
-    /// The same record as an opaque tag over `domain` (at creation).
+    /// The same record of another kind (at creation, or read back from
+    /// storage).
     ///
     /// # Errors
-    /// [`Error::OutOfRange`] for a domain outside the allowed widths or a
-    /// `max_id` already past its end.
-    pub fn with_opaque(mut self, domain: OpaqueDomain) -> Result<Self, Error> {
-        self.opaque = Some(domain);
+    /// [`Error::OutOfRange`] for an opaque domain outside the allowed widths
+    /// or a `max_id` already past its end.
+    pub fn with_kind(mut self, kind: TagKind) -> Result<Self, Error> {
+        self.kind = kind;
         self.validate()?;
         Ok(self)
     }
@@ -102,7 +303,48 @@ impl TagRecord {
     /// The last ID (for an opaque tag: counter) the tag may hand out:
     /// 2^63 − 1, or the end of its opaque domain.
     pub fn last_id(&self) -> u64 {
-        self.opaque.map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
+        self.kind
+            .opaque()
+            .map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
+    }
+
+    /// How to answer a segment lease `ask`, given the segment its store
+    /// remembers under the ask's request ID (`remembered`; ignored for an
+    /// ask without one).
+    ///
+    /// # Errors
+    /// [`Error::OpaqueTag`] or [`Error::MonotonicTag`] for a tag whose
+    /// segments may not go to the caller ([`TagKind`]);
+    /// [`Error::InvalidRequestId`] for a request ID outside
+    /// 1..=[`MAX_REQUEST_ID_LEN`] bytes; [`Error::RequestIdReused`] when the
+    /// segment remembered under it is not of the step this ask is granted
+    /// (not a retry of the same request).
+    pub fn lease_segment(
+        &self,
+        ask: &SegmentAsk<'_>,
+        remembered: Option<&Allocation>,
+    ) -> Result<SegmentAnswer, Error> {
+        self.kind.check_lease(ask.for_isolate)?;
+        let step = self.grant_step(ask.step);
+        let Some(id) = ask.request_id else {
+            return Ok(SegmentAnswer::Allocate { step });
+        };
+        if id.is_empty() || id.len() > MAX_REQUEST_ID_LEN {
+            return Err(Error::InvalidRequestId {
+                len: id.len(),
+                max: MAX_REQUEST_ID_LEN,
+            });
+        }
+        match remembered {
+            None => Ok(SegmentAnswer::Allocate { step }),
+            Some(a) if a.step == step => Ok(SegmentAnswer::Again(*a)),
+            // Not a retry of the same request: say so, rather than hand
+            // back a segment of another size.
+            Some(a) => Err(Error::RequestIdReused {
+                granted: a.step,
+                asked: step,
+            }),
+        }
     }
 
     /// The same record with its largest step set (`None`, or Leaf's cap of
@@ -181,7 +423,7 @@ impl TagRecord {
             step,
             description: description.into(),
             update_time: now_ms,
-            opaque: self.opaque,
+            kind: self.kind,
             max_step: max_step.or(self.max_step).filter(|m| *m != MAX_STEP),
         };
         next.validate()?;
@@ -231,7 +473,7 @@ mod tests {
         let d = OpaqueDomain::Bits(32);
         let r = TagRecord::new("o", 10, d.max_id() - 10, "", 0)
             .unwrap()
-            .with_opaque(d)
+            .with_kind(TagKind::Opaque(d))
             .unwrap();
         let (a, r2) = r.allocate(None, 0).unwrap();
         assert_eq!(a.end, d.max_id());
@@ -241,7 +483,7 @@ mod tests {
         ));
         assert!(TagRecord::new("o", 10, d.max_id() + 1, "", 0)
             .unwrap()
-            .with_opaque(d)
+            .with_kind(TagKind::Opaque(d))
             .is_err());
     }
 
@@ -273,5 +515,131 @@ mod tests {
             "max_id never goes back"
         );
         assert_eq!(r.update(20, Some(500), None, "d", 1).unwrap().max_id, 500);
+    }
+
+    #[test]
+    fn a_tags_kind_is_fixed_when_it_is_created() {
+        let d = OpaqueDomain::Bits(40);
+        let ask = |monotonic, opaque| TagChange {
+            monotonic,
+            opaque,
+            ..TagChange::default()
+        };
+        let plain = TagRecord::create("p", &ask(None, None), 100, 0).unwrap();
+        let mono = TagRecord::create("m", &ask(Some(true), None), 100, 0).unwrap();
+        let opaque = TagRecord::create("o", &ask(Some(false), Some(d)), 100, 0).unwrap();
+        assert_eq!(
+            (plain.kind, mono.kind, opaque.kind, plain.step),
+            (TagKind::Plain, TagKind::Monotonic, TagKind::Opaque(d), 100)
+        );
+        assert_eq!(
+            TagRecord::create("b", &ask(Some(true), Some(d)), 100, 0),
+            Err(Error::OpaqueAndMonotonic)
+        );
+        // Naming the kind it has (or none) changes the rest.
+        let same = mono.change(&ask(Some(true), None), 1).unwrap();
+        assert_eq!((same.kind, same.update_time), (TagKind::Monotonic, 1));
+        assert_eq!(
+            opaque.change(&ask(None, Some(d)), 1).unwrap().kind,
+            opaque.kind
+        );
+        assert_eq!(
+            plain.change(&ask(Some(true), None), 1),
+            Err(Error::MonotonicImmutable {
+                fixed: false,
+                found: true
+            })
+        );
+        assert_eq!(
+            opaque.change(&ask(Some(true), None), 1),
+            Err(Error::MonotonicImmutable {
+                fixed: false,
+                found: true
+            })
+        );
+        assert_eq!(
+            mono.change(&ask(None, Some(d)), 1),
+            Err(Error::OpaqueImmutable {
+                fixed: None,
+                found: d
+            })
+        );
+        assert_eq!(
+            opaque.change(&ask(None, Some(OpaqueDomain::Digits(9))), 1),
+            Err(Error::OpaqueImmutable {
+                fixed: Some(d),
+                found: OpaqueDomain::Digits(9)
+            })
+        );
+        assert_eq!(mono.kind.check_monotonic(), Ok(()));
+        assert_eq!(plain.kind.check_monotonic(), Err(Error::NotMonotonic));
+        assert_eq!(opaque.kind.check_opaque(), Ok(d));
+        assert_eq!(mono.kind.check_opaque(), Err(Error::NotOpaque));
+    }
+
+    #[test]
+    fn segments_go_out_by_kind_and_a_request_id_is_answered_once() {
+        let plain = TagRecord::new("p", 100, 0, "", 0).unwrap();
+        let mono = plain.clone().with_kind(TagKind::Monotonic).unwrap();
+        let opaque = plain
+            .clone()
+            .with_kind(TagKind::Opaque(OpaqueDomain::Bits(40)))
+            .unwrap();
+        let ask = |step, request_id, for_isolate| SegmentAsk {
+            step,
+            request_id,
+            for_isolate,
+        };
+        let new = |step| Ok(SegmentAnswer::Allocate { step });
+        assert_eq!(plain.lease_segment(&ask(None, None, false), None), new(100));
+        assert_eq!(opaque.lease_segment(&ask(None, None, true), None), new(100));
+        assert_eq!(
+            opaque.lease_segment(&ask(None, None, false), None),
+            Err(Error::OpaqueTag)
+        );
+        assert_eq!(
+            mono.lease_segment(&ask(None, None, true), None),
+            Err(Error::MonotonicTag)
+        );
+        // A request ID: new, then a retry of the same request (the step as
+        // granted: 50 is granted 100), then another request under it.
+        let first = Allocation::new(1, 100).unwrap();
+        let id = Some("r-1");
+        assert_eq!(
+            plain.lease_segment(&ask(Some(5), id, false), None),
+            new(100)
+        );
+        assert_eq!(
+            plain.lease_segment(&ask(Some(50), id, false), Some(&first)),
+            Ok(SegmentAnswer::Again(first))
+        );
+        assert_eq!(
+            plain.lease_segment(&ask(Some(500), id, false), Some(&first)),
+            Err(Error::RequestIdReused {
+                granted: 100,
+                asked: 500
+            })
+        );
+        let long = "x".repeat(MAX_REQUEST_ID_LEN + 1);
+        for bad in ["", long.as_str()] {
+            assert_eq!(
+                plain.lease_segment(&ask(None, Some(bad), false), None),
+                Err(Error::InvalidRequestId {
+                    len: bad.len(),
+                    max: MAX_REQUEST_ID_LEN
+                })
+            );
+        }
+        let longest = &long[1..];
+        assert_eq!(
+            plain.lease_segment(&ask(None, Some(longest), false), None),
+            new(100)
+        );
+        // The kind is checked first: a monotonic tag's store never answers
+        // a segment, not even one it remembers.
+        assert_eq!(
+            mono.lease_segment(&ask(None, id, false), Some(&first)),
+            Err(Error::MonotonicTag)
+        );
     }
 }

@@ -35,9 +35,15 @@ use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
     holder::SnowflakeHolder, rand::RandSource, rand::SplitMix64, registry::GrantRequest,
     registry::Registry, registry::RegistryConfig, registry::SlotStatus, secret::Claim,
-    secret::LeaseSecret, Error, Layout,
+    secret::LeaseSecret, secret::SecretHash, Error, Layout,
 };
 use proptest::prelude::*;
+use sha2::{Digest, Sha256};
+
+/// The registry's host hashes the lease secrets it is given.
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
 
 const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;
@@ -355,7 +361,7 @@ impl World {
             }
         }
         if let Some(r) = poll.renew {
-            let answer = self.reg.renew(&owner(n), &r, self.now);
+            let answer = self.reg.renew(&owner(n), &r.proof(sha256), self.now);
             self.in_flight.push((
                 n,
                 node.incarnation,
@@ -365,9 +371,10 @@ impl World {
         if let HolderNext::Lease(ask) = poll.next {
             let secret = random_secret(&mut self.secrets);
             let (who, key) = (owner(n), format!("node-{n}"));
-            let answer = self
-                .reg
-                .lease(GrantRequest::from_ask(&ask, &who, &key, secret), self.now);
+            let answer = self.reg.lease(
+                GrantRequest::from_ask(&ask, &who, &key, &secret, sha256),
+                self.now,
+            );
             if let Ok(l) = &answer {
                 self.granted.insert((l.worker_id, l.generation), secret);
             }
@@ -577,14 +584,14 @@ proptest! {
                         ),
                     };
                     let claim = Claim { worker_id: target.worker_id, generation: target.generation, secret };
-                    let renewal = Renewal { claim, node_now_ms: now, last_timestamp_ms: now };
+                    let renewal = Renewal { claim, node_now_ms: now, last_timestamp_ms: now }.proof(sha256);
                     let result = match a.kind {
                         0 => reg.renew(&who, &renewal, now).map(|_| ()),
                         1 => reg.release(&who, &renewal, now),
                         _ => {
                             let ask = GrantRequest {
                                 owner: &who, node_key: &target.node_key, node_now_ms: now,
-                                previous: Some(claim), secret: random_secret(&mut w.secrets),
+                                previous: Some(claim.proof(sha256)), secret_hash: sha256(&random_secret(&mut w.secrets)),
                             };
                             reg.lease(ask, now).map(|_| ())
                         }
@@ -649,7 +656,7 @@ fn a_recycled_worker_id_never_mints_into_the_previous_holders_time() {
         };
         let secret = LeaseSecret::from_random([key.len() as u8; 16]);
         let l = reg
-            .lease(GrantRequest::from_ask(&ask, "o", key, secret), now)
+            .lease(GrantRequest::from_ask(&ask, "o", key, &secret, sha256), now)
             .unwrap();
         h.granted(Grant::from_lease(&l, Some(secret), LAYOUT), now)
             .unwrap();
@@ -685,7 +692,7 @@ fn grant_via(
     };
     let secret = LeaseSecret::from_random([(at % 251) as u8; 16]);
     let lease = reg
-        .lease(GrantRequest::from_ask(&ask, "o", key, secret), now)
+        .lease(GrantRequest::from_ask(&ask, "o", key, &secret, sha256), now)
         .unwrap();
     h.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at)
         .unwrap();

@@ -27,10 +27,16 @@ use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
     holder::SnowflakeHolder, minted::batch_ranges, minted::MintConfig, minted::MintStep,
     minted::MintedBuffer, rand::SplitMix64, registry::GrantRequest, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, Error, Layout,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, Error, Layout,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use sha2::{Digest, Sha256};
+
+/// The registry's host hashes the lease secrets it is given.
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
 
 const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;
@@ -142,7 +148,7 @@ fn mint(
         };
         filled += poll.filled;
         if let Some(r) = poll.renew {
-            match reg.renew("", &r, now) {
+            match reg.renew("", &r.proof(sha256), now) {
                 Ok(l) => holder.renewed(Grant::from_lease(&l, None, LAYOUT), clock),
                 Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), clock),
             }
@@ -151,7 +157,8 @@ fn mint(
             HolderNext::Done => break,
             HolderNext::Lease(ask) => {
                 let secret = LeaseSecret::from_random([(now % 251) as u8; 16]);
-                match reg.lease_minter(index, ask.node_now_ms, ask.previous, secret, now) {
+                let previous = ask.previous.map(|c| c.proof(sha256));
+                match reg.lease_minter(index, ask.node_now_ms, previous, sha256(&secret), now) {
                     Ok(l) => {
                         prop_assert_eq!(l.worker_id, index, "a minter got another worker ID");
                         if holder
@@ -410,7 +417,7 @@ proptest! {
                 Op::Lease => {
                     ordinary += 1;
                     let key = format!("node-{ordinary}");
-                    let ask = GrantRequest { owner: "", node_key: &key, node_now_ms: w.now, previous: None, secret: LeaseSecret::from_random([0; 16]) };
+                    let ask = GrantRequest { owner: "", node_key: &key, node_now_ms: w.now, previous: None, secret_hash: SecretHash([0; 32]) };
                     if let Ok(l) = w.reg.lease(ask, w.now) {
                         prop_assert!(l.worker_id >= MINTERS, "an ordinary node got reserved ID {}", l.worker_id);
                     }

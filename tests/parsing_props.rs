@@ -6,7 +6,7 @@
 use edgeleaf::{
     code::ErrorCode, layout::LayoutSpec, layout::Parts, layout::MAX_UNIT_MS, name::check_name,
     opaque::key_from_hex, opaque::OpaqueDomain, opaque::OpaqueIds, registry::Registry,
-    registry::RegistryConfig, registry::WorkerSlot, tag::TagRecord, Layout,
+    registry::RegistryConfig, registry::WorkerSlot, tag::TagKind, tag::TagRecord, Layout,
 };
 use proptest::prelude::*;
 
@@ -120,7 +120,7 @@ proptest! {
             prop_assert!(worker < cfg.capacity);
             prop_assert!(generation < reg.next_generation());
         }
-        let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, opaque: None, max_step: None };
+        let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, kind: TagKind::Plain, max_step: None };
         if record.validate().is_ok() {
             prop_assert!(max_id <= i64::MAX as u64 && (1..=1_000_000).contains(&step));
             prop_assert!(check_name("biz_tag", &tag).is_ok());

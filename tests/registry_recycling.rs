@@ -5,8 +5,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgeleaf::{
-    registry::GrantRequest, registry::Registry, registry::RegistryConfig, secret::LeaseSecret,
-    Error,
+    registry::GrantRequest, registry::Registry, registry::RegistryConfig, secret::SecretHash, Error,
 };
 
 const T0: u64 = 1_735_689_600_000;
@@ -32,7 +31,7 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
                 node_key: "a",
                 node_now_ms: T0,
                 previous: None,
-                secret: LeaseSecret::from_random([1; 16]),
+                secret_hash: SecretHash([1; 32]),
             },
             T0,
         )
@@ -48,7 +47,7 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
                 node_key: "b",
                 node_now_ms: now - 900,
                 previous: None,
-                secret: LeaseSecret::from_random([1; 16]),
+                secret_hash: SecretHash([1; 32]),
             },
             now,
         ) {

@@ -44,7 +44,7 @@ fn state_records_and_registries_round_trip() {
             node_key: "n1",
             node_now_ms: t,
             previous: None,
-            secret: edgeleaf::secret::LeaseSecret::from_random([1; 16]),
+            secret_hash: edgeleaf::secret::SecretHash([1; 32]),
         },
         t,
     )

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use edgeleaf::{
     layout::Parts, rand::RandSource, rand::SplitMix64, registry::GrantRequest, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, segment::Allocation, segment::SegmentBuffer,
+    registry::RegistryConfig, secret::SecretHash, segment::Allocation, segment::SegmentBuffer,
     segment::SegmentNext, segment::StepPolicy, snowflake::Next, snowflake::SnowflakeConfig,
     snowflake::SnowflakeGenerator, tag::TagRecord, Error, Layout,
 };
@@ -108,7 +108,7 @@ fn registry_never_shares_a_live_worker_id() {
                     node_key: &key,
                     node_now_ms: T0,
                     previous: None,
-                    secret: LeaseSecret::from_random([1; 16]),
+                    secret_hash: SecretHash([1; 32]),
                 },
                 T0,
             )
@@ -122,7 +122,7 @@ fn registry_never_shares_a_live_worker_id() {
                 node_key: "one-too-many",
                 node_now_ms: T0,
                 previous: None,
-                secret: LeaseSecret::from_random([1; 16])
+                secret_hash: SecretHash([1; 32])
             },
             T0
         ),

@@ -33,10 +33,17 @@ use edgeleaf::{
     holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
     minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::StalenessHistogram,
     minted::DEFAULT_STALENESS_MS, rand::SplitMix64, registry::GrantRequest, registry::Registry,
-    registry::RegistryConfig, registry::SlotStatus, secret::LeaseSecret, Layout,
+    registry::RegistryConfig, registry::SlotStatus, secret::LeaseSecret, secret::SecretHash,
+    Layout,
 };
+use sha2::{Digest, Sha256};
 
 const T0: u64 = 1_767_225_600_000;
+
+/// The registry's host hashes the lease secrets it is given (as the Worker).
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
 
 struct Args {
     isolates: u64,
@@ -410,7 +417,7 @@ impl Sim {
                     let secret = LeaseSecret::from_random([(j % 251) as u8; 16]);
                     match self
                         .reg
-                        .lease(GrantRequest::from_ask(&ask, "", &key, secret), now)
+                        .lease(GrantRequest::from_ask(&ask, "", &key, &secret, sha256), now)
                     {
                         Ok(l) => {
                             let _ = node
@@ -591,7 +598,7 @@ impl Sim {
                     let secret = LeaseSecret::from_random([(i % 251) as u8; 16]);
                     match self
                         .reg
-                        .lease(GrantRequest::from_ask(&ask, "", &key, secret), now)
+                        .lease(GrantRequest::from_ask(&ask, "", &key, &secret, sha256), now)
                     {
                         Ok(l) => {
                             let _ =
@@ -737,10 +744,14 @@ impl Sim {
                 MinterStep::Lease(ask) => {
                     leased = true;
                     let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
-                    match self
-                        .reg
-                        .lease_minter(index, ask.node_now_ms, ask.previous, secret, now)
-                    {
+                    let previous = ask.previous.map(|c| c.proof(sha256));
+                    match self.reg.lease_minter(
+                        index,
+                        ask.node_now_ms,
+                        previous,
+                        sha256(&secret),
+                        now,
+                    ) {
                         Ok(l) => {
                             let _ = holder.granted(Grant::from_lease(&l, Some(secret), layout), at);
                         }
@@ -771,7 +782,7 @@ fn renew(
     clock: u64,
     layout: Layout,
 ) {
-    match reg.renew("", &r, now) {
+    match reg.renew("", &r.proof(sha256), now) {
         Ok(l) => holder.renewed(Grant::from_lease(&l, None, layout), clock),
         Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), clock),
     }

@@ -5,15 +5,15 @@
 //! what was granted.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use edgeleaf::{
     code::ErrorCode, holder::Grant, holder::Renewal, holder::SnowflakeHolder, rand::RandSource,
-    registry::GrantRequest, registry::Lease, registry::Registry, registry::RegistryConfig,
-    registry::SlotStatus, registry::WorkerSlot, secret::Claim, secret::LeaseSecret,
-    secret::SecretHash, secret::LEASE_SECRET_BYTES, Layout,
+    registry::GrantRequest, registry::Lease, registry::LeaseEvent, registry::Registry,
+    registry::RegistryConfig, registry::SlotStatus, registry::WorkerSlot, secret::Claim,
+    secret::LeaseSecret, secret::Proof, secret::SecretHash, secret::LEASE_SECRET_BYTES, Layout,
 };
-use edgeleaf_rules::{history::lease_events, history::LeaseEvent, history::LEASE_EVENTS_LEN};
+use edgeleaf_rules::history::LEASE_EVENTS_LEN;
+use edgeleaf_rules::lease::secret_hash;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
@@ -138,9 +138,10 @@ impl RenewRequest {
         }
     }
 
-    fn renewal(&self) -> Renewal {
+    /// As the registry is given it: the secret hashed.
+    fn renewal(&self) -> Renewal<Proof> {
         Renewal {
-            claim: self.claim.into(),
+            claim: Claim::from(self.claim).proof(secret_hash),
             node_now_ms: self.node_time,
             last_timestamp_ms: self.last_timestamp,
         }
@@ -236,16 +237,6 @@ struct SlotRow {
     evicted: i64,
 }
 
-/// Which slot an operation may change, known before it runs.
-enum Watch {
-    /// This worker ID's (renew, release, a minter's lease).
-    Slot(u32),
-    /// Any (a lease picks the worker ID).
-    Any,
-    /// None (a read).
-    Nothing,
-}
-
 #[derive(Deserialize)]
 struct Meta {
     v: i64,
@@ -257,11 +248,10 @@ impl WorkerRegistry {
     }
 
     /// Runs `op` on the registry (loaded on first use), then writes the slot
-    /// it names, the generation counter and the lease events it made (from
-    /// the slot as it was before, kept as `watch` says).
+    /// it names, the generation counter and the lease events the registry
+    /// emitted.
     fn with_registry<T>(
         &self,
-        watch: Watch,
         op: impl FnOnce(&mut Registry, u64) -> ApiResult<(T, Option<u32>)>,
     ) -> ApiResult<T> {
         let mut cell = self.registry.borrow_mut();
@@ -323,27 +313,19 @@ impl WorkerRegistry {
         let registry = cell
             .as_mut()
             .ok_or_else(|| ApiError::store_error("registry: not loaded"))?;
-        let before: BTreeMap<u32, WorkerSlot> = match watch {
-            Watch::Slot(id) => registry
-                .slot(id)
-                .map(|s| (id, s.clone()))
-                .into_iter()
-                .collect(),
-            Watch::Any => registry.slots().map(|s| (s.worker_id, s.clone())).collect(),
-            Watch::Nothing => BTreeMap::new(),
-        };
         let now = now_ms();
-        let (value, changed) = op(registry, now)?;
-        if let Some(slot) = changed.and_then(|id| registry.slot(id)) {
-            let events = lease_events(before.get(&slot.worker_id), slot, now);
-            let written = self
-                .persist(slot, registry.next_generation())
-                .and_then(|()| self.record(&events));
-            if let Err(e) = written {
-                // Memory must never run ahead of storage: reload next time.
-                *cell = None;
-                return Err(e);
-            }
+        let result = op(registry, now);
+        let events = registry.take_events();
+        let (value, changed) = result?;
+        let written = match changed.and_then(|id| registry.slot(id)) {
+            Some(slot) => self.persist(slot, registry.next_generation()),
+            None => Ok(()),
+        }
+        .and_then(|()| self.record(&events));
+        if let Err(e) = written {
+            // Memory must never run ahead of storage: reload next time.
+            *cell = None;
+            return Err(e);
         }
         Ok(value)
     }
@@ -442,15 +424,14 @@ impl WorkerRegistry {
     }
 
     /// Grants a lease under a fresh secret from the platform's CSPRNG: the
-    /// registry keeps its hash, and the answer carries it once.
+    /// registry is given its hash, and the answer carries it once.
     fn grant(
         &self,
-        watch: Watch,
-        op: impl FnOnce(&mut Registry, LeaseSecret, u64) -> Result<Lease, edgeleaf::Error>,
+        op: impl FnOnce(&mut Registry, SecretHash, u64) -> Result<Lease, edgeleaf::Error>,
     ) -> ApiResult<Response> {
         let secret = LeaseSecret::from_random(random_bytes::<LEASE_SECRET_BYTES>()?);
-        let lease = self.with_registry(watch, |reg, now| {
-            let lease = op(reg, secret, now)?;
+        let lease = self.with_registry(|reg, now| {
+            let lease = op(reg, secret_hash(&secret), now)?;
             let id = lease.worker_id;
             Ok((lease, Some(id)))
         })?;
@@ -458,7 +439,7 @@ impl WorkerRegistry {
     }
 
     fn list(&self) -> ApiResult<Response> {
-        self.with_registry(Watch::Nothing, |reg, now| {
+        self.with_registry(|reg, now| {
             let workers: Vec<_> = reg
                 .slots()
                 .map(|s| {
@@ -521,28 +502,28 @@ impl DurableObject for WorkerRegistry {
             (Method::Get, "/list") => self.list(),
             (Method::Get, "/events") => self.events(),
             (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(Watch::Any, |reg, secret, now| {
+                Ok(r) => self.grant(|reg, hash, now| {
                     let ask = GrantRequest {
                         owner: &r.owner,
                         node_key: &r.node_key,
                         node_now_ms: r.node_time,
-                        previous: r.previous.map(Claim::from),
-                        secret,
+                        previous: r.previous.map(|p| Claim::from(p).proof(secret_hash)),
+                        secret_hash: hash,
                     };
                     reg.lease(ask, now)
                 }),
                 Err(e) => Err(e),
             },
             (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(Watch::Slot(r.index), |reg, secret, now| {
-                    let previous = r.previous.map(Claim::from);
-                    reg.lease_minter(r.index, r.node_time, previous, secret, now)
+                Ok(r) => self.grant(|reg, hash, now| {
+                    let previous = r.previous.map(|p| Claim::from(p).proof(secret_hash));
+                    reg.lease_minter(r.index, r.node_time, previous, hash, now)
                 }),
                 Err(e) => Err(e),
             },
             (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Watch::Slot(r.claim.worker_id), |reg, now| {
+                    .with_registry(|reg, now| {
                         let lease = reg.renew(&r.owner, &r.renewal(), now)?;
                         Ok((lease, Some(r.claim.worker_id)))
                     })
@@ -551,7 +532,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Watch::Slot(r.claim.worker_id), |reg, now| {
+                    .with_registry(|reg, now| {
                         reg.release(&r.owner, &r.renewal(), now)?;
                         Ok(((), Some(r.claim.worker_id)))
                     })
@@ -560,7 +541,7 @@ impl DurableObject for WorkerRegistry {
             },
             (Method::Post, "/evict") => match body::<EvictRequest>(&mut req).await {
                 Ok(r) => self
-                    .with_registry(Watch::Slot(r.worker_id), |reg, now| {
+                    .with_registry(|reg, now| {
                         let end = reg.evict(r.worker_id, now)?;
                         Ok((end, Some(r.worker_id)))
                     })

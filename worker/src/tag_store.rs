@@ -14,7 +14,8 @@ use std::cell::RefCell;
 use edgeleaf::{
     code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, opaque::OpaqueDomain,
     opaque::OpaqueIds, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
-    segment::MAX_STEP, tag::TagRecord,
+    segment::MAX_STEP, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagKind,
+    tag::TagRecord, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use serde::{Deserialize, Serialize};
@@ -26,9 +27,6 @@ use worker::{
 use crate::api::{body, checked_count, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
 use crate::stores::{append_bounded, create_tables, stored_u64};
-
-/// How long a lease's request ID is remembered for retries.
-const REQUEST_ID_TTL_MS: u64 = 3_600_000;
 
 /// A tag as the API shows it (IDs as decimal strings).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -179,7 +177,6 @@ struct MaxStepRow {
 struct LeaseRow {
     start: String,
     end: String,
-    step: i64,
 }
 
 #[derive(Deserialize)]
@@ -190,8 +187,8 @@ struct OpaqueRow {
 }
 
 struct Stored {
+    /// The row, with the tag's kind.
     record: TagRecord,
-    monotonic: bool,
     deleted: bool,
     /// An opaque tag's key (hex).
     opaque_key: Option<String>,
@@ -224,7 +221,7 @@ impl TagStore {
             step: stored_u64("step", row.step)?,
             description: row.description,
             update_time: stored_u64("update_time", row.update_time)?,
-            opaque: None,
+            kind: TagKind::Plain,
             max_step: None,
         };
         let caps: Vec<MaxStepRow> = self
@@ -242,33 +239,29 @@ impl TagStore {
             .sql
             .exec("SELECT radix, numerals, key FROM opaque WHERE id = 1", None)?
             .to_array()?;
-        let (record, opaque_key) = match opaque.into_iter().next() {
-            None => (record, None),
+        let (domain, opaque_key) = match opaque.into_iter().next() {
+            None => (None, None),
             Some(o) => {
                 let n = u8::try_from(o.numerals).unwrap_or(0);
                 let domain = match o.radix {
                     2 => OpaqueDomain::Bits(n),
                     _ => OpaqueDomain::Digits(n),
                 };
-                let record = record
-                    .with_opaque(domain)
-                    .map_err(|e| ApiError::store_error(format!("store: opaque row: {e}")))?;
-                (record, Some(o.key))
+                (Some(domain), Some(o.key))
             }
         };
         // A row that breaks the core's rules is an error, never used.
-        record
-            .validate()
+        let record = TagKind::new(row.monotonic != 0, domain)
+            .and_then(|kind| record.with_kind(kind))
             .map_err(|e| ApiError::store_error(format!("store: tag row: {e}")))?;
         Ok(Some(Stored {
             record,
-            monotonic: row.monotonic != 0,
             deleted: row.deleted != 0,
             opaque_key,
         }))
     }
 
-    fn save(&self, record: &TagRecord, monotonic: bool, deleted: bool) -> ApiResult<()> {
+    fn save(&self, record: &TagRecord, deleted: bool) -> ApiResult<()> {
         // Steps (≤ 1,000,000) and Unix ms are far below 2^53.
         #[allow(clippy::cast_possible_wrap)]
         self.sql.exec(
@@ -283,7 +276,7 @@ impl TagStore {
                 (record.step as i64).into(),
                 record.description.as_str().into(),
                 (record.update_time as i64).into(),
-                i64::from(monotonic).into(),
+                i64::from(record.kind.is_monotonic()).into(),
                 i64::from(deleted).into(),
             ],
         )?;
@@ -315,8 +308,8 @@ impl TagStore {
             step: s.record.step,
             description: s.record.description.clone(),
             update_time: s.record.update_time,
-            monotonic: s.monotonic,
-            opaque: s.record.opaque,
+            monotonic: s.record.kind.is_monotonic(),
+            opaque: s.record.kind.opaque(),
             max_step: s.record.max_step.unwrap_or(MAX_STEP),
         }
     }
@@ -347,67 +340,31 @@ impl TagStore {
             .as_deref()
             .map(|m| m.parse::<u64>().map_err(|_| ApiError::new(ErrorCode::OutOfRange, format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
             .transpose()?;
+        let change = TagChange {
+            step: req.step,
+            max_id,
+            max_step: req.max_step,
+            description: req.description.as_deref(),
+            monotonic: req.monotonic,
+            opaque: req.opaque,
+        };
         let existing = self.load()?;
         let (record, created) = match &existing {
-            // A deleted tag keeps its max_id: re-creating it continues after
-            // every ID it ever handed out.
-            Some(s) => (
-                s.record.update(
-                    req.step.unwrap_or(s.record.step),
-                    max_id,
-                    req.max_step,
-                    req.description.as_deref().unwrap_or(&s.record.description),
-                    now,
-                )?,
-                s.deleted,
-            ),
+            // A deleted tag keeps its max_id (and its kind): re-creating it
+            // continues after every ID it ever handed out.
+            Some(s) => (s.record.change(&change, now)?, s.deleted),
             None => (
-                TagRecord::new(
-                    &req.biz_tag,
-                    req.step.unwrap_or(req.default_step),
-                    max_id.unwrap_or(0),
-                    req.description.as_deref().unwrap_or(""),
-                    now,
-                )?
-                .with_max_step(req.max_step)?,
+                TagRecord::create(&req.biz_tag, &change, req.default_step, now)?,
                 true,
             ),
         };
-        let was = existing.as_ref().map(|s| s.monotonic);
-        if let (Some(was), Some(want)) = (was, req.monotonic) {
-            if was != want {
-                // Isolates may still hold segments of a non-monotonic tag (or
-                // the object its buffer): switching would break the promise.
-                return Err(ApiError::new(ErrorCode::MonotonicImmutable, format!("monotonic: expected {was} (fixed when the tag was first created), found {want}")));
-            }
-        }
-        let monotonic = req.monotonic.or(was).unwrap_or(false);
-        let had = existing.as_ref().map(|s| s.record.opaque);
-        if let (Some(had), Some(want)) = (had, req.opaque) {
-            if had != Some(want) {
-                // Isolates hold this tag's segments, plain or under its key.
-                return Err(ApiError::new(ErrorCode::OpaqueImmutable, format!("opaque: expected {had:?} (fixed when the tag was first created), found {want:?}")));
-            }
-        }
-        let opaque = req.opaque.or(had.flatten());
-        if monotonic && opaque.is_some() {
-            return Err(ApiError::new(
-                ErrorCode::OpaqueTag,
-                "biz_tag: expected monotonic or opaque, found both (opaque IDs have no order to keep)",
-            ));
-        }
-        let record = match opaque {
-            Some(d) => record.with_opaque(d)?,
-            None => record,
-        };
         let mut opaque_key = existing.and_then(|s| s.opaque_key);
-        if let (Some(d), None) = (opaque, &opaque_key) {
+        if let (Some(d), None) = (record.kind.opaque(), &opaque_key) {
             opaque_key = Some(self.save_opaque(d)?);
         }
-        self.save(&record, monotonic, false)?;
+        self.save(&record, false)?;
         let stored = Stored {
             record,
-            monotonic,
             deleted: false,
             opaque_key,
         };
@@ -423,7 +380,7 @@ impl TagStore {
         let step = stored.record.grant_step(step);
         let now = now_ms();
         let (alloc, next) = stored.record.allocate(Some(step), now)?;
-        self.save(&next, stored.monotonic, false)?;
+        self.save(&next, false)?;
         self.remember(&alloc, now, by)?;
         Ok((alloc, next))
     }
@@ -481,85 +438,60 @@ impl TagStore {
         )
     }
 
+    /// The segment remembered under a lease's request ID.
+    fn remembered(&self, request_id: &str) -> ApiResult<Option<Allocation>> {
+        let rows: Vec<LeaseRow> = self
+            .sql
+            .exec(
+                "SELECT start, end FROM lease WHERE request_id = ?",
+                vec![request_id.into()],
+            )?
+            .to_array()?;
+        let bound = |s: &str| {
+            s.parse::<u64>().map_err(|_| {
+                ApiError::store_error(format!("store: lease bound {s:?} is not a number"))
+            })
+        };
+        rows.into_iter()
+            .next()
+            .map(|row| {
+                Allocation::new(bound(&row.start)?, bound(&row.end)?)
+                    .map_err(|e| ApiError::store_error(format!("store: lease row: {e}")))
+            })
+            .transpose()
+    }
+
     fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {
         let stored = self.live()?;
-        let opaque = match (&stored.opaque_key, stored.record.opaque) {
-            (Some(key), Some(domain)) if req.for_isolate => Some(OpaqueGrant {
+        let ask = SegmentAsk {
+            step: req.step,
+            request_id: req.request_id.as_deref(),
+            for_isolate: req.for_isolate,
+        };
+        let remembered = match ask.request_id {
+            Some(id) => self.remembered(id)?,
+            None => None,
+        };
+        // The core decides (the tag's kind, the request ID); this store
+        // allocates and remembers.
+        let alloc = match stored.record.lease_segment(&ask, remembered.as_ref())? {
+            SegmentAnswer::Again(alloc) => alloc,
+            SegmentAnswer::Allocate { step } => {
+                let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
+                if let Some(id) = ask.request_id {
+                    self.remember_lease(id, &alloc)?;
+                }
+                alloc
+            }
+        };
+        // Only an opaque tag's isolates get here with it: its key goes along.
+        let opaque = match (&stored.opaque_key, stored.record.kind.opaque()) {
+            (Some(key), Some(domain)) => Some(OpaqueGrant {
                 domain,
                 key: key.clone(),
             }),
-            (Some(_), _) => {
-                return Err(ApiError::new(
-                    ErrorCode::OpaqueTag,
-                    format!("biz_tag {}: expected a tag whose segments may leave the service, found an opaque tag (its key stays inside; its IDs are served by GET /v1/segment/{{tag}} and /api/segment/get/{{tag}})", stored.record.biz_tag),
-                ))
-            }
             _ => None,
         };
-        if stored.monotonic {
-            return Err(ApiError::new(
-                ErrorCode::MonotonicTag,
-                format!("biz_tag {}: expected a tag whose segments may leave the service, found a monotonic tag (its IDs are served by GET /v1/segment/{{tag}} only)", stored.record.biz_tag),
-            ));
-        }
-        if let Some(id) = &req.request_id {
-            if id.is_empty() || id.len() > 128 {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidRequestId,
-                    format!("requestId: expected 1..=128 characters, found {}", id.len()),
-                ));
-            }
-            let rows: Vec<LeaseRow> = self
-                .sql
-                .exec(
-                    "SELECT start, end, step FROM lease WHERE request_id = ?",
-                    vec![id.as_str().into()],
-                )?
-                .to_array()?;
-            if let Some(row) = rows.into_iter().next() {
-                let granted = stored_u64("lease step", row.step)?;
-                if stored.record.grant_step(req.step) != granted {
-                    // Not a retry of the same request: say so, rather than
-                    // hand back a range of another size.
-                    return Err(ApiError::new(
-                        ErrorCode::RequestIdReused,
-                        format!("requestId {id:?}: expected the request it was first sent with (step {granted}), found step {:?}", req.step),
-                    ));
-                }
-                // A retry: the same range, neither burnt nor handed out twice.
-                return json(
-                    200,
-                    &SegmentLease {
-                        start: row.start,
-                        end: row.end,
-                        step: granted,
-                        min_step: stored.record.step,
-                        opaque,
-                    },
-                );
-            }
-        }
-        let (alloc, _) = self.allocate(&stored, req.step, &req.by)?;
-        if let Some(id) = &req.request_id {
-            let now = now_ms();
-            #[allow(clippy::cast_possible_wrap)] // Unix ms and steps are far below 2^63
-            {
-                self.sql.exec(
-                    "DELETE FROM lease WHERE created < ?",
-                    vec![(now.saturating_sub(REQUEST_ID_TTL_MS) as i64).into()],
-                )?;
-                self.sql.exec(
-                    "INSERT INTO lease(request_id, start, end, step, created) VALUES (?, ?, ?, ?, ?)",
-                    vec![
-                        id.as_str().into(),
-                        alloc.start.to_string().into(),
-                        alloc.end.to_string().into(),
-                        (alloc.step as i64).into(),
-                        (now as i64).into(),
-                    ],
-                )?;
-            }
-        }
         json(
             200,
             &SegmentLease {
@@ -572,13 +504,37 @@ impl TagStore {
         )
     }
 
+    /// Remembers a lease's segment under its request ID, forgetting those
+    /// older than `REQUEST_ID_TTL_MS`.
+    fn remember_lease(&self, request_id: &str, alloc: &Allocation) -> ApiResult<()> {
+        let now = now_ms();
+        #[allow(clippy::cast_possible_wrap)] // Unix ms and steps are far below 2^63
+        {
+            self.sql.exec(
+                "DELETE FROM lease WHERE created < ?",
+                vec![(now.saturating_sub(REQUEST_ID_TTL_MS) as i64).into()],
+            )?;
+            self.sql.exec(
+                "INSERT INTO lease(request_id, start, end, step, created) VALUES (?, ?, ?, ?, ?)",
+                vec![
+                    request_id.into(),
+                    alloc.start.to_string().into(),
+                    alloc.end.to_string().into(),
+                    (alloc.step as i64).into(),
+                    (now as i64).into(),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
     /// An opaque ID's counter, and whether the tag handed it out.
     fn reveal(&self, id: &serde_json::Value) -> ApiResult<Response> {
         let stored = self.live()?;
-        let (Some(key), Some(domain)) = (&stored.opaque_key, stored.record.opaque) else {
-            return Err(ApiError::new(
-                ErrorCode::NotOpaque,
-                format!("biz_tag {}: expected an opaque tag, found a plain one (its IDs are their own counters)", stored.record.biz_tag),
+        let domain = stored.record.kind.check_opaque()?;
+        let Some(key) = &stored.opaque_key else {
+            return Err(ApiError::store_error(
+                "store: an opaque tag without its key",
             ));
         };
         let raw = match id {
@@ -617,12 +573,7 @@ impl TagStore {
     fn ids(&self, count: u64) -> ApiResult<Response> {
         let count = checked_count(count)?;
         let stored = self.live()?;
-        if !stored.monotonic {
-            return Err(ApiError::new(
-                ErrorCode::NotMonotonic,
-                "biz_tag: expected a monotonic tag",
-            ));
-        }
+        stored.record.kind.check_monotonic()?;
         let mut driver = self.driver.borrow_mut();
         let driver = match driver.as_mut() {
             Some(d) => d,
@@ -703,7 +654,7 @@ impl DurableObject for TagStore {
             (Method::Get, "/history") => self.history(),
             (Method::Delete, "/tag") => self.live().and_then(|s| {
                 *self.driver.borrow_mut() = None;
-                self.save(&s.record, s.monotonic, true)?;
+                self.save(&s.record, true)?;
                 json(200, &Self::view(&s))
             }),
             (Method::Post, "/allocate") => match body::<AllocateRequest>(&mut req).await {

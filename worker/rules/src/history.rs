@@ -1,19 +1,18 @@
 //! What the stores remember of their past, and what it says: a tag's bounded
 //! allocation history read as IDs per minute, the step over time and the
 //! runway (when `max_id` reaches the end of the tag's domain at the last
-//! hour's rate); the registry's lease events.
+//! hour's rate). The registry's lease events come from the `Registry`
+//! itself (`edgeleaf::registry::Registry::take_events`).
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use edgeleaf::opaque::OpaqueDomain;
-use edgeleaf::registry::WorkerSlot;
 use edgeleaf::segment::MAX_SEGMENT_ID;
 use edgeleaf::Layout;
 
 /// How many allocations a tag remembers (the oldest go first).
 pub const HISTORY_LEN: u64 = 1000;
-/// How many lease events the registry remembers.
+/// How many lease events the registry's store remembers.
 pub const LEASE_EVENTS_LEN: u64 = 1000;
 /// The window of the runway's rate.
 pub const RUNWAY_WINDOW_MS: u64 = 3_600_000;
@@ -133,114 +132,6 @@ pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: 
         remaining,
         exhausted_at_ms,
     }
-}
-
-/// What happened to a worker ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LeaseEventKind {
-    /// Leased to a node.
-    Granted,
-    /// The holder renewed it.
-    Renewed,
-    /// The holder gave it back.
-    Released,
-    /// Its lease ran out unreleased (recorded when the ID is granted again).
-    Lapsed,
-    /// An operator ended it without its holder.
-    Evicted,
-}
-
-impl LeaseEventKind {
-    /// Its name on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LeaseEventKind::Granted => "granted",
-            LeaseEventKind::Renewed => "renewed",
-            LeaseEventKind::Released => "released",
-            LeaseEventKind::Lapsed => "lapsed",
-            LeaseEventKind::Evicted => "evicted",
-        }
-    }
-}
-
-/// Something that happened to a worker ID's grant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseEvent {
-    /// What.
-    pub kind: LeaseEventKind,
-    /// When, registry ms (a lapse: when the lease ran out).
-    pub at_ms: u64,
-    /// The grant it happened to.
-    pub worker_id: u32,
-    /// Its generation.
-    pub generation: u64,
-    /// Its node.
-    pub node_key: String,
-    /// Its owner (empty: the service's own).
-    pub owner: String,
-}
-
-impl LeaseEvent {
-    fn of(kind: LeaseEventKind, at_ms: u64, slot: &WorkerSlot) -> LeaseEvent {
-        LeaseEvent {
-            kind,
-            at_ms,
-            worker_id: slot.worker_id,
-            generation: slot.generation,
-            node_key: slot.node_key.clone(),
-            owner: slot.owner.clone(),
-        }
-    }
-}
-
-/// The events a registry operation made, from the worker ID's slot before
-/// and after it (`None` before: never leased), at `registry_now_ms`.
-pub fn lease_events(
-    before: Option<&WorkerSlot>,
-    after: &WorkerSlot,
-    registry_now_ms: u64,
-) -> Vec<LeaseEvent> {
-    let mut events = Vec::new();
-    match before {
-        Some(b) if b.generation == after.generation => {
-            if after.evicted && !b.evicted {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Evicted,
-                    registry_now_ms,
-                    after,
-                ));
-            } else if after.released && !b.released {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Released,
-                    registry_now_ms,
-                    after,
-                ));
-            } else if after.expires_at_ms > b.expires_at_ms {
-                events.push(LeaseEvent::of(
-                    LeaseEventKind::Renewed,
-                    registry_now_ms,
-                    after,
-                ));
-            }
-        }
-        _ => {
-            if let Some(b) = before {
-                // The earlier grant was never given back: it lapsed when
-                // its lease ran out (or it is being taken over by a node
-                // proving it held it: then it was no lapse).
-                if !b.released && !b.evicted && b.expires_at_ms <= registry_now_ms {
-                    events.push(LeaseEvent::of(LeaseEventKind::Lapsed, b.expires_at_ms, b));
-                }
-            }
-            events.push(LeaseEvent::of(
-                LeaseEventKind::Granted,
-                registry_now_ms,
-                after,
-            ));
-        }
-    }
-    events
 }
 
 #[cfg(test)]

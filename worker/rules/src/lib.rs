@@ -1,7 +1,7 @@
 //! The service's own rules, pure and natively tested: who may call what (API
 //! keys and scopes, [`access`]), what the stores' past says (allocation
-//! history, runway and lease events, [`history`]), and what each error code
-//! means over HTTP ([`status`]). The ID rules are the core's (`edgeleaf`);
+//! history and runway, [`history`]), the hash of lease secrets ([`lease`]),
+//! and what each error code means over HTTP ([`status`]). The ID rules are the core's (`edgeleaf`);
 //! the Worker (`edgeleaf-worker`) does the I/O around both.
 #![no_std]
 #![warn(missing_docs)]
@@ -14,6 +14,7 @@ extern crate std;
 pub mod access;
 pub mod error;
 pub mod history;
+pub mod lease;
 pub mod status;
 
 pub use error::AccessError;

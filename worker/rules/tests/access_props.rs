@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use edgeleaf::{
     holder::Renewal, registry::GrantRequest, registry::Registry, registry::RegistryConfig,
-    registry::SlotStatus, secret::Claim, secret::LeaseSecret, Error,
+    registry::SlotStatus, secret::LeaseSecret, secret::Proof, secret::SecretHash, Error,
 };
 use edgeleaf_rules::AccessError;
 use edgeleaf_rules::{
@@ -18,6 +18,12 @@ use edgeleaf_rules::{
     access::TagLimit, access::KEY_CACHE_MS, access::KEY_RANDOM_BYTES,
 };
 use proptest::prelude::*;
+use sha2::{Digest, Sha256};
+
+/// The registry's host hashes the lease secrets it is given.
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
 
 const T0: u64 = 1_735_689_600_000;
 
@@ -121,7 +127,7 @@ proptest! {
         })
         .unwrap();
         let owners = ["a", "b", ""];
-        let mut last: BTreeMap<usize, (usize, Claim)> = BTreeMap::new();
+        let mut last: BTreeMap<usize, (usize, Proof)> = BTreeMap::new();
         let mut now = T0;
         for op in ops {
             match op {
@@ -130,9 +136,9 @@ proptest! {
                     let previous = if prove { last.get(&n).map(|&(_, c)| c) } else { None };
                     let secret = LeaseSecret::from_random([n as u8; 16]);
                     let key = format!("node-{n}");
-                    let ask = GrantRequest { owner: owners[o], node_key: &key, node_now_ms: now, previous, secret };
+                    let ask = GrantRequest { owner: owners[o], node_key: &key, node_now_ms: now, previous, secret_hash: sha256(&secret) };
                     match reg.lease(ask, now) {
-                        Ok(l) => { last.insert(n, (o, Claim { worker_id: l.worker_id, generation: l.generation, secret: Some(secret) })); }
+                        Ok(l) => { last.insert(n, (o, Proof { worker_id: l.worker_id, generation: l.generation, secret_hash: Some(sha256(&secret)) })); }
                         Err(Error::WorkerIdLimit { limit: l }) => {
                             prop_assert_eq!(l, limit);
                             prop_assert!(!owners[o].is_empty(), "the service's own leases have no owner limit");

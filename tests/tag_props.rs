@@ -1,0 +1,257 @@
+//! A tag store's rules under random sequences of creates, changes, segment
+//! leases (with and without request IDs, from isolates and from outside),
+//! monotonic ID requests and reveals, run against a model of the store
+//! (its record, and the segments it remembers under request IDs):
+//! - a tag's kind is the one it was created with, for ever: a change that
+//!   names another kind is refused (and changes nothing), one that names
+//!   its kind or none goes through;
+//! - who may take segments follows the kind: a monotonic tag's go to nobody,
+//!   an opaque tag's to the service's isolates only;
+//! - a request ID is answered once: sent again with the same request (as
+//!   granted), the same segment comes back and nothing is allocated; with
+//!   another, it is refused and nothing is allocated; an ID outside
+//!   1..=128 bytes is refused;
+//! - no two segments handed out overlap.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::HashMap;
+
+use edgeleaf::{
+    opaque::OpaqueDomain, segment::Allocation, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange,
+    tag::TagKind, tag::TagRecord, tag::MAX_REQUEST_ID_LEN, Error,
+};
+use proptest::prelude::*;
+
+const DOMAINS: [OpaqueDomain; 2] = [OpaqueDomain::Bits(40), OpaqueDomain::Digits(9)];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// `PUT` the tag: create it, or change it.
+    Put {
+        step: Option<u64>,
+        raise_max_id: Option<u64>,
+        monotonic: Option<bool>,
+        opaque: Option<usize>,
+    },
+    /// A segment lease. `request_id`: an index into the IDs below.
+    Lease {
+        step: Option<u64>,
+        request_id: Option<usize>,
+        for_isolate: bool,
+    },
+    /// IDs from a monotonic tag's store.
+    Ids,
+    /// An opaque ID's counter.
+    Reveal,
+}
+
+/// Three valid request IDs (the longest allowed among them) and two invalid.
+fn request_ids() -> [String; 5] {
+    [
+        "r-1".into(),
+        "r-2".into(),
+        "x".repeat(MAX_REQUEST_ID_LEN),
+        String::new(),
+        "y".repeat(MAX_REQUEST_ID_LEN + 1),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => (
+            prop::option::of(1u64..1_000),
+            prop::option::weighted(0.3, 0u64..10_000),
+            prop::option::weighted(0.5, any::<bool>()),
+            prop::option::weighted(0.3, 0..DOMAINS.len()),
+        )
+            .prop_map(|(step, raise_max_id, monotonic, opaque)| Op::Put { step, raise_max_id, monotonic, opaque }),
+        5 => (
+            prop::option::of(1u64..3_000),
+            prop::option::weighted(0.7, prop_oneof![8 => 0usize..3, 1 => 3usize..5]),
+            any::<bool>(),
+        )
+            .prop_map(|(step, request_id, for_isolate)| Op::Lease { step, request_id, for_isolate }),
+        1 => Just(Op::Ids),
+        1 => Just(Op::Reveal),
+    ]
+}
+
+/// The store, as the model sees it.
+#[derive(Default)]
+struct Store {
+    record: Option<TagRecord>,
+    /// The segment first answered under each request ID.
+    remembered: HashMap<String, Allocation>,
+    /// The highest ID of any segment handed out.
+    high_water: u64,
+    now: u64,
+}
+
+impl Store {
+    fn put(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        let Op::Put {
+            step,
+            raise_max_id,
+            monotonic,
+            opaque,
+        } = *op
+        else {
+            unreachable!()
+        };
+        let opaque = opaque.map(|i| DOMAINS[i]);
+        let change = |max_id| TagChange {
+            step,
+            max_id,
+            max_step: None,
+            description: None,
+            monotonic,
+            opaque,
+        };
+        match &self.record {
+            None => {
+                let made = TagRecord::create("t", &change(raise_max_id), 100, self.now);
+                match (monotonic, opaque) {
+                    (Some(true), Some(_)) => prop_assert_eq!(made, Err(Error::OpaqueAndMonotonic)),
+                    _ => {
+                        let want = TagKind::new(monotonic == Some(true), opaque).unwrap();
+                        let made = made.map_err(|e| TestCaseError::fail(format!("create: {e}")))?;
+                        prop_assert_eq!(made.kind, want, "a new tag has the kind it asked for");
+                        self.high_water = made.max_id;
+                        self.record = Some(made);
+                    }
+                }
+            }
+            Some(r) => {
+                let kind = r.kind;
+                let max_id = raise_max_id.map(|d| r.max_id + d);
+                let changed = r.change(&change(max_id), self.now);
+                let other_monotonic = monotonic.is_some_and(|m| m != kind.is_monotonic());
+                let other_opaque = opaque.is_some_and(|d| Some(d) != kind.opaque());
+                if other_monotonic {
+                    prop_assert!(
+                        matches!(changed, Err(Error::MonotonicImmutable { .. })),
+                        "{:?}: {:?}",
+                        kind,
+                        changed
+                    );
+                } else if other_opaque {
+                    prop_assert!(
+                        matches!(changed, Err(Error::OpaqueImmutable { .. })),
+                        "{:?}: {:?}",
+                        kind,
+                        changed
+                    );
+                } else {
+                    let next = changed.map_err(|e| TestCaseError::fail(format!("change: {e}")))?;
+                    prop_assert_eq!(next.kind, kind, "a change kept the kind");
+                    prop_assert!(next.max_id >= r.max_id, "max_id went back");
+                    self.high_water = self.high_water.max(next.max_id);
+                    self.record = Some(next);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn lease(&mut self, ids: &[String; 5], op: &Op) -> Result<(), TestCaseError> {
+        let Op::Lease {
+            step,
+            request_id,
+            for_isolate,
+        } = *op
+        else {
+            unreachable!()
+        };
+        let Some(r) = &self.record else { return Ok(()) };
+        let id = request_id.map(|i| ids[i].as_str());
+        // The store looks the ID up as it comes; the core decides.
+        let remembered = id.and_then(|id| self.remembered.get(id)).copied();
+        let ask = SegmentAsk {
+            step,
+            request_id: id,
+            for_isolate,
+        };
+        let answer = r.lease_segment(&ask, remembered.as_ref());
+        let granted = r.grant_step(step);
+        let refused = match r.kind {
+            TagKind::Monotonic => Some(Error::MonotonicTag),
+            TagKind::Opaque(_) if !for_isolate => Some(Error::OpaqueTag),
+            _ => None,
+        };
+        if let Some(e) = refused {
+            prop_assert_eq!(answer, Err(e));
+            return Ok(());
+        }
+        if let Some(id) = id.filter(|id| id.is_empty() || id.len() > MAX_REQUEST_ID_LEN) {
+            prop_assert_eq!(
+                answer,
+                Err(Error::InvalidRequestId {
+                    len: id.len(),
+                    max: MAX_REQUEST_ID_LEN
+                })
+            );
+            return Ok(());
+        }
+        match (remembered, answer) {
+            // A retry: the first answer again, and nothing allocated.
+            (Some(first), Ok(SegmentAnswer::Again(again))) => {
+                prop_assert_eq!(first.step, granted);
+                prop_assert_eq!(again, first, "a retry got another segment");
+            }
+            (Some(first), Err(Error::RequestIdReused { granted: g, asked })) => {
+                prop_assert_eq!((g, asked), (first.step, granted));
+                prop_assert_ne!(first.step, granted, "a retry of the same request refused");
+            }
+            (None, Ok(SegmentAnswer::Allocate { step: s })) => {
+                prop_assert_eq!(s, granted);
+                self.now += 1;
+                if let Ok((alloc, next)) = r.allocate(Some(s), self.now) {
+                    prop_assert!(
+                        alloc.start > self.high_water,
+                        "{:?} overlaps IDs up to {}",
+                        alloc,
+                        self.high_water
+                    );
+                    self.high_water = alloc.end;
+                    if let Some(id) = id {
+                        self.remembered.insert(id.to_owned(), alloc);
+                    }
+                    self.record = Some(next);
+                }
+            }
+            (remembered, answer) => {
+                prop_assert!(false, "remembered {:?}: answered {:?}", remembered, answer)
+            }
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_tags_kind_is_fixed_and_a_request_id_is_answered_once(ops in prop::collection::vec(op(), 1..80)) {
+        let ids = request_ids();
+        let mut store = Store::default();
+        let mut created = None;
+        for op in &ops {
+            match op {
+                Op::Put { .. } => store.put(op)?,
+                Op::Lease { .. } => store.lease(&ids, op)?,
+                Op::Ids => if let Some(r) = &store.record {
+                    let want = if r.kind == TagKind::Monotonic { Ok(()) } else { Err(Error::NotMonotonic) };
+                    prop_assert_eq!(r.kind.check_monotonic(), want);
+                },
+                Op::Reveal => if let Some(r) = &store.record {
+                    prop_assert_eq!(r.kind.check_opaque(), r.kind.opaque().ok_or(Error::NotOpaque));
+                },
+            }
+            // The kind never changes once the tag exists.
+            if let Some(r) = &store.record {
+                prop_assert_eq!(*created.get_or_insert(r.kind), r.kind, "after {:?}", op);
+            }
+        }
+    }
+}
