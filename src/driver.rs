@@ -53,7 +53,8 @@ pub struct SegmentPoll {
 /// A [`SegmentBuffer`] with the bookkeeping of its loads.
 ///
 /// ```
-/// use edgeleaf::{Allocation, SegmentDriver, SegmentStep, StepPolicy};
+/// use edgeleaf::driver::{SegmentDriver, SegmentStep};
+/// use edgeleaf::segment::{Allocation, StepPolicy};
 ///
 /// let mut d = SegmentDriver::new(StepPolicy::new(10)?);
 /// let mut out = [0u64; 3];

@@ -274,7 +274,8 @@ enum Phase<R: RandSource> {
 /// A snowflake generator under a leased worker ID.
 ///
 /// ```
-/// use edgeleaf::{Grant, HolderConfig, HolderNext, Layout, SnowflakeHolder};
+/// use edgeleaf::holder::{Grant, HolderConfig, HolderNext, SnowflakeHolder};
+/// use edgeleaf::Layout;
 ///
 /// let now = 1_700_000_000_000;
 /// let mut holder = SnowflakeHolder::new(HolderConfig::default())?;

@@ -196,7 +196,9 @@ struct Held {
 /// An isolate's buffer of minted IDs.
 ///
 /// ```
-/// use edgeleaf::{Layout, MintConfig, MintStep, MintedBuffer, Parts};
+/// use edgeleaf::layout::Parts;
+/// use edgeleaf::minted::{MintConfig, MintStep, MintedBuffer};
+/// use edgeleaf::Layout;
 ///
 /// let now = 1_700_000_000_000;
 /// let mut buf = MintedBuffer::new(Layout::LEAF, MintConfig::new(16, 7))?;

@@ -91,7 +91,7 @@ pub fn key_from_hex(hex: &str) -> Option<[u8; OPAQUE_KEY_BYTES]> {
 /// The permutation for one domain and key.
 ///
 /// ```
-/// use edgeleaf::{OpaqueDomain, OpaqueIds};
+/// use edgeleaf::opaque::{OpaqueDomain, OpaqueIds};
 ///
 /// let ids = OpaqueIds::new(OpaqueDomain::Digits(12), &[7u8; 16])?;
 /// let a = ids.encode(1)?;

@@ -290,7 +290,10 @@ impl<'a> GrantRequest<'a> {
 /// The registry.
 ///
 /// ```
-/// use edgeleaf::{Claim, GrantRequest, Layout, LeaseSecret, Registry, RegistryConfig, Renewal, SecretHash};
+/// use edgeleaf::holder::Renewal;
+/// use edgeleaf::registry::{GrantRequest, Registry, RegistryConfig};
+/// use edgeleaf::secret::{Claim, LeaseSecret, SecretHash};
+/// use edgeleaf::Layout;
 /// use sha2::{Digest, Sha256};
 ///
 /// // The host's hash: the registry sees hashes of secrets only.

@@ -181,7 +181,7 @@ pub struct Take {
 /// Leaf's double buffer for one tag.
 ///
 /// ```
-/// use edgeleaf::{Allocation, SegmentBuffer, SegmentNext, StepPolicy};
+/// use edgeleaf::segment::{Allocation, SegmentBuffer, SegmentNext, StepPolicy};
 ///
 /// let mut buf = SegmentBuffer::new(StepPolicy::new(10)?);
 /// assert_eq!(buf.next_id(), SegmentNext::Exhausted { load: true });

@@ -104,7 +104,8 @@ pub struct SnowflakeState {
 /// A snowflake generator for one worker ID.
 ///
 /// ```
-/// use edgeleaf::{Layout, Next, SnowflakeConfig, SnowflakeGenerator};
+/// use edgeleaf::snowflake::{Next, SnowflakeConfig, SnowflakeGenerator};
+/// use edgeleaf::Layout;
 ///
 /// let mut gen = SnowflakeGenerator::new(SnowflakeConfig::new(Layout::LEAF, 7))?;
 /// let now_ms = 1_700_000_000_000;
