@@ -1,12 +1,14 @@
 //! What each error code means over HTTP: its status, and whether the HTTP
 //! API answers with it at all (some codes are raised only inside the JS
-//! package). One table, an exhaustive match: a new code must be given a
-//! status here.
+//! package).
 
 use edgeleaf::code::ErrorCode;
 
-/// The one table from error codes to HTTP statuses.
-pub fn status(code: ErrorCode) -> u16 {
+/// What `code` means over HTTP: its status, and whether the HTTP API may
+/// answer with it (the rest are raised only inside the JS package, or never
+/// leave the service). The one table: an exhaustive match, so a new code
+/// must be given a meaning here.
+const fn meaning(code: ErrorCode) -> (u16, bool) {
     use ErrorCode as C;
     match code {
         C::OutOfRange
@@ -18,22 +20,21 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::InvalidRequestId
         | C::ReservedNodeKey
         | C::InvalidId
-        | C::InvalidKeySpec => 400,
-        C::Unauthorized => 401,
+        | C::InvalidKeySpec => (400, true),
+        C::Unauthorized => (401, true),
         // Its own code: "someone else named your lease" is not "your lease
         // is gone" (409 lease_not_held), and must never stop the holder.
-        C::Forbidden | C::NotLeaseHolder => 403,
-        C::NotFound => 404,
-        C::MethodNotAllowed => 405,
-        C::BodyTooLarge => 413,
+        C::Forbidden | C::NotLeaseHolder => (403, true),
+        C::NotFound => (404, true),
+        C::MethodNotAllowed => (405, true),
+        C::BodyTooLarge => (413, true),
         // A quota: a lease the credential holds must lapse or be released.
-        C::WorkerIdLimit => 429,
+        C::WorkerIdLimit => (429, true),
         C::TagExhausted
         | C::SegmentOverlap
         | C::SegmentBufferFull
         | C::LeaseNotHeld
         | C::LeaseExpired
-        | C::LeaseLost
         | C::ClockBehindLastReport
         | C::ClockSkew
         | C::MonotonicTag
@@ -42,7 +43,7 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::OpaqueTag
         | C::RequestIdReused
         | C::NotOpaque
-        | C::OpaqueImmutable => 409,
+        | C::OpaqueImmutable => (409, true),
         // Waiting mends these, or they are the service's own trouble (its
         // clock before the epoch or past the layout's end, its settings, its
         // stores), not the caller's.
@@ -54,11 +55,13 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::StoreUnavailable
         | C::StoreError
         | C::InvalidBatch
-        | C::ConfigInvalid => 503,
-        // Raised only inside the JS package; listed so that a new code must
-        // be given a status here.
-        C::Internal
-        | C::InvalidOption
+        | C::ConfigInvalid => (503, true),
+        // Never answered over HTTP: a holder's own verdict on its lease, and
+        // the service's last resort.
+        C::LeaseLost => (409, false),
+        C::Internal => (503, false),
+        // Raised only inside the JS package.
+        C::InvalidOption
         | C::InvalidArgument
         | C::InvalidClock
         | C::ClockBehind
@@ -67,27 +70,16 @@ pub fn status(code: ErrorCode) -> u16 {
         | C::RandomUnavailable
         | C::ServiceUnreachable
         | C::RegistryUnreachable
-        | C::HttpError => 503,
+        | C::HttpError => (503, false),
     }
 }
 
-/// Whether the HTTP API may answer with `code` (the rest are raised only
-/// inside the JS package, or never leave the service).
+/// The HTTP status of an answer carrying `code`.
+pub const fn status(code: ErrorCode) -> u16 {
+    meaning(code).0
+}
+
+/// Whether the HTTP API may answer with `code`.
 pub const fn on_wire(code: ErrorCode) -> bool {
-    use ErrorCode as C;
-    !matches!(
-        code,
-        C::LeaseLost
-            | C::Internal
-            | C::InvalidOption
-            | C::InvalidArgument
-            | C::InvalidClock
-            | C::ClockBehind
-            | C::SavePending
-            | C::SegmentFetchFailed
-            | C::RandomUnavailable
-            | C::ServiceUnreachable
-            | C::RegistryUnreachable
-            | C::HttpError
-    )
+    meaning(code).1
 }
