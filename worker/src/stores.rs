@@ -31,6 +31,15 @@ pub async fn call<T: DeserializeOwned>(
     store: Store<'_>,
     request: &impl Serialize,
 ) -> ApiResult<T> {
+    let text = serde_json::to_string(request)
+        .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
+    let answer = send(env, store, &text).await?;
+    serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+}
+
+/// The part of `call` that is the same for every request (not generic, so
+/// compiled once): `text` to the object, its answer's text back.
+async fn send(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
     let minter;
     let (binding, name) = match store {
         Store::Tag(tag) => ("TAGS", tag),
@@ -46,20 +55,18 @@ pub async fn call<T: DeserializeOwned>(
         .durable_object(binding)?
         .id_from_name(name)?
         .get_stub()?;
-    let text = serde_json::to_string(request)
-        .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
-        .with_body(Some(JsValue::from_str(&text)));
+        .with_body(Some(JsValue::from_str(text)));
     let req = Request::new_with_init(&format!("https://{binding}.internal/"), &init)?;
     let mut res = stub.fetch_with_request(req).await?;
     if res.status_code() >= 400 {
         return Err(ApiError::from_response(res).await);
     }
-    res.json()
+    res.text()
         .await
         .map_err(|e| ApiError::store_error(format!("store answer: {e}")))
 }
