@@ -20,6 +20,8 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
         let t = i.tags.entry(tag.to_owned()).or_default();
         if t.monotonic {
+            // Not this buffer's: the match below asks the object (as it
+            // does when a load is refused with this code).
             return Err(ApiError::new(ErrorCode::MonotonicTag, tag));
         }
         let poll = t.driver.poll(now, out);

@@ -81,6 +81,9 @@ impl Isolate {
         &mut self,
         config: &Config,
     ) -> ApiResult<&mut SnowflakeHolder<SplitMix64>> {
+        if let Some(ref mut h) = self.snowflake {
+            return Ok(h);
+        }
         let holder_config = HolderConfig {
             max_backward_ms: config.max_backward_ms,
             // An isolate has no store to restart from: after a lapse or
@@ -88,13 +91,10 @@ impl Isolate {
             lease_again: true,
             ..HolderConfig::default()
         };
-        Ok(match self.snowflake {
-            Some(ref mut h) => h,
-            None => self.snowflake.insert(SnowflakeHolder::with_rand(
-                holder_config,
-                SplitMix64::new(random_u64()),
-            )?),
-        })
+        let rand = SplitMix64::new(random_u64());
+        Ok(self
+            .snowflake
+            .insert(SnowflakeHolder::with_rand(holder_config, rand)?))
     }
 }
 
