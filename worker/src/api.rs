@@ -10,18 +10,18 @@ use worker::{Request, Response};
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 4096;
 /// Most IDs one request may take.
-pub const MAX_COUNT: u64 = 1000;
+pub const MAX_IDS_PER_REQUEST: u64 = 1000;
 
-/// Checks an ID count: 1..=`MAX_COUNT`.
+/// Checks an ID count: 1..=`MAX_IDS_PER_REQUEST`.
 pub fn checked_count(n: u64) -> ApiResult<usize> {
-    if (1..=MAX_COUNT).contains(&n) {
+    if (1..=MAX_IDS_PER_REQUEST).contains(&n) {
         // n ≤ 1000.
         Ok(usize::try_from(n).unwrap_or(1))
     } else {
         Err(edgeleaf::Error::OutOfRange {
             what: "count",
             min: 1,
-            max: MAX_COUNT,
+            max: MAX_IDS_PER_REQUEST,
             found: n,
         }
         .into())

@@ -11,14 +11,12 @@ use edgeleaf_rules::{
     access::check_token, access::token_key_id, access::Access, access::KeyCache, access::KeyLookup,
     access::Scope,
 };
-use serde_json::json;
-use worker::{Env, Headers, Method};
+use worker::{Env, Headers};
 
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::key_store::Lookup;
-use crate::stores::{call, Store};
+use crate::key_store;
 
 thread_local! {
     static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
@@ -111,14 +109,7 @@ async fn identify(
     let record = match cached {
         Some(record) => record,
         None => {
-            let answer: Lookup = call(
-                env,
-                Store::Keys,
-                Method::Post,
-                "/lookup",
-                Some(&json!({ "id": id })),
-            )
-            .await?;
+            let answer = key_store::lookup(env, id).await?;
             let record = answer.key.map(|k| k.record()).transpose()?;
             KEYS.with(|k| k.borrow_mut().put(id, record.clone(), now));
             record

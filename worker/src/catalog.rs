@@ -2,14 +2,58 @@
 //! the dashboard. The tag objects stay the owners of `max_id`; the catalog
 //! only knows which tags exist.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, json, ApiError, ApiResult};
-use crate::stores::create_tables;
+use crate::api::{json, ApiError, ApiResult};
+use crate::stores::{call, create_tables, serve, Store};
+
+/// What the catalog is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum CatalogRequest {
+    /// Every tag, by name: answers [`TagList`].
+    List,
+    /// Adds a tag (if new).
+    Add { biz_tag: String },
+    /// Removes a tag.
+    Remove { biz_tag: String },
+}
+
+/// The catalog's tags, sorted.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TagList {
+    pub tags: Vec<String>,
+}
+
+/// Every tag, sorted.
+pub async fn list(env: &Env) -> ApiResult<Vec<String>> {
+    let list: TagList = call(env, Store::Catalog, &CatalogRequest::List).await?;
+    Ok(list.tags)
+}
+
+/// Adds `tag` to the catalog.
+pub async fn add(env: &Env, tag: &str) -> ApiResult<()> {
+    let biz_tag = tag.to_owned();
+    let _: serde::de::IgnoredAny =
+        call(env, Store::Catalog, &CatalogRequest::Add { biz_tag }).await?;
+    Ok(())
+}
+
+/// Removes `tag` from the catalog.
+pub async fn remove(env: &Env, tag: &str) -> ApiResult<()> {
+    let biz_tag = tag.to_owned();
+    let _: serde::de::IgnoredAny =
+        call(env, Store::Catalog, &CatalogRequest::Remove { biz_tag }).await?;
+    Ok(())
+}
 
 #[durable_object]
 pub struct Catalog {
@@ -23,12 +67,6 @@ struct Entry {
     biz_tag: String,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Change {
-    biz_tag: String,
-}
-
 impl Catalog {
     fn list(&self) -> ApiResult<Response> {
         let rows: Vec<Entry> = self
@@ -36,7 +74,7 @@ impl Catalog {
             .exec("SELECT biz_tag FROM tags ORDER BY biz_tag", None)?
             .to_array()?;
         let tags: Vec<String> = rows.into_iter().map(|r| r.biz_tag).collect();
-        json(200, &json!({ "tags": tags }))
+        json(200, &TagList { tags })
     }
 }
 
@@ -52,32 +90,22 @@ impl DurableObject for Catalog {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if let Some(e) = &self.broken {
-            return Ok(e.response());
-        }
-        let result = match req.method() {
-            Method::Get => self.list(),
-            Method::Put => match body::<Change>(&mut req).await {
-                Ok(c) => self
-                    .sql
-                    .exec(
-                        "INSERT OR IGNORE INTO tags(biz_tag) VALUES (?)",
-                        vec![c.biz_tag.into()],
-                    )
-                    .map_err(ApiError::from)
-                    .and_then(|_| json(200, &json!({}))),
-                Err(e) => Err(e),
-            },
-            Method::Delete => match body::<Change>(&mut req).await {
-                Ok(c) => self
-                    .sql
-                    .exec("DELETE FROM tags WHERE biz_tag = ?", vec![c.biz_tag.into()])
-                    .map_err(ApiError::from)
-                    .and_then(|_| json(200, &json!({}))),
-                Err(e) => Err(e),
-            },
-            _ => Err(ApiError::not_found("catalog: no such route")),
-        };
-        Ok(result.unwrap_or_else(|e| e.response()))
+        serve(self.broken.as_ref(), &mut req, async |r| match r {
+            CatalogRequest::List => self.list(),
+            CatalogRequest::Add { biz_tag } => self
+                .sql
+                .exec(
+                    "INSERT OR IGNORE INTO tags(biz_tag) VALUES (?)",
+                    vec![biz_tag.into()],
+                )
+                .map_err(ApiError::from)
+                .and_then(|_| json(200, &json!({}))),
+            CatalogRequest::Remove { biz_tag } => self
+                .sql
+                .exec("DELETE FROM tags WHERE biz_tag = ?", vec![biz_tag.into()])
+                .map_err(ApiError::from)
+                .and_then(|_| json(200, &json!({}))),
+        })
+        .await
     }
 }

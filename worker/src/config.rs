@@ -1,6 +1,8 @@
 //! The service's settings, from `wrangler.toml` `[vars]` and secrets, checked
 //! once per isolate at the first request.
 
+use std::cell::RefCell;
+
 use edgeleaf::{
     code::ErrorCode, layout::LayoutSpec, minted::MintConfig, minted::DEFAULT_STALENESS_MS,
     registry::RegistryConfig, segment::StepPolicy, Layout,
@@ -170,7 +172,24 @@ fn cors_origins(raw: &str) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
+thread_local! {
+    static CACHED: RefCell<Option<Config>> = const { RefCell::new(None) };
+}
+
 impl Config {
+    /// The settings of this isolate's Worker, read and checked once.
+    ///
+    /// # Errors
+    /// As [`Config::from_env`] (and again at every call until they are valid).
+    pub fn cached(env: &Env) -> Result<Config, ApiError> {
+        if let Some(c) = CACHED.with(|c| c.borrow().clone()) {
+            return Ok(c);
+        }
+        let c = Config::from_env(env)?;
+        CACHED.with(|cell| *cell.borrow_mut() = Some(c.clone()));
+        Ok(c)
+    }
+
     /// Whether a page from `origin` may call the service.
     pub fn cors_allows(&self, origin: &str) -> bool {
         self.cors_origins.iter().any(|o| o == "*" || o == origin)

@@ -8,20 +8,19 @@ use edgeleaf_rules::{
     history::Runway,
 };
 use serde_json::json;
-use worker::{Env, Method};
+use worker::Env;
 
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::stores::{call, Store};
-use crate::tag_store::TagHistory;
+use crate::tag_store::{self, TagHistory};
 
 /// The most minutes one history answer covers (a day).
 pub const MAX_MINUTES: u64 = 1440;
 
 /// A tag's history from its store.
 pub async fn load(env: &Env, tag: &str) -> ApiResult<TagHistory> {
-    call(env, Store::Tag(tag), Method::Get, "/history", None::<&()>).await
+    tag_store::history(env, tag).await
 }
 
 /// The remembered allocations as the core reads them.

@@ -5,35 +5,86 @@
 
 use edgeleaf_rules::{access::Access, access::KeyRecord, access::Scopes, access::TagLimit};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, json, ApiError, ApiResult};
+use crate::api::{json, ApiError, ApiResult};
 use crate::clock::now_ms;
-use crate::stores::{create_tables, stored_u64};
+use crate::stores::{call, create_tables, serve, stored_u64, Store};
 
 /// The most keys the store holds.
 pub const MAX_KEYS: u64 = 1000;
 
-/// A key as the API shows it: never its token or hash.
+/// What the key store is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum KeyRequest {
+    /// Stores a new key: answers its [`KeyView`].
+    Create(NewKey),
+    /// A key's stored record (and marks it used): answers [`Lookup`].
+    Lookup { id: String },
+    /// Every key: answers [`KeyList`].
+    List,
+    /// Deletes a key: answers [`Revoked`].
+    Revoke { id: String },
+}
+
+/// A key as the API shows it: never its token or hash. (Fields in
+/// alphabetical order: the order the API has always answered them in.)
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyView {
+    pub created_ms: u64,
     pub id: String,
+    /// When an isolate last looked the key up (isolates cache lookups, so
+    /// this is to within the cache's lifetime); `None`: never used.
+    pub last_used_ms: Option<u64>,
     pub name: String,
     pub scopes: Vec<String>,
     /// `"*"`, a tag, or `"prefix*"`.
     pub tags: String,
-    pub created_ms: u64,
-    /// When an isolate last looked the key up (isolates cache lookups, so
-    /// this is to within the cache's lifetime); `None`: never used.
-    pub last_used_ms: Option<u64>,
 }
 
-/// `POST /create` (inside the service): the key checked by the core, its
-/// ID and the hash of its token.
+/// `GET /v1/keys`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KeyList {
+    pub keys: Vec<KeyView>,
+}
+
+/// `DELETE /v1/keys/{id}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Revoked {
+    pub revoked: KeyView,
+}
+
+/// Stores a new key.
+pub async fn create(env: &Env, key: NewKey) -> ApiResult<KeyView> {
+    call(env, Store::Keys, &KeyRequest::Create(key)).await
+}
+
+/// The stored record of key `id`, if there is one.
+pub async fn lookup(env: &Env, id: &str) -> ApiResult<Lookup> {
+    let id = id.to_owned();
+    call(env, Store::Keys, &KeyRequest::Lookup { id }).await
+}
+
+/// Every key, oldest first.
+pub async fn list(env: &Env) -> ApiResult<KeyList> {
+    call(env, Store::Keys, &KeyRequest::List).await
+}
+
+/// Deletes key `id` (404 if there is none).
+pub async fn revoke(env: &Env, id: &str) -> ApiResult<Revoked> {
+    let id = id.to_owned();
+    call(env, Store::Keys, &KeyRequest::Revoke { id }).await
+}
+
+/// A key to store: checked by the core, its ID and the hash of its token.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewKey {
@@ -44,7 +95,7 @@ pub struct NewKey {
     pub hash: String,
 }
 
-/// `POST /lookup`: the stored record of a key, or `null`.
+/// The stored record of a key, or `null`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lookup {
@@ -88,12 +139,6 @@ struct Row {
 #[derive(Deserialize)]
 struct Count {
     n: i64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IdBody {
-    id: String,
 }
 
 fn scopes(raw: &str) -> Vec<String> {
@@ -203,7 +248,7 @@ impl KeyStore {
             .iter()
             .map(Row::view)
             .collect::<ApiResult<Vec<_>>>()?;
-        json(200, &json!({ "keys": keys }))
+        json(200, &KeyList { keys })
     }
 
     fn revoke(&self, id: &str) -> ApiResult<Response> {
@@ -214,7 +259,12 @@ impl KeyStore {
         })?;
         self.sql
             .exec("DELETE FROM keys WHERE id = ?", vec![id.into()])?;
-        json(200, &json!({ "revoked": row.view()? }))
+        json(
+            200,
+            &Revoked {
+                revoked: row.view()?,
+            },
+        )
     }
 }
 
@@ -230,26 +280,12 @@ impl DurableObject for KeyStore {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if let Some(e) = &self.broken {
-            return Ok(e.response());
-        }
-        let path = req.path();
-        let result = match (req.method(), path.as_str()) {
-            (Method::Get, "/list") => self.list(),
-            (Method::Post, "/create") => match body::<NewKey>(&mut req).await {
-                Ok(k) => self.create(k),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/lookup") => match body::<IdBody>(&mut req).await {
-                Ok(b) => self.lookup(&b.id),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/revoke") => match body::<IdBody>(&mut req).await {
-                Ok(b) => self.revoke(&b.id),
-                Err(e) => Err(e),
-            },
-            _ => Err(ApiError::not_found(format!("key store: no route {path}"))),
-        };
-        Ok(result.unwrap_or_else(|e| e.response()))
+        serve(self.broken.as_ref(), &mut req, async |r| match r {
+            KeyRequest::List => self.list(),
+            KeyRequest::Create(k) => self.create(k),
+            KeyRequest::Lookup { id } => self.lookup(&id),
+            KeyRequest::Revoke { id } => self.revoke(&id),
+        })
+        .await
     }
 }

@@ -9,15 +9,15 @@
 use std::fmt::Write;
 
 use edgeleaf_rules::access::Access;
-use serde::Deserialize;
-use worker::{Env, Method};
+use worker::Env;
 
 use crate::api::ApiResult;
+use crate::catalog;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::history;
 use crate::isolate::{isolate_id, with};
-use crate::stores::{call, Store};
+use crate::registry_store;
 
 #[derive(Default)]
 struct Text(String);
@@ -51,30 +51,13 @@ impl Text {
     }
 }
 
-#[derive(Deserialize)]
-struct Tags {
-    tags: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct Workers {
-    capacity: u32,
-    workers: Vec<Slot>,
-}
-
-#[derive(Deserialize)]
-struct Slot {
-    status: String,
-}
-
 /// The exposition text `access` may see.
 #[allow(clippy::cast_precision_loss)] // Prometheus values are floats
 pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<String> {
     let now = now_ms();
-    let list: Tags = call(env, Store::Catalog, Method::Get, "/", None::<&()>).await?;
+    let tags = catalog::list(env).await?;
     let histories = futures::future::join_all(
-        list.tags
-            .iter()
+        tags.iter()
             .filter(|t| access.sees_tag(t))
             .map(|t| history::load(env, t)),
     )
@@ -112,7 +95,7 @@ pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<S
     if !access.sees_fleet() {
         return Ok(t.0);
     }
-    let workers: Workers = call(env, Store::Registry, Method::Get, "/list", None::<&()>).await?;
+    let workers = registry_store::list(env).await?;
     let count = |s: &str| workers.workers.iter().filter(|w| w.status == s).count();
     let (live, lapsed) = (count("live"), count("lapsed"));
     let free = (workers.capacity as usize).saturating_sub(live + lapsed);

@@ -25,16 +25,40 @@ use edgeleaf::{
 };
 use serde::{Deserialize, Serialize};
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, json, ApiError, ApiResult};
+use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
-use crate::registry_store::{self, Granted, MinterLeaseRequest, Previous};
-use crate::stores::{call, create_tables, Store};
+use crate::registry_store::{self, MinterLeaseRequest, Previous};
+use crate::stores::{call, create_tables, serve, Store};
 
-/// `POST /mint`.
+/// What a minter is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum MinterRequest {
+    /// A batch of IDs: answers [`Batch`].
+    Mint(MintRequest),
+}
+
+/// A batch of `count` IDs from minter `index`: ranges `[start, end)`.
+pub async fn mint(env: &Env, index: u32, count: u32) -> ApiResult<Vec<(u64, u64)>> {
+    let request = MinterRequest::Mint(MintRequest { index, count });
+    let batch: Batch = call(env, Store::Minter(index), &request).await?;
+    batch
+        .ranges
+        .iter()
+        .map(|(s, e)| match (s.parse(), e.parse()) {
+            (Ok(s), Ok(e)) => Ok((s, e)),
+            _ => Err(ApiError::store_error(format!(
+                "minter {index}: range [{s}, {e}) is not two integers"
+            ))),
+        })
+        .collect()
+}
+
+/// A batch to mint.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MintRequest {
@@ -163,7 +187,7 @@ impl SnowflakeMinter {
                 Ok((poll.next, poll.renew))
             })?;
             if let Some(renewal) = renew {
-                let answer = registry_store::renew(&self.env, renewal).await;
+                let answer = registry_store::renew(&self.env, renewal.into()).await;
                 self.with_holder(config, |h| {
                     registry_store::renewal_answered(h, renewal, answer, layout, now_ms());
                     Ok(())
@@ -178,14 +202,7 @@ impl SnowflakeMinter {
                         node_time: ask.node_now_ms,
                         previous: ask.previous.map(Previous::from),
                     };
-                    let answer: ApiResult<Granted> = call(
-                        &self.env,
-                        Store::Registry,
-                        Method::Post,
-                        "/lease-minter",
-                        Some(&request),
-                    )
-                    .await;
+                    let answer = registry_store::lease_minter(&self.env, request).await;
                     self.with_holder(config, |h| {
                         registry_store::lease_answered(h, answer, layout, now_ms())
                             .map_err(service_clock_refused)?;
@@ -271,20 +288,12 @@ impl DurableObject for SnowflakeMinter {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if let Some(e) = &self.broken {
-            return Ok(e.response());
-        }
-        let path = req.path();
-        let result = match (req.method(), path.as_str()) {
-            (Method::Post, "/mint") => match (
-                Config::from_env(&self.env),
-                body::<MintRequest>(&mut req).await,
-            ) {
-                (Ok(config), Ok(r)) => self.mint(&config, r).await.and_then(|b| json(200, &b)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            },
-            _ => Err(ApiError::not_found(format!("minter: no route {path}"))),
-        };
-        Ok(result.unwrap_or_else(|e| e.response()))
+        serve(self.broken.as_ref(), &mut req, async |r| match r {
+            MinterRequest::Mint(r) => {
+                let config = Config::from_env(&self.env)?;
+                self.mint(&config, r).await.and_then(|b| json(200, &b))
+            }
+        })
+        .await
     }
 }

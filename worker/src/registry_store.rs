@@ -15,15 +15,137 @@ use edgeleaf::{
 use edgeleaf_rules::history::LEASE_EVENTS_LEN;
 use edgeleaf_rules::lease::secret_hash;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, json, ApiError, ApiResult};
+use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
 use crate::config::Config;
-use crate::stores::{append_bounded, call, create_tables, stored_u64, Store};
+use crate::stores::{append_bounded, call, create_tables, serve, stored_u64, Store};
+
+/// What the registry is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum RegistryRequest {
+    /// A worker ID for a node: answers [`Granted`].
+    Lease(LeaseRequest),
+    /// Minter `index`'s reserved worker ID: answers [`Granted`].
+    LeaseMinter(MinterLeaseRequest),
+    /// Extends a lease: answers the [`Lease`].
+    Renew(RenewRequest),
+    /// Gives a lease back: answers [`Released`].
+    Release(RenewRequest),
+    /// Ends whatever lease holds `worker_id`: answers [`Evicted`].
+    Evict { worker_id: u32 },
+    /// Every worker ID's slot: answers [`WorkerList`].
+    List,
+    /// The latest lease events: answers [`EventList`].
+    Events,
+}
+
+/// A worker ID for a node (`owner` the credential asking, empty for the
+/// service's own isolates).
+pub async fn lease(env: &Env, request: LeaseRequest) -> ApiResult<Granted> {
+    call(env, Store::Registry, &RegistryRequest::Lease(request)).await
+}
+
+/// A minter's reserved worker ID.
+pub async fn lease_minter(env: &Env, request: MinterLeaseRequest) -> ApiResult<Granted> {
+    call(env, Store::Registry, &RegistryRequest::LeaseMinter(request)).await
+}
+
+/// Renews a lease (one of the service's own holders' renewals converts
+/// with `.into()`).
+pub async fn renew(env: &Env, request: RenewRequest) -> ApiResult<Lease> {
+    call(env, Store::Registry, &RegistryRequest::Renew(request)).await
+}
+
+/// Releases a lease.
+pub async fn release(env: &Env, request: RenewRequest) -> ApiResult<Released> {
+    call(env, Store::Registry, &RegistryRequest::Release(request)).await
+}
+
+/// Evicts whatever lease holds `worker_id`.
+pub async fn evict(env: &Env, worker_id: u32) -> ApiResult<Evicted> {
+    call(env, Store::Registry, &RegistryRequest::Evict { worker_id }).await
+}
+
+/// Every slot, with its status now.
+pub async fn list(env: &Env) -> ApiResult<WorkerList> {
+    call(env, Store::Registry, &RegistryRequest::List).await
+}
+
+/// The latest lease events, newest first.
+pub async fn events(env: &Env) -> ApiResult<EventList> {
+    call(env, Store::Registry, &RegistryRequest::Events).await
+}
+
+// The answers the API passes on as they are. (Fields in alphabetical order:
+// the order the API has always answered them in.)
+
+/// `DELETE /v1/workers/{id}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Released {
+    pub released: bool,
+}
+
+/// `POST /v1/workers/{id}/evict`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evicted {
+    pub evicted: bool,
+    /// When the worker ID may be issued again, Unix ms.
+    pub issue_after_ms: u64,
+    pub worker_id: u32,
+}
+
+/// `GET /v1/workers`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerList {
+    pub capacity: u32,
+    pub live: usize,
+    pub workers: Vec<WorkerView>,
+}
+
+/// One worker ID's slot.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerView {
+    pub evicted: bool,
+    pub expires_at_ms: u64,
+    pub generation: u64,
+    pub last_timestamp_ms: u64,
+    pub node_key: String,
+    pub owner: String,
+    pub released: bool,
+    /// `live`, `lapsed` or `free`.
+    pub status: String,
+    pub worker_id: u32,
+}
+
+/// `GET /v1/workers/events`, newest first.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EventList {
+    pub events: Vec<EventView>,
+}
+
+/// One lease event as stored.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    pub at_ms: i64,
+    pub generation: i64,
+    pub kind: String,
+    pub node_key: String,
+    pub owner: String,
+    pub seq: i64,
+    pub worker_id: i64,
+}
 
 #[durable_object]
 pub struct WorkerRegistry {
@@ -57,7 +179,7 @@ pub struct ClaimBody {
     pub last_timestamp: u64,
 }
 
-/// `POST /lease`.
+/// A node's lease, for `owner`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LeaseRequest {
@@ -71,8 +193,8 @@ pub struct LeaseRequest {
     pub owner: String,
 }
 
-/// `POST /lease-minter`: only the Worker's minters send it (the public
-/// lease route cannot reach it, and refuses their `minter:` node keys).
+/// A minter's lease: only the Worker's minters send it (the public lease
+/// route cannot reach it, and refuses their `minter:` node keys).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MinterLeaseRequest {
@@ -111,7 +233,7 @@ impl From<Previous> for Claim {
     }
 }
 
-/// `POST /renew` and `POST /release`: a holder's claim, for `owner`.
+/// To renew or release: a holder's claim, for `owner`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenewRequest {
@@ -169,13 +291,6 @@ pub struct Granted {
     pub secret: LeaseSecret,
 }
 
-/// `POST /evict`.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EvictRequest {
-    pub worker_id: u32,
-}
-
 // ---- the holder's side of the registry, for every holder in the Worker
 // (isolates without minters, and the minters): the calls, and their answers
 // reported to the core's `SnowflakeHolder`.
@@ -183,12 +298,6 @@ pub struct EvictRequest {
 /// No answer is not a refusal: the holder treats `None` as "retry".
 fn refusal(e: &ApiError) -> Option<ErrorCode> {
     (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
-}
-
-/// Sends one of the service's own holders' renewals to the registry.
-pub async fn renew(env: &Env, r: Renewal) -> ApiResult<Lease> {
-    let request = RenewRequest::from(r);
-    call(env, Store::Registry, Method::Post, "/renew", Some(&request)).await
 }
 
 /// Reports a renewal's answer to the holder that asked.
@@ -369,16 +478,19 @@ impl WorkerRegistry {
             .sql
             .exec("SELECT * FROM events ORDER BY seq DESC", None)?
             .to_array()?;
-        let events: Vec<serde_json::Value> = rows
+        let events: Vec<EventView> = rows
             .into_iter()
-            .map(|r| {
-                json!({
-                    "seq": r.seq, "atMs": r.at, "kind": r.kind, "workerId": r.worker_id,
-                    "nodeKey": r.node_key, "generation": r.generation, "owner": r.owner,
-                })
+            .map(|r| EventView {
+                seq: r.seq,
+                at_ms: r.at,
+                kind: r.kind,
+                worker_id: r.worker_id,
+                node_key: r.node_key,
+                generation: r.generation,
+                owner: r.owner,
             })
             .collect();
-        json(200, &json!({ "events": events }))
+        json(200, &EventList { events })
     }
 
     fn persist(&self, slot: &WorkerSlot, next_generation: u64) -> ApiResult<()> {
@@ -448,17 +560,26 @@ impl WorkerRegistry {
                         SlotStatus::Lapsed => "lapsed",
                         SlotStatus::Free => "free",
                     };
-                    json!({
-                        "workerId": s.worker_id, "nodeKey": s.node_key, "generation": s.generation,
-                        "status": status, "expiresAtMs": s.expires_at_ms,
-                        "lastTimestampMs": s.last_timestamp_ms, "released": s.released, "evicted": s.evicted,
-                        "owner": s.owner,
-                    })
+                    WorkerView {
+                        worker_id: s.worker_id,
+                        node_key: s.node_key.clone(),
+                        generation: s.generation,
+                        status: status.to_owned(),
+                        expires_at_ms: s.expires_at_ms,
+                        last_timestamp_ms: s.last_timestamp_ms,
+                        released: s.released,
+                        evicted: s.evicted,
+                        owner: s.owner.clone(),
+                    }
                 })
                 .collect();
-            let live = workers.iter().filter(|w| w["status"] == "live").count();
+            let live = workers.iter().filter(|w| w.status == "live").count();
             Ok((
-                json!({ "capacity": reg.config().capacity, "live": live, "workers": workers }),
+                WorkerList {
+                    capacity: reg.config().capacity,
+                    live,
+                    workers,
+                },
                 None,
             ))
         })
@@ -494,67 +615,51 @@ impl DurableObject for WorkerRegistry {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if let Some(e) = &self.broken {
-            return Ok(e.response());
-        }
-        let path = req.path();
-        let result = match (req.method(), path.as_str()) {
-            (Method::Get, "/list") => self.list(),
-            (Method::Get, "/events") => self.events(),
-            (Method::Post, "/lease") => match body::<LeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(|reg, hash, now| {
-                    let ask = GrantRequest {
-                        owner: &r.owner,
-                        node_key: &r.node_key,
-                        node_now_ms: r.node_time,
-                        previous: r.previous.map(|p| Claim::from(p).proof(secret_hash)),
-                        secret_hash: hash,
-                    };
-                    reg.lease(ask, now)
+        serve(self.broken.as_ref(), &mut req, async |r| match r {
+            RegistryRequest::List => self.list(),
+            RegistryRequest::Events => self.events(),
+            RegistryRequest::Lease(r) => self.grant(|reg, hash, now| {
+                let ask = GrantRequest {
+                    owner: &r.owner,
+                    node_key: &r.node_key,
+                    node_now_ms: r.node_time,
+                    previous: r.previous.map(|p| Claim::from(p).proof(secret_hash)),
+                    secret_hash: hash,
+                };
+                reg.lease(ask, now)
+            }),
+            RegistryRequest::LeaseMinter(r) => self.grant(|reg, hash, now| {
+                let previous = r.previous.map(|p| Claim::from(p).proof(secret_hash));
+                reg.lease_minter(r.index, r.node_time, previous, hash, now)
+            }),
+            RegistryRequest::Renew(r) => self
+                .with_registry(|reg, now| {
+                    let lease = reg.renew(&r.owner, &r.renewal(), now)?;
+                    Ok((lease, Some(r.claim.worker_id)))
+                })
+                .and_then(|l| json(200, &l)),
+            RegistryRequest::Release(r) => self
+                .with_registry(|reg, now| {
+                    reg.release(&r.owner, &r.renewal(), now)?;
+                    Ok(((), Some(r.claim.worker_id)))
+                })
+                .and_then(|()| json(200, &Released { released: true })),
+            RegistryRequest::Evict { worker_id } => self
+                .with_registry(|reg, now| {
+                    let end = reg.evict(worker_id, now)?;
+                    Ok((end, Some(worker_id)))
+                })
+                .and_then(|end| {
+                    json(
+                        200,
+                        &Evicted {
+                            evicted: true,
+                            issue_after_ms: end,
+                            worker_id,
+                        },
+                    )
                 }),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/lease-minter") => match body::<MinterLeaseRequest>(&mut req).await {
-                Ok(r) => self.grant(|reg, hash, now| {
-                    let previous = r.previous.map(|p| Claim::from(p).proof(secret_hash));
-                    reg.lease_minter(r.index, r.node_time, previous, hash, now)
-                }),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/renew") => match body::<RenewRequest>(&mut req).await {
-                Ok(r) => self
-                    .with_registry(|reg, now| {
-                        let lease = reg.renew(&r.owner, &r.renewal(), now)?;
-                        Ok((lease, Some(r.claim.worker_id)))
-                    })
-                    .and_then(|l| json(200, &l)),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/release") => match body::<RenewRequest>(&mut req).await {
-                Ok(r) => self
-                    .with_registry(|reg, now| {
-                        reg.release(&r.owner, &r.renewal(), now)?;
-                        Ok(((), Some(r.claim.worker_id)))
-                    })
-                    .and_then(|()| json(200, &json!({ "released": true }))),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/evict") => match body::<EvictRequest>(&mut req).await {
-                Ok(r) => self
-                    .with_registry(|reg, now| {
-                        let end = reg.evict(r.worker_id, now)?;
-                        Ok((end, Some(r.worker_id)))
-                    })
-                    .and_then(|end| {
-                        json(
-                            200,
-                            &json!({ "evicted": true, "workerId": r.worker_id, "issueAfterMs": end }),
-                        )
-                    }),
-                Err(e) => Err(e),
-            },
-            _ => Err(ApiError::not_found(format!("registry: no route {path}"))),
-        };
-        Ok(result.unwrap_or_else(|e| e.response()))
+        })
+        .await
     }
 }

@@ -1,11 +1,13 @@
-//! Calls from the Worker to its Durable Objects: JSON in, JSON out; an error
-//! answer comes back as the same `ApiError` the object made.
+//! The Worker's side and the objects' side of every call to a Durable
+//! Object: one typed request (each object's own enum, as JSON) to one path,
+//! and a JSON answer; an error answer comes back as the same `ApiError` the
+//! object made.
 
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
-use worker::{Env, Headers, Method, Request, RequestInit, SqlStorage, SqlStorageValue};
+use worker::{Env, Headers, Method, Request, RequestInit, Response, SqlStorage, SqlStorageValue};
 
-use crate::api::{ApiError, ApiResult};
+use crate::api::{body, ApiError, ApiResult};
 
 /// Which object to call.
 #[derive(Clone, Copy)]
@@ -22,14 +24,22 @@ pub enum Store<'a> {
     Keys,
 }
 
-/// Calls `path` on a Durable Object and decodes its JSON answer.
+/// Sends `request` (the object's request enum) to a Durable Object and
+/// decodes its JSON answer. Only the object's own client functions call it.
 pub async fn call<T: DeserializeOwned>(
     env: &Env,
     store: Store<'_>,
-    method: Method,
-    path: &str,
-    body: Option<&impl Serialize>,
+    request: &impl Serialize,
 ) -> ApiResult<T> {
+    let text = serde_json::to_string(request)
+        .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
+    let answer = send(env, store, &text).await?;
+    serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+}
+
+/// The part of `call` that is the same for every request (not generic, so
+/// compiled once): `text` to the object, its answer's text back.
+async fn send(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
     let minter;
     let (binding, name) = match store {
         Store::Tag(tag) => ("TAGS", tag),
@@ -45,24 +55,37 @@ pub async fn call<T: DeserializeOwned>(
         .durable_object(binding)?
         .id_from_name(name)?
         .get_stub()?;
+    let headers = Headers::new();
+    headers.set("Content-Type", "application/json")?;
     let mut init = RequestInit::new();
-    init.with_method(method);
-    if let Some(body) = body {
-        let text = serde_json::to_string(body)
-            .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
-        let headers = Headers::new();
-        headers.set("Content-Type", "application/json")?;
-        init.with_headers(headers)
-            .with_body(Some(JsValue::from_str(&text)));
-    }
-    let req = Request::new_with_init(&format!("https://{binding}.internal{path}"), &init)?;
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(JsValue::from_str(text)));
+    let req = Request::new_with_init(&format!("https://{binding}.internal/"), &init)?;
     let mut res = stub.fetch_with_request(req).await?;
     if res.status_code() >= 400 {
         return Err(ApiError::from_response(res).await);
     }
-    res.json()
+    res.text()
         .await
         .map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+}
+
+/// An object's `fetch`: `broken` (tables that could not be made) answers
+/// every call; otherwise the request enum is decoded and `handle` answers it.
+pub async fn serve<R: DeserializeOwned>(
+    broken: Option<&ApiError>,
+    req: &mut Request,
+    handle: impl AsyncFnOnce(R) -> ApiResult<Response>,
+) -> worker::Result<Response> {
+    if let Some(e) = broken {
+        return Ok(e.response());
+    }
+    let result = match body::<R>(req).await {
+        Ok(request) => handle(request).await,
+        Err(e) => Err(e),
+    };
+    Ok(result.unwrap_or_else(|e| e.response()))
 }
 
 /// Runs a Durable Object's `CREATE TABLE`s; the first failure is kept by the

@@ -19,14 +19,120 @@ use edgeleaf::{
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Method, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
-use crate::api::{body, checked_count, json, ApiError, ApiResult};
+use crate::api::{checked_count, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
-use crate::stores::{append_bounded, create_tables, stored_u64};
+use crate::stores::{append_bounded, call, create_tables, serve, stored_u64, Store};
+
+/// What a tag's object is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum TagRequest {
+    /// Creates or updates the tag: answers its [`TagView`].
+    Put(TagUpsert),
+    /// The live tag: answers its [`TagView`].
+    Get,
+    /// Deletes the tag (its `max_id` is kept): answers its last [`TagView`].
+    Delete,
+    /// Its remembered allocations: answers [`TagHistory`].
+    History,
+    /// A segment: answers [`SegmentLease`].
+    Allocate(AllocateRequest),
+    /// An opaque ID's counter: answers [`Revealed`].
+    Reveal { id: GivenId },
+    /// A monotonic tag's IDs, from the object itself: answers [`IdList`].
+    Ids { count: u64 },
+}
+
+/// Creates or updates `tag` as `upsert` says.
+pub async fn put(env: &Env, tag: &str, upsert: TagUpsert) -> ApiResult<TagView> {
+    call(env, Store::Tag(tag), &TagRequest::Put(upsert)).await
+}
+
+/// The live tag `tag` (404 if none).
+pub async fn get(env: &Env, tag: &str) -> ApiResult<TagView> {
+    call(env, Store::Tag(tag), &TagRequest::Get).await
+}
+
+/// Deletes `tag`: its last view.
+pub async fn delete(env: &Env, tag: &str) -> ApiResult<TagView> {
+    call(env, Store::Tag(tag), &TagRequest::Delete).await
+}
+
+/// `tag` and its remembered allocations.
+pub async fn history(env: &Env, tag: &str) -> ApiResult<TagHistory> {
+    call(env, Store::Tag(tag), &TagRequest::History).await
+}
+
+/// A segment of `tag`.
+pub async fn allocate(env: &Env, tag: &str, request: AllocateRequest) -> ApiResult<SegmentLease> {
+    call(env, Store::Tag(tag), &TagRequest::Allocate(request)).await
+}
+
+/// What the opaque tag `tag` says of an ID.
+pub async fn reveal(env: &Env, tag: &str, id: GivenId) -> ApiResult<Revealed> {
+    call(env, Store::Tag(tag), &TagRequest::Reveal { id }).await
+}
+
+/// `count` IDs of the monotonic tag `tag`, from its object.
+pub async fn ids(env: &Env, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
+    let count = count as u64;
+    let list: IdList = call(env, Store::Tag(tag), &TagRequest::Ids { count }).await?;
+    list.ids
+        .iter()
+        .map(|s| {
+            s.parse()
+                .map_err(|_| ApiError::store_error(format!("store: ID {s:?} is not a number")))
+        })
+        .collect()
+}
+
+/// IDs as decimal strings.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IdList {
+    pub ids: Vec<String>,
+}
+
+/// An ID to reveal as the client gave it: a decimal string or a whole
+/// number, or else what it gave (as JSON, for the error).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GivenId {
+    Id(u64),
+    Not(String),
+}
+
+impl GivenId {
+    /// A decimal string (or a number below 2^53) is an ID.
+    pub fn from_json(id: &serde_json::Value) -> Self {
+        let parsed = match id {
+            serde_json::Value::String(s)
+                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                s.parse::<u64>().ok()
+            }
+            serde_json::Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        parsed.map_or_else(|| GivenId::Not(id.to_string()), GivenId::Id)
+    }
+}
+
+/// `POST /v1/tags/{tag}/reveal`'s answer. (Fields in alphabetical order: the
+/// order the API has always answered them in.)
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Revealed {
+    pub belongs: bool,
+    pub counter: Option<String>,
+    pub id: String,
+}
 
 /// A tag as the API shows it (IDs as decimal strings).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,7 +150,7 @@ pub struct TagView {
     pub max_step: u64,
 }
 
-/// `PUT /tag`: create, or update step/description (and raise max_id).
+/// Create, or update step/description (and raise max_id).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TagUpsert {
@@ -66,7 +172,7 @@ pub struct LeaseBody {
     pub request_id: Option<String>,
 }
 
-/// `POST /allocate` (inside the service).
+/// A segment, for a client's lease or one of the service's isolates.
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllocateRequest {
@@ -81,7 +187,7 @@ pub struct AllocateRequest {
     pub by: String,
 }
 
-/// One remembered allocation, as `/history` answers it.
+/// One remembered allocation, as [`TagRequest::History`] answers it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEvent {
@@ -91,7 +197,7 @@ pub struct HistoryEvent {
     pub by: String,
 }
 
-/// `GET /history`: the tag, its allocations so far, and the remembered ones
+/// The tag, its allocations so far, and the remembered ones
 /// (oldest first).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -529,7 +635,7 @@ impl TagStore {
     }
 
     /// An opaque ID's counter, and whether the tag handed it out.
-    fn reveal(&self, id: &serde_json::Value) -> ApiResult<Response> {
+    fn reveal(&self, id: &GivenId) -> ApiResult<Response> {
         let stored = self.live()?;
         let domain = stored.record.kind.check_opaque()?;
         let Some(key) = &stored.opaque_key else {
@@ -537,23 +643,17 @@ impl TagStore {
                 "store: an opaque tag without its key",
             ));
         };
-        let raw = match id {
-            serde_json::Value::String(s)
-                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                s.parse::<u64>().ok()
+        let id = match id {
+            GivenId::Id(id) => *id,
+            GivenId::Not(given) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidId,
+                    format!(
+                        "id: expected a decimal string in 1..={}, found {given}",
+                        domain.max_id()
+                    ),
+                ));
             }
-            serde_json::Value::Number(n) => n.as_u64(),
-            _ => None,
-        };
-        let Some(id) = raw else {
-            return Err(ApiError::new(
-                ErrorCode::InvalidId,
-                format!(
-                    "id: expected a decimal string in 1..={}, found {id}",
-                    domain.max_id()
-                ),
-            ));
         };
         let ids = OpaqueGrant {
             domain,
@@ -564,7 +664,11 @@ impl TagStore {
         let belongs = counter.is_some_and(|c| c <= stored.record.max_id);
         json(
             200,
-            &json!({ "id": id.to_string(), "counter": counter.map(|c| c.to_string()), "belongs": belongs }),
+            &Revealed {
+                belongs,
+                counter: counter.map(|c| c.to_string()),
+                id: id.to_string(),
+            },
         )
     }
 
@@ -613,7 +717,7 @@ impl TagStore {
             }
         }
         let ids: Vec<String> = out.iter().map(u64::to_string).collect();
-        json(200, &json!({ "ids": ids }))
+        json(200, &IdList { ids })
     }
 }
 
@@ -641,40 +745,19 @@ impl DurableObject for TagStore {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if let Some(e) = &self.broken {
-            return Ok(e.response());
-        }
-        let path = req.path();
-        let result = match (req.method(), path.as_str()) {
-            (Method::Put, "/tag") => match body::<TagUpsert>(&mut req).await {
-                Ok(b) => self.upsert(b),
-                Err(e) => Err(e),
-            },
-            (Method::Get, "/tag") => self.live().and_then(|s| json(200, &Self::view(&s))),
-            (Method::Get, "/history") => self.history(),
-            (Method::Delete, "/tag") => self.live().and_then(|s| {
+        serve(self.broken.as_ref(), &mut req, async |r| match r {
+            TagRequest::Put(b) => self.upsert(b),
+            TagRequest::Get => self.live().and_then(|s| json(200, &Self::view(&s))),
+            TagRequest::History => self.history(),
+            TagRequest::Delete => self.live().and_then(|s| {
                 *self.driver.borrow_mut() = None;
                 self.save(&s.record, true)?;
                 json(200, &Self::view(&s))
             }),
-            (Method::Post, "/allocate") => match body::<AllocateRequest>(&mut req).await {
-                Ok(b) => self.lease(b),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/reveal") => match body::<serde_json::Value>(&mut req).await {
-                Ok(b) => self.reveal(b.get("id").unwrap_or(&serde_json::Value::Null)),
-                Err(e) => Err(e),
-            },
-            (Method::Post, "/ids") => match body::<serde_json::Value>(&mut req).await {
-                Ok(b) => self.ids(
-                    b.get("count")
-                        .and_then(serde_json::Value::as_u64)
-                        .unwrap_or(0),
-                ),
-                Err(e) => Err(e),
-            },
-            _ => Err(ApiError::not_found(format!("tag store: no route {path}"))),
-        };
-        Ok(result.unwrap_or_else(|e| e.response()))
+            TagRequest::Allocate(b) => self.lease(b),
+            TagRequest::Reveal { id } => self.reveal(&id),
+            TagRequest::Ids { count } => self.ids(count),
+        })
+        .await
     }
 }

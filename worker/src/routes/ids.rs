@@ -1,0 +1,66 @@
+//! The IDs: Leaf's text routes, batches from this isolate's buffers, and
+//! segment leases for outside clients.
+
+use serde_json::json;
+use worker::Response;
+
+use super::Cx;
+use crate::api::{json, ApiResult};
+use crate::isolate;
+use crate::tag_store::{self, AllocateRequest, LeaseBody};
+
+/// `GET /api/segment/get/{tag}`: one ID as text, as Leaf answers.
+pub async fn segment_text(cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let id = isolate::segment_ids(&cx.env, &cx.ctx, &tag, 1).await?;
+    text_id(id[0])
+}
+
+/// `GET /api/snowflake/get/{tag}`: one ID as text (the tag is Leaf's, unused).
+pub async fn snowflake_text(cx: Cx) -> ApiResult<Response> {
+    cx.tag()?;
+    let id = isolate::snowflake_ids(&cx.env, &cx.ctx, cx.config()?, 1).await?;
+    text_id(id[0])
+}
+
+/// `GET /v1/segment/{tag}?count=N`.
+pub async fn segment(cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let ids = isolate::segment_ids(&cx.env, &cx.ctx, &tag, cx.count()?).await?;
+    ids_json(&ids)
+}
+
+/// `POST /v1/segment/{tag}/lease`: a whole segment, for a client to serve.
+pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let LeaseBody { step, request_id } = cx.body().await?;
+    let request = AllocateRequest {
+        step,
+        request_id,
+        for_isolate: false,
+        by: format!("lease:{}", cx.owner()),
+    };
+    let lease = tag_store::allocate(&cx.env, &tag, request).await?;
+    json(
+        200,
+        &json!({ "start": lease.start, "end": lease.end, "step": lease.step, "minStep": lease.min_step }),
+    )
+}
+
+/// `GET /v1/snowflake?count=N`.
+pub async fn snowflake(cx: Cx) -> ApiResult<Response> {
+    let ids = isolate::snowflake_ids(&cx.env, &cx.ctx, cx.config()?, cx.count()?).await?;
+    ids_json(&ids)
+}
+
+fn text_id(id: u64) -> ApiResult<Response> {
+    let mut res = Response::ok(id.to_string())?;
+    res.headers_mut()
+        .set("Content-Type", "text/plain; charset=utf-8")?;
+    Ok(res)
+}
+
+fn ids_json(ids: &[u64]) -> ApiResult<Response> {
+    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+    json(200, &json!({ "ids": ids }))
+}

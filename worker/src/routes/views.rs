@@ -1,0 +1,117 @@
+//! Views: the dashboard and its assets, health and the layout, decoding a
+//! snowflake ID, this isolate's monitor, Prometheus metrics and a tag's
+//! history.
+
+use serde_json::json;
+use worker::Response;
+
+use super::{Cx, ROUTES};
+use crate::api::{json, ApiError, ApiResult};
+use crate::config::Config;
+use crate::{history, metrics, monitor};
+use edgeleaf::code::ErrorCode;
+
+/// The dashboard page (`www/index.html`), served at `/`, and its chart
+/// library (uPlot, from the npm packages `make test` / `make dev` install).
+const DASHBOARD: &str = include_str!("../../../www/index.html");
+const UPLOT_JS: &str = include_str!("../../../node_modules/uplot/dist/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../node_modules/uplot/dist/uPlot.min.css");
+
+fn asset(body: &str, content_type: &str) -> ApiResult<Response> {
+    let mut res = Response::ok(body)?;
+    res.headers_mut().set("Content-Type", content_type)?;
+    Ok(res)
+}
+
+/// `GET /`: the dashboard, a static page that talks to this API with the
+/// token its user types in.
+pub async fn dashboard(_: Cx) -> ApiResult<Response> {
+    asset(DASHBOARD, "text/html; charset=utf-8")
+}
+
+/// `GET /assets/uplot.js`.
+pub async fn uplot_js(_: Cx) -> ApiResult<Response> {
+    asset(UPLOT_JS, "text/javascript; charset=utf-8")
+}
+
+/// `GET /assets/uplot.css`.
+pub async fn uplot_css(_: Cx) -> ApiResult<Response> {
+    asset(UPLOT_CSS, "text/css; charset=utf-8")
+}
+
+/// `GET /v1/ping`.
+pub async fn ping(_: Cx) -> ApiResult<Response> {
+    json(200, &json!({ "ok": true }))
+}
+
+/// `GET /v1/health`: the layout and every route.
+pub async fn health(cx: Cx) -> ApiResult<Response> {
+    let routes: Vec<String> = ROUTES
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    json(
+        200,
+        &json!({ "ok": true, "layout": layout_json(cx.config()?), "routes": routes }),
+    )
+}
+
+pub fn layout_json(config: &Config) -> serde_json::Value {
+    let l = config.layout;
+    json!({
+        "timestampBits": l.timestamp_bits(), "workerBits": l.worker_bits(), "sequenceBits": l.sequence_bits(),
+        "epoch": l.epoch_ms(), "unitMs": l.unit_ms(), "expiresAt": l.expires_at(),
+    })
+}
+
+/// `GET /v1/snowflake/{id}`: an ID's parts under the service's layout.
+pub async fn decode(cx: Cx) -> ApiResult<Response> {
+    let layout = cx.config()?.layout;
+    let raw = cx.arg();
+    let id: u64 = raw
+        .parse()
+        .ok()
+        .filter(|_| raw.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidId,
+                format!(
+                    "id: expected a decimal integer in 0..={}, found {raw:?}",
+                    layout.max_id()
+                ),
+            )
+        })?;
+    let parts = layout.decompose(id)?;
+    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(parts.timestamp_ms as f64));
+    json(
+        200,
+        &json!({
+            "id": id.to_string(), "timestamp": parts.timestamp_ms,
+            "date": String::from(date.to_iso_string()), "workerId": parts.worker_id, "sequence": parts.sequence,
+        }),
+    )
+}
+
+/// `GET /v1/monitor`.
+pub async fn monitor(cx: Cx) -> ApiResult<Response> {
+    json(200, &monitor::monitor(cx.access()?))
+}
+
+/// `GET /metrics`.
+pub async fn metrics(cx: Cx) -> ApiResult<Response> {
+    let text = metrics::metrics(&cx.env, cx.config()?, cx.access()?).await?;
+    let mut res = Response::ok(text)?;
+    res.headers_mut()
+        .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
+    Ok(res)
+}
+
+/// `GET /v1/tags/{tag}/history?minutes=N`.
+pub async fn history(cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let minutes = history::minutes(&cx.req.url()?)?;
+    json(
+        200,
+        &history::answer(&cx.env, cx.config()?, &tag, minutes).await?,
+    )
+}
