@@ -17,7 +17,9 @@ for part in "$@"; do
 done
 # The system's Node (20 on these machines) is the floor the npm package
 # supports; wrangler and Miniflare need the Node 22 npm installs into node_modules.
-NODE20="$(command -v node)"
+# (the first node on PATH outside node_modules/.bin, so that a PATH with the
+# project's tools first still tests on the system's Node)
+NODE20="$(PATH=$(tr ':' '\n' <<<"$PATH" | grep -v node_modules/.bin | paste -sd:) command -v node)"
 NODE22="$PWD/node_modules/.bin/node"
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
