@@ -99,7 +99,7 @@ test('the npm page names every error code of the package', () => {
 });
 
 test('docs/service.md names every error code of the wire', () => {
-  // The OpenAPI enum, itself checked against the core's ErrorCode by tests/error_codes.rs.
+  // The OpenAPI enum, itself checked against the core's ErrorCode by worker/rules/tests/error_codes.rs.
   const codes = quotedCodes(read('worker/openapi.yaml'), 'error codes (src/code.rs', 'message:');
   assert.ok(codes.length >= 30, `only ${codes.length} codes found in openapi.yaml`);
   const page = read('docs/service.md');

@@ -68,7 +68,7 @@ macro_rules! route {
 }
 
 /// Every route of the service, once. `worker/openapi.yaml` documents exactly
-/// these (checked by tests/js/service.test.mjs through `/v1/health`).
+/// these (checked by tests/service/service.test.mjs through `/v1/health`).
 #[rustfmt::skip]
 pub const ROUTES: &[Route] = &[
     route!(Get    "/",                        STATIC,   views::dashboard),
