@@ -55,9 +55,12 @@ function layoutOptions(v) {
   return o;
 }
 
-/** Checks a tag with the core's rule (the one SegmentGenerator applies): `invalid_key`. */
-function checkTag(tag) {
-  new SegmentGenerator({ tag, fetchSegment: () => Promise.reject(new Error('not used')) });
+/**
+ * Checks a tag (and a step) with the core's rules, the ones SegmentGenerator
+ * applies and the service too: `invalid_key`, `out_of_range`.
+ */
+function checkTag(tag, step) {
+  new SegmentGenerator({ tag, ...(step === undefined ? {} : { step }), fetchSegment: () => Promise.reject(new Error('not used')) });
   return tag;
 }
 
@@ -77,7 +80,9 @@ const iso = (ms) => (ms === null || ms === undefined ? '—' : new Date(ms).toIS
 
 /** Columns padded to their widest cell; numbers right-aligned. */
 export function table(headers, rows) {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '—' : String(c))))];
+  // A control character (a description's line break) is shown escaped: one row, one line.
+  const cell = (c) => (c === null || c === undefined ? '—' : String(c).replace(/[\x00-\x1f\x7f]/g, (ch) => JSON.stringify(ch).slice(1, -1)));
+  const cells = [headers, ...rows.map((r) => r.map(cell))];
   const right = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || typeof r[i] === 'bigint' || /^[0-9]+$/.test(String(r[i] ?? ''))));
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 && !right[i] ? c : right[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd()).join('\n');
@@ -292,6 +297,7 @@ const COMMANDS = {
       ...SERVICE,
       'dry-run': { type: 'boolean', help: 'show the plan, change nothing (without a URL: parse and plan only)' },
       margin: { type: 'string', help: `IDs to leave above Leaf's max_id (default: 2 × max(step, ${LEAF_MAX_STEP}) per tag; 0 if Leaf's table was frozen before the dump)` },
+      step: { type: 'string', help: "the step of the tags it creates (default: each row's; the margin counts Leaf's step either way)" },
       format: { type: 'string', help: 'sql or csv (default: from the file name, else its first line)' },
       table: { type: 'string', help: "the table's name in the dump (default leaf_alloc)" },
     },
@@ -336,9 +342,10 @@ async function importLeaf([file], v) {
   }
   const source = file === '-' ? 'stdin' : file;
   const rows = parseLeafRows(input, { format, source, table: v.table });
+  const step = whole('--step', v.step);
   for (const r of rows) {
-    try { checkTag(r.bizTag); } catch (e) {
-      e.message = `${source}:${r.line}: ${e.message}`;
+    try { checkTag(r.bizTag, step ?? r.step); } catch (e) {
+      e.message = `${source}:${r.line}: ${e.message}${e.code === 'out_of_range' && step === undefined ? ` (Leaf's step, too large for the service: give the new tags another with --step N; the margin still counts Leaf's)` : ''}`;
       throw e;
     }
   }
@@ -353,7 +360,7 @@ async function importLeaf([file], v) {
       throw e;
     }
   };
-  const entries = await plan(rows, { margin, getTag });
+  const entries = await plan(rows, { margin, step, getTag });
   const conflicts = entries.filter((e) => e.action === 'conflict');
   const done = v['dry-run'] || conflicts.length
     ? entries
@@ -364,7 +371,7 @@ async function importLeaf([file], v) {
   const data = {
     dryRun: Boolean(v['dry-run']),
     tags: done.map((e) => ({
-      tag: e.tag, line: e.line, leafMaxId: e.leafMaxId, step: e.step, margin: e.margin,
+      tag: e.tag, line: e.line, leafMaxId: e.leafMaxId, step: e.step, description: e.description, margin: e.margin,
       serviceMaxId: e.serviceMaxId, newMaxId: newMaxId(e), action: e.action, ...(e.reason ? { reason: e.reason } : {}),
     })),
     counts,
@@ -374,7 +381,7 @@ async function importLeaf([file], v) {
     table(['tag', 'Leaf max_id', 'step', 'service maxId', 'new maxId', 'action'],
       done.map((e) => [e.tag, e.leafMaxId, e.step, e.serviceMaxId ?? (client ? '—' : '?'), newMaxId(e), e.action])),
     '',
-    `${rows.length} tags from ${source}: ${summary}${v['dry-run'] ? ' (dry run: nothing changed)' : ''}`,
+    `${rows.length} tag${rows.length === 1 ? '' : 's'} from ${source}: ${summary}${v['dry-run'] ? ' (dry run: nothing changed)' : ''}`,
     ...(offline ? ['(the service was not asked: no --url or EDGELEAF_URL)'] : []),
   ].join('\n');
   if (conflicts.length) {
@@ -390,7 +397,7 @@ async function importLeaf([file], v) {
 function commandHelp(name) {
   const c = COMMANDS[name];
   const opts = { ...c.options, ...COMMON };
-  const lines = Object.entries(opts).map(([k, o]) => [`${o.short ? `-${o.short}, ` : ''}${k.length === 1 ? `-${k}` : `--${k}`}${o.type === 'string' ? ' <value>' : ''}`, o.help]);
+  const lines = Object.entries(opts).map(([k, o]) => [`${o.short && o.short !== k ? `-${o.short}, ` : ''}${k.length === 1 ? `-${k}` : `--${k}`}${o.type === 'string' ? ' <value>' : ''}`, o.help]);
   const env = Object.hasOwn(c.options, 'url')
     ? '\n\nEnvironment: EDGELEAF_URL (the service, if no --url), EDGELEAF_TOKEN (the bearer token: an API key or the admin token; never a flag)'
     : name.startsWith('opaque ') && name !== 'opaque key' ? '\n\nEnvironment: EDGELEAF_OPAQUE_KEY (the key, 32 hex digits; never a flag)' : '';

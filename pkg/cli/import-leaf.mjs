@@ -28,21 +28,24 @@ export const LEAF_MAX_STEP = 1_000_000;
 export const defaultMargin = (step) => 2n * BigInt(Math.max(step, LEAF_MAX_STEP));
 
 /**
- * What to do with each row: `{ tag, leafMaxId, step, description, line,
- * targetMaxId, serviceMaxId (bigint | null), action }`, where action is
+ * What to do with each row: `{ tag, leafMaxId, step, tagStep, description,
+ * line, margin, targetMaxId, serviceMaxId (bigint | null), action }`, where
+ * `tagStep` is the step a created tag gets (`step`, else Leaf's), and action is
  * `create` (no such tag), `raise` (the tag's maxId is below the target),
  * `unchanged` (at or above it) or `conflict` (with `reason`: the service
  * already handed out IDs of this tag at or below Leaf's max_id, or it is
- * opaque). `getTag(tag)` answers the service's view or `null`.
+ * opaque). `getTag(tag)` answers the service's view, `null` (no such tag)
+ * or `undefined` (not asked: the action is then `create?`).
  */
-export async function plan(rows, { margin, getTag }) {
+export async function plan(rows, { margin, step, getTag }) {
   const out = [];
   for (const r of rows) {
+    // The margin counts Leaf's step, whatever step the new tag gets.
     const m = margin ?? defaultMargin(r.step);
     const target = r.maxId + m;
     const view = await getTag(r.bizTag);
     const serviceMaxId = view ? BigInt(view.maxId) : null;
-    const p = { tag: r.bizTag, leafMaxId: r.maxId, step: r.step, description: r.description, line: r.line, margin: m, targetMaxId: target, serviceMaxId };
+    const p = { tag: r.bizTag, leafMaxId: r.maxId, step: r.step, tagStep: step ?? r.step, description: r.description, line: r.line, margin: m, targetMaxId: target, serviceMaxId };
     if (view === undefined) out.push({ ...p, action: 'create?' });
     else if (view === null) out.push({ ...p, action: 'create' });
     else if (view.opaque) {
@@ -69,7 +72,7 @@ export async function apply(entries, { putTag }) {
     const maxId = e.targetMaxId.toString();
     let view;
     if (e.action === 'create') {
-      const body = { step: e.step, maxId, ...(e.description ? { description: e.description } : {}) };
+      const body = { step: e.tagStep, maxId, ...(e.description ? { description: e.description } : {}) };
       try {
         view = await putTag(e.tag, body);
       } catch (err) {
