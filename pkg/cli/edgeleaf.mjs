@@ -72,7 +72,8 @@ function service(v) {
   return new EdgeleafClient({ url, token });
 }
 
-const path = (...parts) => parts.map(encodeURIComponent).join('/');
+// A tag in a path: checked by the core first, its characters ([A-Za-z0-9._:-]) go as they are.
+const tagPath = (tag) => `/v1/tags/${checkTag(tag)}`;
 
 // ------------------------------------------------------------ output
 
@@ -214,7 +215,7 @@ const COMMANDS = {
         if (!m) throw usage(`--opaque: expected bits:N or digits:N, found ${JSON.stringify(v.opaque)}`);
         body.opaque = { [m[1]]: Number(m[2]) };
       }
-      const data = await service(v).request('PUT', `/v1/tags/${path(tag)}`, body);
+      const data = await service(v).request('PUT', tagPath(tag), body);
       return { data, text: tagRows([data]) };
     },
   },
@@ -255,7 +256,7 @@ const COMMANDS = {
     options: { ...SERVICE },
     positionals: [1, 1],
     async run([id], v) {
-      const data = await service(v).request('DELETE', `/v1/keys/${path(id)}`);
+      const data = await service(v).request('DELETE', `/v1/keys/${encodeURIComponent(id)}`);
       return { data, text: `revoked ${data.revoked?.id ?? id}${data.revoked?.name ? ` (${data.revoked.name})` : ''}` };
     },
   },
@@ -268,7 +269,7 @@ const COMMANDS = {
     async run([tag], v) {
       checkTag(tag);
       const q = v.minutes === undefined ? '' : `?minutes=${whole('--minutes', v.minutes)}`;
-      const h = await service(v).request('GET', `/v1/tags/${path(tag)}/history${q}`);
+      const h = await service(v).request('GET', `${tagPath(tag)}/history${q}`);
       const r = h.runway;
       const exhausted = r.exhaustedAtMs === null ? 'never at this rate (no allocation in the last hour)'
         : r.exhaustedAtMs >= 8.64e15 ? 'beyond any date' : iso(r.exhaustedAtMs);
@@ -354,7 +355,7 @@ async function importLeaf([file], v) {
   const getTag = async (tag) => {
     if (!client) return undefined;
     try {
-      return await client.request('GET', `/v1/tags/${path(tag)}`);
+      return await client.request('GET', tagPath(tag));
     } catch (e) {
       if (e.code === 'not_found') return null;
       throw e;
@@ -364,7 +365,7 @@ async function importLeaf([file], v) {
   const conflicts = entries.filter((e) => e.action === 'conflict');
   const done = v['dry-run'] || conflicts.length
     ? entries
-    : await apply(entries, { putTag: (tag, body) => client.request('PUT', `/v1/tags/${path(tag)}`, body) });
+    : await apply(entries, { putTag: (tag, body) => client.request('PUT', tagPath(tag), body) });
   const newMaxId = (e) => e.maxId ?? (e.action === 'unchanged' ? e.serviceMaxId : e.targetMaxId);
   const counts = {};
   for (const e of done) counts[e.action] = (counts[e.action] ?? 0) + 1;
