@@ -147,6 +147,23 @@ test('--help for the CLI and for each command; no command is a usage error', () 
   assert.match(cli(['--version']).stdout, /^[0-9]+\.[0-9]+\.[0-9]+/);
 });
 
+test('installed from the packed tarball, `edgeleaf` is on the PATH of npm scripts and runs', () => {
+  const app = mkdtempSync(join(tmpdir(), 'edgeleaf-cli-app-'));
+  const npm = (args, cwd) => {
+    const r = spawnSync('npm', [...args, '--loglevel=error', '--no-audit', '--no-fund'], { cwd, encoding: 'utf8' });
+    assert.equal(r.status, 0, `npm ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const tgz = npm(['pack', '--pack-destination', app], PKG).split('\n').pop();
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, scripts: { ids: 'edgeleaf decode' } }));
+  npm(['install', `./${tgz}`], app);
+  const r = spawnSync('npm', ['run', '--silent', 'ids', '--', LEAF_ID.toString(), '--json'], { cwd: app, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { id: LEAF_ID.toString(), timestamp: T, date: '2025-01-02T03:04:05.678Z', workerId: 513, sequence: 4001 });
+  const bad = spawnSync('npm', ['run', '--silent', 'ids', '--', 'nope'], { cwd: app, encoding: 'utf8' });
+  assert.equal(bad.status, 2, 'the exit code comes through');
+});
+
 test('the package ships the CLI as its bin', () => {
   const pkg = JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8'));
   const bin = pkg.bin.edgeleaf.replace(/^\.\//, '');
