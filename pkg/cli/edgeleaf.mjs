@@ -352,20 +352,42 @@ async function importLeaf([file], v) {
   }
   const offline = v['dry-run'] && v.url === undefined && !process.env.EDGELEAF_URL;
   const client = offline ? null : service(v);
+  // The service's answers name no tag: its errors get the tag's name and line.
+  const line = new Map(rows.map((r) => [r.bizTag, r.line]));
+  const about = (tag, e) => {
+    if (typeof e?.message === 'string') e.message = `${tag} (${source}:${line.get(tag)}): ${e.message}`;
+    return e;
+  };
   const getTag = async (tag) => {
     if (!client) return undefined;
     try {
       return await client.request('GET', tagPath(tag));
     } catch (e) {
       if (e.code === 'not_found') return null;
-      throw e;
+      throw about(tag, e);
+    }
+  };
+  let written = 0;
+  const putTag = async (tag, body) => {
+    try {
+      const view = await client.request('PUT', tagPath(tag), body);
+      written++;
+      return view;
+    } catch (e) {
+      throw about(tag, e);
     }
   };
   const entries = await plan(rows, { margin, step, getTag });
   const conflicts = entries.filter((e) => e.action === 'conflict');
-  const done = v['dry-run'] || conflicts.length
-    ? entries
-    : await apply(entries, { putTag: (tag, body) => client.request('PUT', tagPath(tag), body) });
+  let done = entries;
+  if (!v['dry-run'] && !conflicts.length) {
+    try {
+      done = await apply(entries, { putTag });
+    } catch (e) {
+      e.message += ` (${written} tag${written === 1 ? '' : 's'} written before this; the import is idempotent: run it again once this is mended)`;
+      throw e;
+    }
+  }
   const newMaxId = (e) => e.maxId ?? (e.action === 'unchanged' ? e.serviceMaxId : e.targetMaxId);
   const counts = {};
   for (const e of done) counts[e.action] = (counts[e.action] ?? 0) + 1;
@@ -407,8 +429,8 @@ function commandHelp(name) {
 
 const EXITS = 'Exit codes: 0 done, 1 a bug, 2 bad usage or input, 3 refused by the service (4xx) or an import conflict, 4 the service unavailable (5xx, no answer).';
 
-function mainHelp() {
-  const rows = Object.entries(COMMANDS).map(([n, c]) => [`${n}${c.args ? ` ${c.args}` : ''}`, c.summary]);
+function mainHelp(prefix = '') {
+  const rows = Object.entries(COMMANDS).filter(([n]) => n.startsWith(prefix)).map(([n, c]) => [`${n}${c.args ? ` ${c.args}` : ''}`, c.summary]);
   return `usage: edgeleaf <command> [options]   (edgeleaf <command> --help for its options)\n\n${table(['commands', ''], rows).split('\n').slice(1).map((l) => `  ${l}`).join('\n')}\n\nEvery command takes --json (JSON on stdout for scripts; errors stay on stderr as {"error":{"code","message"}}).\nService commands: --url or EDGELEAF_URL; the token only from EDGELEAF_TOKEN.\n${EXITS}`;
 }
 
@@ -419,6 +441,7 @@ export function exitCode(e) {
   if (e?.code === 'service_unreachable' || e?.code === 'registry_unreachable') return EXIT.unavailable;
   if (typeof e?.status === 'number') return e.status >= 500 ? EXIT.unavailable : EXIT.refused;
   if (e?.code === 'import_conflict') return EXIT.refused;
+  if (e?.code === 'internal') return EXIT.bug;
   if (typeof e?.code === 'string' && !e.code.startsWith('ERR_')) return EXIT.usage;
   if (typeof e?.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS')) return EXIT.usage;
   return EXIT.bug;
@@ -446,6 +469,9 @@ export async function main(argv) {
     const cmd = COMMANDS[name];
     if (!cmd) {
       const groups = Object.keys(COMMANDS).filter((n) => n.startsWith(`${rest[0]} `)).map((n) => n.split(' ')[1]);
+      if (groups.length && (rest[1] === '--help' || rest[1] === '-h')) {
+        return { code: EXIT.ok, stdout: mainHelp(`${rest[0]} `), stderr: '' };
+      }
       throw usage(groups.length
         ? `${rest[0]}: expected one of ${groups.join(', ')}, found ${rest[1] === undefined ? 'none' : JSON.stringify(rest[1])}`
         : `expected a command (${Object.keys(COMMANDS).filter((n) => !n.includes(' ')).concat(['opaque', 'tag', 'keys']).join(', ')}), found ${JSON.stringify(rest[0])}`);

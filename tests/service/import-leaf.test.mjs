@@ -181,6 +181,23 @@ test('a malformed dump is refused with its line, and nothing is created', async 
   assert.equal(await tagView('never'), null);
 });
 
+test('a row the service refuses stops the import with the tag named; run again once mended, it continues', async () => {
+  const rows = [
+    { bizTag: 'first', maxId: 10, step: 10, description: 'ok' },
+    { bizTag: 'wordy', maxId: 10, step: 10, description: 'é'.repeat(200) }, // 200 characters, 400 bytes: over the service's 256
+    { bizTag: 'third', maxId: 10, step: 10, description: 'ok' },
+  ];
+  const r = await cli(['import-leaf', file('wordy.sql', mysqldump(rows))]);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stderr, /^out_of_range: wordy \(.*wordy\.sql:\d+\): description.*\(1 tag written before this; the import is idempotent/);
+  assert.equal((await tagView('first')).maxId, '2000010');
+  assert.equal(await tagView('third'), null);
+  rows[1].description = 'shorter';
+  const again = await cli(['import-leaf', file('wordy.sql', mysqldump(rows)), '--json']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(JSON.parse(again.stdout).tags.map((t) => t.action), ['unchanged', 'created', 'created']);
+});
+
 test('import-leaf needs the admin scope: a monitor key may plan, not import', async () => {
   const key = await (await svc.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'ops', scopes: ['monitor'] }) })).json();
   const dump = file('scoped.sql', mysqldump([{ bizTag: 'scoped', maxId: 10, step: 10, description: '' }]));
