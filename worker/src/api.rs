@@ -3,8 +3,8 @@
 
 use edgeleaf::code::ErrorCode;
 pub use edgeleaf_rules::status::status;
+use edgeleaf_rules::wire::{api::ErrorBody, WireError};
 use serde::de::DeserializeOwned;
-use serde_json::json;
 use worker::{Request, Response};
 
 /// Largest request body accepted.
@@ -71,7 +71,7 @@ impl ApiError {
 
     /// The JSON error response.
     pub fn response(&self) -> Response {
-        let body = json!({ "error": { "code": self.code.as_str(), "message": self.message } });
+        let body = ErrorBody::new(self.code, self.message.as_str());
         let mut res = Response::from_json(&body)
             .unwrap_or_else(|_| Response::empty().expect("empty response"))
             .with_status(self.status());
@@ -131,6 +131,18 @@ impl From<edgeleaf::Error> for ApiError {
 impl From<edgeleaf_rules::AccessError> for ApiError {
     fn from(e: edgeleaf_rules::AccessError) -> Self {
         ApiError::new(e.error_code(), e.to_string())
+    }
+}
+
+/// A wire value that cannot be used: a broken store answer is a store
+/// error; a caller's value keeps its code.
+impl From<WireError> for ApiError {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::Unreadable(message) => ApiError::store_error(message),
+            WireError::Invalid(code, message) => ApiError::new(code, message),
+            WireError::Core(e) => e.into(),
+        }
     }
 }
 

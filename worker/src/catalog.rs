@@ -2,36 +2,14 @@
 //! the dashboard. The tag objects stay the owners of `max_id`; the catalog
 //! only knows which tags exist.
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use edgeleaf_rules::wire::catalog::{CatalogRequest, Done, TagList};
+use serde::Deserialize;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::stores::{call, create_tables, serve, Store};
-
-/// What the catalog is asked.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
-pub enum CatalogRequest {
-    /// Every tag, by name: answers [`TagList`].
-    List,
-    /// Adds a tag (if new).
-    Add { biz_tag: String },
-    /// Removes a tag.
-    Remove { biz_tag: String },
-}
-
-/// The catalog's tags, sorted.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct TagList {
-    pub tags: Vec<String>,
-}
 
 /// Every tag, sorted.
 pub async fn list(env: &Env) -> ApiResult<Vec<String>> {
@@ -42,16 +20,14 @@ pub async fn list(env: &Env) -> ApiResult<Vec<String>> {
 /// Adds `tag` to the catalog.
 pub async fn add(env: &Env, tag: &str) -> ApiResult<()> {
     let biz_tag = tag.to_owned();
-    let _: serde::de::IgnoredAny =
-        call(env, Store::Catalog, &CatalogRequest::Add { biz_tag }).await?;
+    let _: Done = call(env, Store::Catalog, &CatalogRequest::Add { biz_tag }).await?;
     Ok(())
 }
 
 /// Removes `tag` from the catalog.
 pub async fn remove(env: &Env, tag: &str) -> ApiResult<()> {
     let biz_tag = tag.to_owned();
-    let _: serde::de::IgnoredAny =
-        call(env, Store::Catalog, &CatalogRequest::Remove { biz_tag }).await?;
+    let _: Done = call(env, Store::Catalog, &CatalogRequest::Remove { biz_tag }).await?;
     Ok(())
 }
 
@@ -99,12 +75,12 @@ impl DurableObject for Catalog {
                     vec![biz_tag.into()],
                 )
                 .map_err(ApiError::from)
-                .and_then(|_| json(200, &json!({}))),
+                .and_then(|_| json(200, &Done {})),
             CatalogRequest::Remove { biz_tag } => self
                 .sql
                 .exec("DELETE FROM tags WHERE biz_tag = ?", vec![biz_tag.into()])
                 .map_err(ApiError::from)
-                .and_then(|_| json(200, &json!({}))),
+                .and_then(|_| json(200, &Done {})),
         })
         .await
     }

@@ -3,17 +3,15 @@
 //! IDs per minute, the step over time and the runway.
 
 use edgeleaf::code::ErrorCode;
-use edgeleaf_rules::{
-    history::domain_max, history::per_minute, history::runway, history::AllocationEvent,
-    history::Runway,
-};
+use edgeleaf_rules::wire::tag::TagHistory;
+use edgeleaf_rules::{history::domain_max, history::per_minute, history::runway, history::Runway};
 use serde_json::json;
 use worker::Env;
 
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::tag_store::{self, TagHistory};
+use crate::tag_store;
 
 /// The most minutes one history answer covers (a day).
 pub const MAX_MINUTES: u64 = 1440;
@@ -21,24 +19,6 @@ pub const MAX_MINUTES: u64 = 1440;
 /// A tag's history from its store.
 pub async fn load(env: &Env, tag: &str) -> ApiResult<TagHistory> {
     tag_store::history(env, tag).await
-}
-
-/// The remembered allocations as the core reads them.
-pub fn events(h: &TagHistory) -> ApiResult<Vec<AllocationEvent>> {
-    h.events
-        .iter()
-        .map(|e| {
-            let bound = |s: &str| {
-                s.parse::<u64>()
-                    .map_err(|_| ApiError::store_error(format!("history: bound {s:?}")))
-            };
-            Ok(AllocationEvent {
-                at_ms: e.at_ms,
-                start: bound(&e.start)?,
-                end: bound(&e.end)?,
-            })
-        })
-        .collect()
 }
 
 /// The runway of a tag from its history.
@@ -49,7 +29,7 @@ pub fn tag_runway(config: &Config, h: &TagHistory, now: u64) -> ApiResult<Runway
         .parse()
         .map_err(|_| ApiError::store_error(format!("history: max_id {:?}", h.tag.max_id)))?;
     Ok(runway(
-        &events(h)?,
+        &h.allocation_events()?,
         max_id,
         domain_max(&config.layout, h.tag.opaque),
         now,
@@ -81,7 +61,7 @@ pub async fn answer(
 ) -> ApiResult<serde_json::Value> {
     let h = load(env, tag).await?;
     let now = now_ms();
-    let events = events(&h)?;
+    let events = h.allocation_events()?;
     let r = tag_runway(config, &h, now)?;
     let recent: Vec<serde_json::Value> = h
         .events

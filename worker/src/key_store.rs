@@ -3,8 +3,10 @@
 //! itself is made in the Worker, answered once to whoever created the key,
 //! and never reaches storage.
 
-use edgeleaf_rules::{access::Access, access::KeyRecord, access::Scopes, access::TagLimit};
-use serde::{Deserialize, Serialize};
+use edgeleaf_rules::wire::keys::{
+    KeyList, KeyRequest, KeyView, Lookup, NewKey, Revoked, StoredKey,
+};
+use serde::Deserialize;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
@@ -15,52 +17,6 @@ use crate::stores::{call, create_tables, serve, stored_u64, Store};
 
 /// The most keys the store holds.
 pub const MAX_KEYS: u64 = 1000;
-
-/// What the key store is asked.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
-pub enum KeyRequest {
-    /// Stores a new key: answers its [`KeyView`].
-    Create(NewKey),
-    /// A key's stored record (and marks it used): answers [`Lookup`].
-    Lookup { id: String },
-    /// Every key: answers [`KeyList`].
-    List,
-    /// Deletes a key: answers [`Revoked`].
-    Revoke { id: String },
-}
-
-/// A key as the API shows it: never its token or hash. (Fields in
-/// alphabetical order: the order the API has always answered them in.)
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct KeyView {
-    pub created_ms: u64,
-    pub id: String,
-    /// When an isolate last looked the key up (isolates cache lookups, so
-    /// this is to within the cache's lifetime); `None`: never used.
-    pub last_used_ms: Option<u64>,
-    pub name: String,
-    pub scopes: Vec<String>,
-    /// `"*"`, a tag, or `"prefix*"`.
-    pub tags: String,
-}
-
-/// `GET /v1/keys`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct KeyList {
-    pub keys: Vec<KeyView>,
-}
-
-/// `DELETE /v1/keys/{id}`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Revoked {
-    pub revoked: KeyView,
-}
 
 /// Stores a new key.
 pub async fn create(env: &Env, key: NewKey) -> ApiResult<KeyView> {
@@ -82,47 +38,6 @@ pub async fn list(env: &Env) -> ApiResult<KeyList> {
 pub async fn revoke(env: &Env, id: &str) -> ApiResult<Revoked> {
     let id = id.to_owned();
     call(env, Store::Keys, &KeyRequest::Revoke { id }).await
-}
-
-/// A key to store: checked by the core, its ID and the hash of its token.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewKey {
-    pub id: String,
-    pub name: String,
-    pub scopes: Vec<String>,
-    pub tags: String,
-    pub hash: String,
-}
-
-/// The stored record of a key, or `null`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Lookup {
-    pub key: Option<StoredKey>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredKey {
-    pub hash: String,
-    pub scopes: Vec<String>,
-    pub tags: String,
-}
-
-impl StoredKey {
-    /// The core's record; a row it cannot read is a store error.
-    pub fn record(&self) -> ApiResult<KeyRecord> {
-        let bad =
-            |e: edgeleaf_rules::AccessError| ApiError::store_error(format!("key store: row: {e}"));
-        Ok(KeyRecord {
-            hash: self.hash.clone(),
-            access: Access {
-                scopes: Scopes::parse(self.scopes.iter().map(String::as_str)).map_err(bad)?,
-                tags: TagLimit::parse(&self.tags).map_err(bad)?,
-            },
-        })
-    }
 }
 
 #[derive(Deserialize)]

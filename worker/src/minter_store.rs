@@ -23,7 +23,11 @@ use edgeleaf::{
     holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_step, minted::MinterStep,
     minted::MAX_MINT_BATCH, rand::SplitMix64,
 };
-use serde::{Deserialize, Serialize};
+use edgeleaf_rules::wire::{
+    minter::Batch, minter::MintRequest, minter::MinterRequest, registry::MinterLeaseRequest,
+    registry::Previous,
+};
+use serde::Deserialize;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
@@ -31,48 +35,16 @@ use worker::{
 use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
-use crate::registry_store::{self, MinterLeaseRequest, Previous};
+use crate::registry_store;
 use crate::stores::{call, create_tables, serve, Store};
-
-/// What a minter is asked.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub enum MinterRequest {
-    /// A batch of IDs: answers [`Batch`].
-    Mint(MintRequest),
-}
 
 /// A batch of `count` IDs from minter `index`: ranges `[start, end)`.
 pub async fn mint(env: &Env, index: u32, count: u32) -> ApiResult<Vec<(u64, u64)>> {
     let request = MinterRequest::Mint(MintRequest { index, count });
     let batch: Batch = call(env, Store::Minter(index), &request).await?;
     batch
-        .ranges
-        .iter()
-        .map(|(s, e)| match (s.parse(), e.parse()) {
-            (Ok(s), Ok(e)) => Ok((s, e)),
-            _ => Err(ApiError::store_error(format!(
-                "minter {index}: range [{s}, {e}) is not two integers"
-            ))),
-        })
-        .collect()
-}
-
-/// A batch to mint.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MintRequest {
-    /// Which minter this object is (it is named `minter-{index}`).
-    pub index: u32,
-    pub count: u32,
-}
-
-/// The answer: ranges `[start, end)` as decimal strings.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Batch {
-    pub worker_id: u32,
-    pub ranges: Vec<(String, String)>,
+        .numbers()
+        .map_err(|e| ApiError::store_error(format!("minter {index}: {e}")))
 }
 
 #[derive(Deserialize)]

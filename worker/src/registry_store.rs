@@ -9,12 +9,16 @@ use std::cell::RefCell;
 use edgeleaf::{
     code::ErrorCode, holder::Grant, holder::Renewal, holder::SnowflakeHolder, rand::RandSource,
     registry::GrantRequest, registry::Lease, registry::LeaseEvent, registry::Registry,
-    registry::RegistryConfig, registry::SlotStatus, registry::WorkerSlot, secret::Claim,
-    secret::LeaseSecret, secret::Proof, secret::SecretHash, secret::LEASE_SECRET_BYTES, Layout,
+    registry::RegistryConfig, registry::SlotStatus, registry::WorkerSlot, secret::LeaseSecret,
+    secret::SecretHash, secret::LEASE_SECRET_BYTES, Layout,
 };
 use edgeleaf_rules::history::LEASE_EVENTS_LEN;
 use edgeleaf_rules::lease::secret_hash;
-use serde::{Deserialize, Serialize};
+use edgeleaf_rules::wire::registry::{
+    EventList, EventView, Evicted, Granted, LeaseRequest, MinterLeaseRequest, Previous,
+    RegistryRequest, Released, RenewRequest, WorkerList, WorkerView,
+};
+use serde::Deserialize;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
@@ -23,30 +27,6 @@ use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
 use crate::config::Config;
 use crate::stores::{append_bounded, call, create_tables, serve, stored_u64, Store};
-
-/// What the registry is asked.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
-pub enum RegistryRequest {
-    /// A worker ID for a node: answers [`Granted`].
-    Lease(LeaseRequest),
-    /// Minter `index`'s reserved worker ID: answers [`Granted`].
-    LeaseMinter(MinterLeaseRequest),
-    /// Extends a lease: answers the [`Lease`].
-    Renew(RenewRequest),
-    /// Gives a lease back: answers [`Released`].
-    Release(RenewRequest),
-    /// Ends whatever lease holds `worker_id`: answers [`Evicted`].
-    Evict { worker_id: u32 },
-    /// Every worker ID's slot: answers [`WorkerList`].
-    List,
-    /// The latest lease events: answers [`EventList`].
-    Events,
-}
 
 /// A worker ID for a node (`owner` the credential asking, empty for the
 /// service's own isolates).
@@ -85,68 +65,6 @@ pub async fn events(env: &Env) -> ApiResult<EventList> {
     call(env, Store::Registry, &RegistryRequest::Events).await
 }
 
-// The answers the API passes on as they are. (Fields in alphabetical order:
-// the order the API has always answered them in.)
-
-/// `DELETE /v1/workers/{id}`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Released {
-    pub released: bool,
-}
-
-/// `POST /v1/workers/{id}/evict`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Evicted {
-    pub evicted: bool,
-    /// When the worker ID may be issued again, Unix ms.
-    pub issue_after_ms: u64,
-    pub worker_id: u32,
-}
-
-/// `GET /v1/workers`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WorkerList {
-    pub capacity: u32,
-    pub live: usize,
-    pub workers: Vec<WorkerView>,
-}
-
-/// One worker ID's slot.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkerView {
-    pub evicted: bool,
-    pub expires_at_ms: u64,
-    pub generation: u64,
-    pub last_timestamp_ms: u64,
-    pub node_key: String,
-    pub owner: String,
-    pub released: bool,
-    /// `live`, `lapsed` or `free`.
-    pub status: String,
-    pub worker_id: u32,
-}
-
-/// `GET /v1/workers/events`, newest first.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct EventList {
-    pub events: Vec<EventView>,
-}
-
-/// One lease event as stored.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventView {
-    pub at_ms: i64,
-    pub generation: i64,
-    pub kind: String,
-    pub node_key: String,
-    pub owner: String,
-    pub seq: i64,
-    pub worker_id: i64,
-}
-
 #[durable_object]
 pub struct WorkerRegistry {
     sql: SqlStorage,
@@ -154,141 +72,6 @@ pub struct WorkerRegistry {
     broken: Option<ApiError>,
     env: Env,
     registry: RefCell<Option<Registry>>,
-}
-
-/// `POST /v1/workers/lease`: what a node may ask.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WorkerLeaseBody {
-    pub node_key: String,
-    pub node_time: u64,
-    pub previous: Option<Previous>,
-}
-
-/// `POST /v1/workers/{id}/renew` and `DELETE /v1/workers/{id}`: the grant's
-/// generation and secret (and, to renew, the node's clock) and the latest
-/// timestamp issued under it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClaimBody {
-    pub generation: u64,
-    pub secret: Option<LeaseSecret>,
-    #[serde(default)]
-    pub node_time: u64,
-    #[serde(default)]
-    pub last_timestamp: u64,
-}
-
-/// A node's lease, for `owner`.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LeaseRequest {
-    pub node_key: String,
-    /// The node's clock, Unix ms.
-    pub node_time: u64,
-    /// The node's last grant, from its own cache: proves it is that holder.
-    pub previous: Option<Previous>,
-    /// The credential leasing (the Worker's caller); empty for the
-    /// service's own isolates.
-    pub owner: String,
-}
-
-/// A minter's lease: only the Worker's minters send it (the public lease
-/// route cannot reach it, and refuses their `minter:` node keys).
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MinterLeaseRequest {
-    pub index: u32,
-    pub node_time: u64,
-    pub previous: Option<Previous>,
-}
-
-/// A grant as its holder names it: `{ workerId, generation, secret? }`.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Previous {
-    pub worker_id: u32,
-    pub generation: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<LeaseSecret>,
-}
-
-impl From<Claim> for Previous {
-    fn from(c: Claim) -> Self {
-        Previous {
-            worker_id: c.worker_id,
-            generation: c.generation,
-            secret: c.secret,
-        }
-    }
-}
-
-impl From<Previous> for Claim {
-    fn from(p: Previous) -> Self {
-        Claim {
-            worker_id: p.worker_id,
-            generation: p.generation,
-            secret: p.secret,
-        }
-    }
-}
-
-/// To renew or release: a holder's claim, for `owner`.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RenewRequest {
-    /// The credential asking (empty: the service's own holders).
-    pub owner: String,
-    pub claim: Previous,
-    pub node_time: u64,
-    /// The latest timestamp the node issued under the lease, Unix ms.
-    pub last_timestamp: u64,
-}
-
-impl RenewRequest {
-    /// A public route's body for worker ID `worker_id`, from `owner`.
-    pub fn from_body(owner: &str, worker_id: u32, b: ClaimBody) -> Self {
-        RenewRequest {
-            owner: owner.to_owned(),
-            claim: Previous {
-                worker_id,
-                generation: b.generation,
-                secret: b.secret,
-            },
-            node_time: b.node_time,
-            last_timestamp: b.last_timestamp,
-        }
-    }
-
-    /// As the registry is given it: the secret hashed.
-    fn renewal(&self) -> Renewal<Proof> {
-        Renewal {
-            claim: Claim::from(self.claim).proof(secret_hash),
-            node_now_ms: self.node_time,
-            last_timestamp_ms: self.last_timestamp,
-        }
-    }
-}
-
-impl From<Renewal> for RenewRequest {
-    /// One of the service's own holders' renewals.
-    fn from(r: Renewal) -> Self {
-        RenewRequest {
-            owner: String::new(),
-            claim: r.claim.into(),
-            node_time: r.node_now_ms,
-            last_timestamp: r.last_timestamp_ms,
-        }
-    }
-}
-
-/// A grant as the registry answers it: the lease and its secret, which only
-/// this answer carries (the registry keeps its hash).
-#[derive(Debug, Deserialize, Serialize)]
-pub struct Granted {
-    #[serde(flatten)]
-    pub lease: Lease,
-    pub secret: LeaseSecret,
 }
 
 // ---- the holder's side of the registry, for every holder in the Worker
@@ -623,13 +406,13 @@ impl DurableObject for WorkerRegistry {
                     owner: &r.owner,
                     node_key: &r.node_key,
                     node_now_ms: r.node_time,
-                    previous: r.previous.map(|p| Claim::from(p).proof(secret_hash)),
+                    previous: r.previous.map(Previous::proof),
                     secret_hash: hash,
                 };
                 reg.lease(ask, now)
             }),
             RegistryRequest::LeaseMinter(r) => self.grant(|reg, hash, now| {
-                let previous = r.previous.map(|p| Claim::from(p).proof(secret_hash));
+                let previous = r.previous.map(Previous::proof);
                 reg.lease_minter(r.index, r.node_time, previous, hash, now)
             }),
             RegistryRequest::Renew(r) => self

@@ -13,12 +13,16 @@ use std::cell::RefCell;
 
 use edgeleaf::{
     code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, opaque::OpaqueDomain,
-    opaque::OpaqueIds, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
-    segment::MAX_STEP, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagKind,
-    tag::TagRecord, tag::REQUEST_ID_TTL_MS,
+    opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy, tag::SegmentAnswer,
+    tag::SegmentAsk, tag::TagChange, tag::TagKind, tag::TagRecord, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
-use serde::{Deserialize, Serialize};
+use edgeleaf_rules::wire::{
+    api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
+    tag::Revealed, tag::SegmentLease, tag::TagHistory, tag::TagRequest, tag::TagUpsert,
+    tag::TagView,
+};
+use serde::Deserialize;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
@@ -26,30 +30,6 @@ use worker::{
 use crate::api::{checked_count, json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_bytes};
 use crate::stores::{append_bounded, call, create_tables, serve, stored_u64, Store};
-
-/// What a tag's object is asked.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
-pub enum TagRequest {
-    /// Creates or updates the tag: answers its [`TagView`].
-    Put(TagUpsert),
-    /// The live tag: answers its [`TagView`].
-    Get,
-    /// Deletes the tag (its `max_id` is kept): answers its last [`TagView`].
-    Delete,
-    /// Its remembered allocations: answers [`TagHistory`].
-    History,
-    /// A segment: answers [`SegmentLease`].
-    Allocate(AllocateRequest),
-    /// An opaque ID's counter: answers [`Revealed`].
-    Reveal { id: GivenId },
-    /// A monotonic tag's IDs, from the object itself: answers [`IdList`].
-    Ids { count: u64 },
-}
 
 /// Creates or updates `tag` as `upsert` says.
 pub async fn put(env: &Env, tag: &str, upsert: TagUpsert) -> ApiResult<TagView> {
@@ -85,126 +65,7 @@ pub async fn reveal(env: &Env, tag: &str, id: GivenId) -> ApiResult<Revealed> {
 pub async fn ids(env: &Env, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
     let count = count as u64;
     let list: IdList = call(env, Store::Tag(tag), &TagRequest::Ids { count }).await?;
-    list.ids
-        .iter()
-        .map(|s| {
-            s.parse()
-                .map_err(|_| ApiError::store_error(format!("store: ID {s:?} is not a number")))
-        })
-        .collect()
-}
-
-/// IDs as decimal strings.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct IdList {
-    pub ids: Vec<String>,
-}
-
-/// An ID to reveal as the client gave it: a decimal string or a whole
-/// number, or else what it gave (as JSON, for the error).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum GivenId {
-    Id(u64),
-    Not(String),
-}
-
-impl GivenId {
-    /// A decimal string (or a number below 2^53) is an ID.
-    pub fn from_json(id: &serde_json::Value) -> Self {
-        let parsed = match id {
-            serde_json::Value::String(s)
-                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                s.parse::<u64>().ok()
-            }
-            serde_json::Value::Number(n) => n.as_u64(),
-            _ => None,
-        };
-        parsed.map_or_else(|| GivenId::Not(id.to_string()), GivenId::Id)
-    }
-}
-
-/// `POST /v1/tags/{tag}/reveal`'s answer. (Fields in alphabetical order: the
-/// order the API has always answered them in.)
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Revealed {
-    pub belongs: bool,
-    pub counter: Option<String>,
-    pub id: String,
-}
-
-/// A tag as the API shows it (IDs as decimal strings).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TagView {
-    pub biz_tag: String,
-    pub max_id: String,
-    pub step: u64,
-    pub description: String,
-    pub update_time: u64,
-    pub monotonic: bool,
-    /// `{"bits": n}` or `{"digits": n}` for an opaque tag (its key never leaves the store).
-    pub opaque: Option<OpaqueDomain>,
-    /// The largest step granted (1,000,000 unless set).
-    pub max_step: u64,
-}
-
-/// Create, or update step/description (and raise max_id).
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TagUpsert {
-    pub biz_tag: String,
-    pub step: Option<u64>,
-    pub max_id: Option<String>,
-    pub description: Option<String>,
-    pub monotonic: Option<bool>,
-    pub opaque: Option<OpaqueDomain>,
-    pub max_step: Option<u64>,
-    pub default_step: u64,
-}
-
-/// `POST /v1/segment/{tag}/lease`: what an outside client may ask.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LeaseBody {
-    pub step: Option<u64>,
-    pub request_id: Option<String>,
-}
-
-/// A segment, for a client's lease or one of the service's isolates.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AllocateRequest {
-    pub step: Option<u64>,
-    pub request_id: Option<String>,
-    /// For one of the service's own isolates: an opaque tag's key comes
-    /// with the segment. Never set from a client's body.
-    #[serde(default)]
-    pub for_isolate: bool,
-    /// Who asked, for the history: `isolate:<id>` or `lease:<key or token>`.
-    #[serde(default)]
-    pub by: String,
-}
-
-/// One remembered allocation, as [`TagRequest::History`] answers it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryEvent {
-    pub at_ms: u64,
-    pub start: String,
-    pub end: String,
-    pub by: String,
-}
-
-/// The tag, its allocations so far, and the remembered ones
-/// (oldest first).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TagHistory {
-    pub tag: TagView,
-    pub allocations: u64,
-    pub events: Vec<HistoryEvent>,
+    Ok(list.numbers()?)
 }
 
 #[derive(Deserialize)]
@@ -216,51 +77,8 @@ struct HistoryRow {
     by: String,
 }
 
-/// An opaque tag's permutation, for the service's own isolates.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OpaqueGrant {
-    pub domain: OpaqueDomain,
-    /// Hex.
-    pub key: String,
-}
-
-impl OpaqueGrant {
-    pub fn ids(&self) -> ApiResult<OpaqueIds> {
-        let key = edgeleaf::opaque::key_from_hex(&self.key)
-            .ok_or_else(|| ApiError::store_error("store: opaque key is not 32 hex digits"))?;
-        OpaqueIds::new(self.domain, &key)
-            .map_err(|e| ApiError::store_error(format!("store: opaque key: {e}")))
-    }
-}
-
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A segment as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SegmentLease {
-    pub start: String,
-    pub end: String,
-    pub step: u64,
-    /// The tag's configured step: the floor of the dynamic step.
-    pub min_step: u64,
-    /// Only to the service's own isolates, for opaque tags.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub opaque: Option<OpaqueGrant>,
-}
-
-impl SegmentLease {
-    pub fn allocation(&self) -> ApiResult<Allocation> {
-        let parse = |s: &str| {
-            s.parse::<u64>().map_err(|_| {
-                ApiError::store_error(format!("store: segment bound {s:?} is not a number"))
-            })
-        };
-        Ok(Allocation::new(parse(&self.start)?, parse(&self.end)?)?)
-    }
 }
 
 #[derive(Deserialize)]
@@ -408,16 +226,7 @@ impl TagStore {
     }
 
     fn view(s: &Stored) -> TagView {
-        TagView {
-            biz_tag: s.record.biz_tag.clone(),
-            max_id: s.record.max_id.to_string(),
-            step: s.record.step,
-            description: s.record.description.clone(),
-            update_time: s.record.update_time,
-            monotonic: s.record.kind.is_monotonic(),
-            opaque: s.record.kind.opaque(),
-            max_step: s.record.max_step.unwrap_or(MAX_STEP),
-        }
+        TagView::from(&s.record)
     }
 
     /// Makes the tag opaque over `domain` with a key from the platform's
@@ -716,8 +525,7 @@ impl TagStore {
                 }
             }
         }
-        let ids: Vec<String> = out.iter().map(u64::to_string).collect();
-        json(200, &IdList { ids })
+        json(200, &IdList::of(&out))
     }
 }
 

@@ -5,13 +5,14 @@ use edgeleaf::{
     code::ErrorCode, holder::HolderNext, holder::LeaseAsk, holder::Renewal, wait::MAX_WAIT_MS,
     Layout,
 };
+use edgeleaf_rules::wire::registry::{LeaseRequest, Previous};
 use worker::{Context, Env};
 
 use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
-use crate::registry_store::{self, LeaseRequest, Previous};
+use crate::registry_store;
 
 /// `count` snowflake IDs under this isolate's leased worker ID.
 pub(super) async fn ids(

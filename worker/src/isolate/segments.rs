@@ -2,13 +2,14 @@
 //! tag's Durable Object (a monotonic tag's IDs come from the object alone).
 
 use edgeleaf::{code::ErrorCode, driver::SegmentStep};
+use edgeleaf_rules::wire::tag::AllocateRequest;
 use futures::FutureExt;
 use worker::{Context, Env};
 
 use super::{isolate_id, run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
-use crate::tag_store::{self, AllocateRequest};
+use crate::tag_store;
 
 /// Longest a request waits for another request's segment load before answering 503.
 const MAX_LOAD_WAIT_MS: u64 = 5000;

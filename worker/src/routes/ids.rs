@@ -1,13 +1,13 @@
 //! The IDs: Leaf's text routes, batches from this isolate's buffers, and
 //! segment leases for outside clients.
 
-use serde_json::json;
+use edgeleaf_rules::wire::{api::IdList, tag::AllocateRequest, tag::LeasedSegment};
 use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
 use crate::isolate;
-use crate::tag_store::{self, AllocateRequest, LeaseBody};
+use crate::tag_store;
 
 /// `GET /api/segment/get/{tag}`: one ID as text, as Leaf answers.
 pub async fn segment_text(cx: Cx) -> ApiResult<Response> {
@@ -33,18 +33,9 @@ pub async fn segment(cx: Cx) -> ApiResult<Response> {
 /// `POST /v1/segment/{tag}/lease`: a whole segment, for a client to serve.
 pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
-    let LeaseBody { step, request_id } = cx.body().await?;
-    let request = AllocateRequest {
-        step,
-        request_id,
-        for_isolate: false,
-        by: format!("lease:{}", cx.owner()),
-    };
+    let request = AllocateRequest::for_client(cx.body().await?, cx.owner());
     let lease = tag_store::allocate(&cx.env, &tag, request).await?;
-    json(
-        200,
-        &json!({ "start": lease.start, "end": lease.end, "step": lease.step, "minStep": lease.min_step }),
-    )
+    json(200, &LeasedSegment::from(lease))
 }
 
 /// `GET /v1/snowflake?count=N`.
@@ -61,6 +52,5 @@ fn text_id(id: u64) -> ApiResult<Response> {
 }
 
 fn ids_json(ids: &[u64]) -> ApiResult<Response> {
-    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
-    json(200, &json!({ "ids": ids }))
+    json(200, &IdList::of(ids))
 }

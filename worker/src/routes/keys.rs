@@ -2,23 +2,13 @@
 //! once), kept by the `KeyStore` as a hash.
 
 use edgeleaf_rules::access::KeySpec;
-use serde::Deserialize;
-use serde_json::json;
+use edgeleaf_rules::wire::keys::{CreatedKey, KeyBody, NewKey};
 use worker::Response;
 
 use super::Cx;
-use crate::api::{json, ApiError, ApiResult};
-use crate::key_store::{self, NewKey};
+use crate::api::{json, ApiResult};
+use crate::key_store;
 use crate::{auth, clock};
-
-/// `POST /v1/keys` `{"name", "scopes", "tags"?}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyBody {
-    name: String,
-    scopes: Vec<String>,
-    tags: Option<String>,
-}
 
 /// `POST /v1/keys`: the core checks the request and makes the token; the
 /// store keeps its hash; the token is answered once.
@@ -30,23 +20,9 @@ pub async fn create(mut cx: Cx) -> ApiResult<Response> {
         b.tags.as_deref(),
     )?;
     let (id, token) = edgeleaf_rules::access::new_key(&clock::random_bytes()?);
-    let new = NewKey {
-        id,
-        name: spec.name,
-        scopes: spec
-            .access
-            .scopes
-            .iter()
-            .map(|s| s.as_str().to_owned())
-            .collect(),
-        tags: spec.access.tags.to_string(),
-        hash: edgeleaf_rules::access::token_hash(&token),
-    };
-    let view = key_store::create(&cx.env, new).await?;
-    let mut answer =
-        serde_json::to_value(&view).map_err(|e| ApiError::store_error(format!("key: {e}")))?;
-    answer["token"] = json!(token);
-    json(201, &answer)
+    let hash = edgeleaf_rules::access::token_hash(&token);
+    let key = key_store::create(&cx.env, NewKey::new(id, spec, hash)).await?;
+    json(201, &CreatedKey { key, token })
 }
 
 /// `GET /v1/keys`.

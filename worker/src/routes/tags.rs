@@ -1,14 +1,12 @@
 //! Tags (Leaf's `biz_tag`s): the catalog, each tag's object, and revealing
 //! an opaque tag's IDs.
 
-use edgeleaf::{code::ErrorCode, opaque::OpaqueDomain};
-use serde::Deserialize;
-use serde_json::json;
+use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, TagPut, TagView, TagViews};
 use worker::Response;
 
 use super::Cx;
-use crate::api::{json, ApiError, ApiResult};
-use crate::tag_store::{self, GivenId, TagUpsert, TagView};
+use crate::api::{json, ApiResult};
+use crate::tag_store;
 use crate::{catalog, isolate};
 
 /// `GET /v1/tags`: the tags the caller may see (a key limited to some tags
@@ -23,7 +21,7 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
     )
     .await;
     let tags: Vec<TagView> = views.into_iter().filter_map(Result::ok).collect();
-    json(200, &json!({ "tags": tags }))
+    json(200, &TagViews { tags })
 }
 
 /// `GET /v1/tags/{tag}`.
@@ -32,46 +30,12 @@ pub async fn get(cx: Cx) -> ApiResult<Response> {
     json(200, &tag_store::get(&cx.env, &tag).await?)
 }
 
-/// `PUT /v1/tags/{tag}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct TagPut {
-    step: Option<u64>,
-    max_id: Option<serde_json::Value>,
-    description: Option<String>,
-    monotonic: Option<bool>,
-    /// `{"bits": 32..=63}` or `{"digits": 6..=18}`, at creation.
-    opaque: Option<OpaqueDomain>,
-    /// The largest step granted: `step..=1,000,000`.
-    max_step: Option<u64>,
-}
-
 /// `PUT /v1/tags/{tag}`: creates the tag or updates it, and lists it.
 pub async fn put(mut cx: Cx) -> ApiResult<Response> {
     let default_step = cx.config()?.default_step;
     let tag = cx.tag()?;
     let put: TagPut = cx.body().await?;
-    let max_id = match put.max_id {
-        None => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(serde_json::Value::Number(n)) if n.is_u64() => Some(n.to_string()),
-        Some(other) => {
-            return Err(ApiError::new(
-                ErrorCode::OutOfRange,
-                format!("maxId: expected a decimal string, found {other}"),
-            ));
-        }
-    };
-    let upsert = TagUpsert {
-        biz_tag: tag.clone(),
-        step: put.step,
-        max_id,
-        description: put.description,
-        monotonic: put.monotonic,
-        opaque: put.opaque.map(OpaqueDomain::validate).transpose()?,
-        max_step: put.max_step,
-        default_step,
-    };
+    let upsert = put.upsert(tag.clone(), default_step)?;
     let view = tag_store::put(&cx.env, &tag, upsert).await?;
     catalog::add(&cx.env, &tag).await?;
     json(200, &view)
@@ -84,15 +48,7 @@ pub async fn delete(cx: Cx) -> ApiResult<Response> {
     let view = tag_store::delete(&cx.env, &tag).await?;
     catalog::remove(&cx.env, &tag).await?;
     isolate::forget_tag(&tag);
-    json(200, &json!({ "deleted": view }))
-}
-
-/// `POST /v1/tags/{tag}/reveal`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RevealBody {
-    /// A decimal string (or a number below 2^53).
-    id: serde_json::Value,
+    json(200, &Deleted { deleted: view })
 }
 
 /// `POST /v1/tags/{tag}/reveal`: an opaque ID's counter.

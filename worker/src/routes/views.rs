@@ -2,14 +2,13 @@
 //! snowflake ID, this isolate's monitor, Prometheus metrics and a tag's
 //! history.
 
-use serde_json::json;
+use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::wire::api::{Decoded, Health, LayoutView, Ping};
 use worker::Response;
 
 use super::{Cx, ROUTES};
 use crate::api::{json, ApiError, ApiResult};
-use crate::config::Config;
 use crate::{history, metrics, monitor};
-use edgeleaf::code::ErrorCode;
 
 /// The dashboard page (`www/index.html`), served at `/`, and its chart
 /// library (uPlot, from the npm packages `make test` / `make dev` install).
@@ -41,7 +40,7 @@ pub async fn uplot_css(_: Cx) -> ApiResult<Response> {
 
 /// `GET /v1/ping`.
 pub async fn ping(_: Cx) -> ApiResult<Response> {
-    json(200, &json!({ "ok": true }))
+    json(200, &Ping { ok: true })
 }
 
 /// `GET /v1/health`: the layout and every route.
@@ -50,18 +49,12 @@ pub async fn health(cx: Cx) -> ApiResult<Response> {
         .iter()
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
-    json(
-        200,
-        &json!({ "ok": true, "layout": layout_json(cx.config()?), "routes": routes }),
-    )
-}
-
-pub fn layout_json(config: &Config) -> serde_json::Value {
-    let l = config.layout;
-    json!({
-        "timestampBits": l.timestamp_bits(), "workerBits": l.worker_bits(), "sequenceBits": l.sequence_bits(),
-        "epoch": l.epoch_ms(), "unitMs": l.unit_ms(), "expiresAt": l.expires_at(),
-    })
+    let health = Health {
+        layout: LayoutView::from(&cx.config()?.layout),
+        ok: true,
+        routes,
+    };
+    json(200, &health)
 }
 
 /// `GET /v1/snowflake/{id}`: an ID's parts under the service's layout.
@@ -85,10 +78,7 @@ pub async fn decode(cx: Cx) -> ApiResult<Response> {
     let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(parts.timestamp_ms as f64));
     json(
         200,
-        &json!({
-            "id": id.to_string(), "timestamp": parts.timestamp_ms,
-            "date": String::from(date.to_iso_string()), "workerId": parts.worker_id, "sequence": parts.sequence,
-        }),
+        &Decoded::new(id, &parts, String::from(date.to_iso_string())),
     )
 }
 

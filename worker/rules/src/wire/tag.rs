@@ -1,0 +1,386 @@
+//! A tag's object (`TagStore`, one per `biz_tag`): its requests and
+//! answers, and the bodies of the public tag and lease routes.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use edgeleaf::{
+    code::ErrorCode, opaque::key_from_hex, opaque::OpaqueDomain, opaque::OpaqueIds,
+    segment::Allocation, segment::MAX_STEP, tag::TagRecord,
+};
+use serde::{ser::Error as _, Deserialize, Serialize, Serializer};
+
+use super::{decimal, WireError};
+use crate::history::AllocationEvent;
+
+/// What a tag's object is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum TagRequest {
+    /// Creates or updates the tag: answers its [`TagView`].
+    Put(TagUpsert),
+    /// The live tag: answers its [`TagView`].
+    Get,
+    /// Deletes the tag (its `max_id` is kept): answers its last [`TagView`].
+    Delete,
+    /// Its remembered allocations: answers [`TagHistory`].
+    History,
+    /// A segment: answers [`SegmentLease`].
+    Allocate(AllocateRequest),
+    /// An opaque ID's counter: answers [`Revealed`].
+    Reveal {
+        /// The ID as the client gave it.
+        id: GivenId,
+    },
+    /// A monotonic tag's IDs, from the object itself: answers [`IdList`](super::api::IdList).
+    Ids {
+        /// How many.
+        count: u64,
+    },
+}
+
+/// A tag as the API shows it (IDs as decimal strings): `GET` and `PUT
+/// /v1/tags/{tag}`, in this order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagView {
+    /// The tag.
+    pub biz_tag: String,
+    /// The largest ID handed out in a segment, decimal.
+    pub max_id: String,
+    /// The configured step (the dynamic step's floor).
+    pub step: u64,
+    /// Free text.
+    pub description: String,
+    /// Last change, Unix ms.
+    pub update_time: u64,
+    /// IDs strictly increasing across every caller (served by the object).
+    pub monotonic: bool,
+    /// `{"bits": n}` or `{"digits": n}` for an opaque tag (its key never leaves the store).
+    pub opaque: Option<OpaqueDomain>,
+    /// The largest step granted (1,000,000 unless set).
+    pub max_step: u64,
+}
+
+impl From<&TagRecord> for TagView {
+    fn from(r: &TagRecord) -> Self {
+        TagView {
+            biz_tag: r.biz_tag.clone(),
+            max_id: r.max_id.to_string(),
+            step: r.step,
+            description: r.description.clone(),
+            update_time: r.update_time,
+            monotonic: r.kind.is_monotonic(),
+            opaque: r.kind.opaque(),
+            max_step: r.max_step.unwrap_or(MAX_STEP),
+        }
+    }
+}
+
+/// Create, or update step/description (and raise max_id): the Worker's
+/// [`TagPut`] with the tag's name and the service's default step.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TagUpsert {
+    /// The tag (the route's `{tag}`).
+    pub biz_tag: String,
+    /// The configured step.
+    pub step: Option<u64>,
+    /// A decimal string: the max ID to raise to.
+    pub max_id: Option<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// At creation only.
+    pub monotonic: Option<bool>,
+    /// At creation only; checked by the core.
+    pub opaque: Option<OpaqueDomain>,
+    /// The largest step granted.
+    pub max_step: Option<u64>,
+    /// The step of a tag created without one (`DEFAULT_STEP`).
+    pub default_step: u64,
+}
+
+/// `PUT /v1/tags/{tag}`'s body.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TagPut {
+    /// The configured step.
+    pub step: Option<u64>,
+    /// A decimal string (or a whole number below 2^53).
+    pub max_id: Option<serde_json::Value>,
+    /// Free text.
+    pub description: Option<String>,
+    /// At creation.
+    pub monotonic: Option<bool>,
+    /// `{"bits": 32..=63}` or `{"digits": 6..=18}`, at creation.
+    pub opaque: Option<OpaqueDomain>,
+    /// The largest step granted: `step..=1,000,000`.
+    pub max_step: Option<u64>,
+}
+
+impl TagPut {
+    /// The tag object's request for `biz_tag`: `maxId` as a decimal string
+    /// (a whole number becomes one; anything else is `out_of_range`), and
+    /// the opaque domain checked by the core.
+    pub fn upsert(self, biz_tag: String, default_step: u64) -> Result<TagUpsert, WireError> {
+        let max_id = match self.max_id {
+            None => None,
+            Some(serde_json::Value::String(s)) => Some(s),
+            Some(serde_json::Value::Number(n)) if n.is_u64() => Some(n.to_string()),
+            Some(other) => {
+                return Err(WireError::Invalid(
+                    ErrorCode::OutOfRange,
+                    format!("maxId: expected a decimal string, found {other}"),
+                ));
+            }
+        };
+        Ok(TagUpsert {
+            biz_tag,
+            step: self.step,
+            max_id,
+            description: self.description,
+            monotonic: self.monotonic,
+            opaque: self.opaque.map(OpaqueDomain::validate).transpose()?,
+            max_step: self.max_step,
+            default_step,
+        })
+    }
+}
+
+/// `GET /v1/tags`: the tags the caller may see, each with its fields in
+/// alphabetical order (as this answer has always given them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct TagViews {
+    /// The tags, by name.
+    #[serde(serialize_with = "alphabetical")]
+    pub tags: Vec<TagView>,
+}
+
+/// `DELETE /v1/tags/{tag}`'s answer: the tag as it was, its fields in
+/// alphabetical order (as this answer has always given them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Deleted {
+    /// The deleted tag.
+    #[serde(serialize_with = "alphabetical")]
+    pub deleted: TagView,
+}
+
+/// Writes `value` with every object's fields in alphabetical order (through
+/// a JSON map, which keeps its keys sorted).
+fn alphabetical<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(value)
+        .map_err(S::Error::custom)?
+        .serialize(s)
+}
+
+/// `POST /v1/segment/{tag}/lease`: what an outside client may ask.
+#[derive(Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseBody {
+    /// The step wanted (never below the tag's).
+    pub step: Option<u64>,
+    /// Asked again under the same ID, the same segment.
+    pub request_id: Option<String>,
+}
+
+/// A segment, for a client's lease or one of the service's isolates.
+#[derive(Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllocateRequest {
+    /// The step wanted.
+    pub step: Option<u64>,
+    /// A client's request ID.
+    pub request_id: Option<String>,
+    /// For one of the service's own isolates: an opaque tag's key comes
+    /// with the segment. Never set from a client's body.
+    #[serde(default)]
+    pub for_isolate: bool,
+    /// Who asked, for the history: `isolate:<id>` or `lease:<key or token>`.
+    #[serde(default)]
+    pub by: String,
+}
+
+impl AllocateRequest {
+    /// A client's lease, by `owner` (the credential asking): never for an
+    /// isolate.
+    pub fn for_client(body: LeaseBody, owner: &str) -> Self {
+        AllocateRequest {
+            step: body.step,
+            request_id: body.request_id,
+            for_isolate: false,
+            by: format!("lease:{owner}"),
+        }
+    }
+}
+
+/// An opaque tag's permutation, for the service's own isolates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpaqueGrant {
+    /// The IDs' domain.
+    pub domain: OpaqueDomain,
+    /// The key, hex.
+    pub key: String,
+}
+
+impl OpaqueGrant {
+    /// The core's permutation.
+    pub fn ids(&self) -> Result<OpaqueIds, WireError> {
+        let key = key_from_hex(&self.key).ok_or_else(|| {
+            WireError::Unreadable("store: opaque key is not 32 hex digits".into())
+        })?;
+        OpaqueIds::new(self.domain, &key)
+            .map_err(|e| WireError::Unreadable(format!("store: opaque key: {e}")))
+    }
+}
+
+/// A segment as the tag's object answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentLease {
+    /// First ID, decimal.
+    pub start: String,
+    /// Last ID (inclusive), decimal.
+    pub end: String,
+    /// The step granted.
+    pub step: u64,
+    /// The tag's configured step: the floor of the dynamic step.
+    pub min_step: u64,
+    /// Only to the service's own isolates, for opaque tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<OpaqueGrant>,
+}
+
+impl SegmentLease {
+    /// The core's checked range.
+    pub fn allocation(&self) -> Result<Allocation, WireError> {
+        let start = decimal("store: segment bound", &self.start)?;
+        let end = decimal("store: segment bound", &self.end)?;
+        Ok(Allocation::new(start, end)?)
+    }
+}
+
+/// `POST /v1/segment/{tag}/lease`'s answer (fields in alphabetical order):
+/// a segment without anything meant for the service's isolates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeasedSegment {
+    /// Last ID (inclusive), decimal.
+    pub end: String,
+    /// The tag's configured step.
+    pub min_step: u64,
+    /// First ID, decimal.
+    pub start: String,
+    /// The step granted.
+    pub step: u64,
+}
+
+impl From<SegmentLease> for LeasedSegment {
+    fn from(s: SegmentLease) -> Self {
+        LeasedSegment {
+            end: s.end,
+            min_step: s.min_step,
+            start: s.start,
+            step: s.step,
+        }
+    }
+}
+
+/// One remembered allocation, as [`TagRequest::History`] answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEvent {
+    /// When, Unix ms.
+    pub at_ms: u64,
+    /// First ID, decimal.
+    pub start: String,
+    /// Last ID, decimal.
+    pub end: String,
+    /// Who asked: `isolate:<id>`, `lease:<owner>` or `store`.
+    pub by: String,
+}
+
+/// The tag, its allocations so far, and the remembered ones
+/// (oldest first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagHistory {
+    /// The tag.
+    pub tag: TagView,
+    /// Every allocation ever made.
+    pub allocations: u64,
+    /// The remembered ones, oldest first.
+    pub events: Vec<HistoryEvent>,
+}
+
+impl TagHistory {
+    /// The remembered allocations as the history rules read them.
+    pub fn allocation_events(&self) -> Result<Vec<AllocationEvent>, WireError> {
+        let bound = |s: &str| {
+            s.parse::<u64>()
+                .map_err(|_| WireError::Unreadable(format!("history: bound {s:?}")))
+        };
+        self.events
+            .iter()
+            .map(|e| {
+                Ok(AllocationEvent {
+                    at_ms: e.at_ms,
+                    start: bound(&e.start)?,
+                    end: bound(&e.end)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// An ID to reveal as the client gave it: a decimal string or a whole
+/// number, or else what it gave (as JSON, for the error).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GivenId {
+    /// An ID.
+    Id(u64),
+    /// Not one: the JSON the client gave.
+    Not(String),
+}
+
+impl GivenId {
+    /// A decimal string (or a number below 2^53) is an ID.
+    pub fn from_json(id: &serde_json::Value) -> Self {
+        let parsed = match id {
+            serde_json::Value::String(s)
+                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                s.parse::<u64>().ok()
+            }
+            serde_json::Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        parsed.map_or_else(|| GivenId::Not(id.to_string()), GivenId::Id)
+    }
+}
+
+/// `POST /v1/tags/{tag}/reveal`'s body.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealBody {
+    /// A decimal string (or a number below 2^53).
+    pub id: serde_json::Value,
+}
+
+/// `POST /v1/tags/{tag}/reveal`'s answer. (Fields in alphabetical order: the
+/// order the API has always answered them in.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revealed {
+    /// The tag handed the ID out (its counter is at most the tag's `max_id`).
+    pub belongs: bool,
+    /// The ID's counter, decimal; `null` if the ID is outside the domain.
+    pub counter: Option<String>,
+    /// The ID, decimal.
+    pub id: String,
+}
