@@ -36,7 +36,7 @@ export const NODE20 = process.env.EDGELEAF_NODE20 ?? '/usr/bin/node';
 
 // Quiet, non-interactive tools: no telemetry, prompts, update checks or colour.
 const QUIET = {
-  CI: '1', NO_COLOR: '1', FORCE_COLOR: '0', NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1',
+  CI: '1', NO_COLOR: '1', NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1',
   NEXT_TELEMETRY_DISABLED: '1', WRANGLER_SEND_METRICS: 'false', BROWSERSLIST_IGNORE_OLD_DATA: '1',
   ASTRO_TELEMETRY_DISABLED: '1', npm_config_update_notifier: 'false', npm_config_fund: 'false',
   npm_config_audit: 'false',
@@ -138,6 +138,8 @@ export function harness(dir) {
         res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
         res.end(body);
       } catch {
+        // A site without an icon: Chromium asks for one anyway, and a 404 is a console error.
+        if (path === '/favicon.ico') return res.writeHead(204).end();
         res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: ${path}`);
       }
     });
@@ -194,7 +196,9 @@ export function harness(dir) {
     const consoleErrors = [];
     try {
       const p = await context.newPage();
-      p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+      p.on('console', (m) => {
+        if (m.type() === 'error') consoleErrors.push(`${m.text()}${m.location()?.url ? ` (${m.location().url})` : ''}`);
+      });
       // An uncaught error ends the wait: the page will not recover.
       let uncaught;
       const thrown = new Promise((ok) => { uncaught = ok; });
