@@ -36,8 +36,10 @@ export const NODE22 = join(ROOT, 'node_modules/.bin/node');
 /** The system's Node (20 here), the floor the package supports. */
 export const NODE20 = process.env.EDGELEAF_NODE20 ?? '/usr/bin/node';
 
-// Quiet, non-interactive tools: no telemetry, prompts, update checks or colour.
+// Quiet, non-interactive tools off the network: no telemetry, prompts, update
+// checks, colour, or Miniflare's fetch of request.cf data (it has a fallback).
 const QUIET = {
+  CLOUDFLARE_CF_FETCH_ENABLED: 'false', DENO_NO_UPDATE_CHECK: '1',
   CI: '1', NO_COLOR: '1', NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1',
   NEXT_TELEMETRY_DISABLED: '1', WRANGLER_SEND_METRICS: 'false', BROWSERSLIST_IGNORE_OLD_DATA: '1',
   ASTRO_TELEMETRY_DISABLED: '1', npm_config_update_notifier: 'false', npm_config_fund: 'false',
