@@ -1,0 +1,76 @@
+// Next.js (app router): a client component imports edgeleaf at the top of its
+// file; `next build` prerenders the page on the server (the import and a call
+// into the wasm must work there), `next start` serves it, and headless
+// Chromium draws IDs in the browser. An edge route handler (`runtime = 'edge'`)
+// draws IDs on the server. next-webpack/check.mjs runs the same with
+// `next build --webpack`.
+import { createServer } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
+export default (h) => checkNext(h, { webpack: false });
+
+// `workerId`s: 1 in the browser, 2 in the edge route; `COMPOSED` as in app/ids.js.
+const COMPOSED = { timestamp: Date.UTC(2026, 0, 1), workerId: 7, sequence: 3 };
+const env = { NEXT_TELEMETRY_DISABLED: '1' };
+
+export async function checkNext(h, { webpack }) {
+  const require = createRequire(join(h.dir, 'package.json'));
+  const next = join(h.dir, 'node_modules', 'next', 'dist', 'bin', 'next');
+  const version = require('next/package.json').version;
+  const { Snowflake } = require('edgeleaf'); // the same tarball, as Node loads it
+  const fail = (what, output = '') => { throw new Error(`next@${version}${webpack ? ' --webpack' : ''}: ${what}${output && `\n${output}`}`); };
+
+  let t = Date.now();
+  const build = await h.run(process.execPath, [next, 'build', ...(webpack ? ['--webpack'] : []), h.dir], { env, timeoutMs: 900_000 });
+  const buildS = (Date.now() - t) / 1000;
+  const buildOut = build.stdout + build.stderr;
+  // webpack says "Compiled with warnings" (e.g. top-level await in a dependency); neither tool may warn.
+  if (/with warnings|⚠|warn/i.test(buildOut.replace(/^.*telemetry.*$/gim, ''))) fail('the build warned', buildOut);
+
+  // What `next build` prerendered: the page, with the ID the wasm composed on the server.
+  const composed = Snowflake.compose(COMPOSED).toString();
+  const html = await readFile(join(h.dir, '.next', 'server', 'app', 'index.html'), 'utf8').catch(() => fail('no prerendered .next/server/app/index.html', buildOut));
+  if (!html.includes(`<p id="ssr">${composed}</p>`)) fail(`the prerendered page lacks <p id="ssr">${composed}</p>`, html);
+  // The route handler is built for the edge runtime, not Node.
+  const manifest = JSON.parse(await readFile(join(h.dir, '.next', 'server', 'middleware-manifest.json'), 'utf8'));
+  if (!manifest.functions?.['/api/ids/route']) fail('/api/ids is not an edge function', JSON.stringify(manifest));
+
+  const port = await freePort();
+  const server = await h.start(process.execPath, [next, 'start', '-p', String(port), '-H', '127.0.0.1', h.dir],
+    { readyUrl: `http://127.0.0.1:${port}/`, env });
+  try {
+    t = Date.now();
+    const { ids: pageIds, consoleErrors } = await h.page(`${server.url}/`);
+    if (consoleErrors.length) fail(`console errors: ${consoleErrors.join('\n')}`);
+    const res = await fetch(`${server.url}/api/ids`);
+    const body = await res.text();
+    if (res.status !== 200) fail(`/api/ids answered ${res.status}`, body);
+    const edgeIds = JSON.parse(body);
+    for (const [ids, workerId, where] of [[pageIds, 1, 'page'], [edgeIds, 2, '/api/ids']]) {
+      if (!Array.isArray(ids) || ids.length < 3 || !ids.every((id) => typeof id === 'string' && /^[0-9]+$/.test(id))) {
+        fail(`${where}: expected ≥ 3 decimal strings, got ${JSON.stringify(ids)}`);
+      }
+      if (!ids.every((id) => Snowflake.decompose(id).workerId === workerId)) fail(`${where}: not worker ${workerId}: ${ids}`);
+    }
+    const useS = (Date.now() - t) / 1000;
+    return {
+      ids: [...pageIds, ...edgeIds],
+      note: `next@${version} build ${webpack ? '--webpack' : '(Turbopack)'} ${buildS.toFixed(0)} s, no warning; `
+        + `prerendered / with an ID composed by the wasm on the server; next start: ${pageIds.length} IDs `
+        + `from a client component in Chromium, ${edgeIds.length} from an edge route handler (${useS.toFixed(1)} s)`,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    }).on('error', reject);
+  });
+}
