@@ -5,6 +5,7 @@
 #   worker   worker-build and npm packages (wrangler, workerd)
 #   browser  Debian chromium + chromium-driver
 #   bench    Debian wrk (HTTP load)
+#   matrix   npm packages of the packaging matrix's apps (tests/pkg/matrix/*/)
 # Each part checks before it installs, so a second run costs seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,32 @@ worker() {
   have wasm-bindgen "$WASM_BINDGEN" || { say "cargo install wasm-bindgen-cli $WASM_BINDGEN"; cargo install wasm-bindgen-cli --version "$WASM_BINDGEN"; }
   have worker-build "$WORKER_BUILD" || { say "cargo install worker-build $WORKER_BUILD"; cargo install worker-build --version "$WORKER_BUILD" --locked; }
   npm_packages
+}
+
+matrix() {
+  # The packaging matrix's apps (tests/pkg/matrix/<app>/), each with its own
+  # package-lock.json: installed when the lock (or package.json) changed since
+  # the last install, recorded by a stamp in the app's node_modules. All at
+  # once: npm waits on the registry and the disk, not the CPU. `npm install`
+  # (not `npm ci`) for the reason npm_packages gives: the locks hold no
+  # optional binaries of other platforms, which `npm ci` insists on.
+  local app sum pids=() names=() failed=0 i
+  for app in tests/pkg/matrix/*/; do
+    app=${app%/}
+    [ -f "$app/package-lock.json" ] || continue
+    sum=$(cat "$app/package.json" "$app/package-lock.json" | sha256sum | cut -d' ' -f1)
+    [ "$(cat "$app/node_modules/.edgeleaf-stamp" 2>/dev/null)" = "$sum" ] && continue
+    say "npm install in $app (its lock changed)"
+    (
+      cd "$app" && npm install --no-audit --no-fund --loglevel=error >npm-install.log 2>&1 \
+        && mkdir -p node_modules && echo "$sum" >node_modules/.edgeleaf-stamp && rm -f npm-install.log
+    ) &
+    pids+=($!) names+=("$app")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { failed=1; say "npm install failed in ${names[$i]}:"; cat "${names[$i]}/npm-install.log" >&2; }
+  done
+  [ "$failed" = 0 ]
 }
 
 browser() {

@@ -1,0 +1,14 @@
+// Parcel 2 with no configuration: `parcel build index.html`, the page opened in
+// Chromium.
+export const tool = 'parcel';
+
+export default async function check(h) {
+  await h.run('parcel', ['build', 'index.html', '--no-cache', '--dist-dir', 'dist', '--log-level', 'warn']);
+  const server = await h.serve('dist');
+  try {
+    const { ids, consoleErrors } = await h.page(`${server.url}/index.html`);
+    return { ids, consoleErrors, note: 'parcel build index.html, page in Chromium' };
+  } finally {
+    await server.close();
+  }
+}
