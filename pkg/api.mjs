@@ -1,5 +1,6 @@
 // The JS API of edgeleaf, over the wasm engine. One factory, bound once per
-// runtime by the entry files (index.mjs, index.cjs, browser.mjs, workerd.mjs).
+// runtime by the entry files (index.mjs, slim.mjs, workerd.mjs; index.cjs and
+// slim.cjs are their CommonJS bundles, made by `make pkg`).
 // The clock is read here, in JS: passing it into wasm costs less than reading
 // it from inside. Waiting happens here too (timers, promises); the Rust core
 // decides everything else and says how long to wait.

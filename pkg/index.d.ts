@@ -24,6 +24,9 @@ export type ErrorCode =
   | 'segment_fetch_failed'
   | 'random_unavailable'
   | 'internal'
+  // Loading the wasm (the default entry, edgeleaf/slim):
+  | 'sync_compile_refused'
+  | 'not_initialized'
   // From the service, through EdgeleafClient:
   | 'not_found'
   | 'unauthorized'

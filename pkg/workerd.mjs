@@ -1,5 +1,7 @@
-// Cloudflare Workers / workerd: the .wasm is imported as a module (no fetch),
-// and nothing at module scope draws randomness, sets timers or does I/O.
+// Cloudflare Workers / workerd (the `workerd` condition): workerd compiles no
+// wasm from bytes, so the .wasm is imported as a module (wrangler and
+// Miniflare upload it as one), and nothing at module scope draws randomness,
+// sets timers or does I/O.
 import * as wasm from './web/edgeleaf.js';
 import module from './web/edgeleaf_bg.wasm';
 import { makeApi } from './api.mjs';

@@ -8,12 +8,13 @@ import { execFileSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { Snowflake, SegmentGenerator, OpaqueIds } from 'edgeleaf';
+import * as rawWasm from '../../pkg/web/edgeleaf.js';
 import { saveRows } from './rows.mjs';
 import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake';
 import { v7 as uuidv7 } from 'uuid';
 
 const require = createRequire(import.meta.url);
-const rawWasm = require('../../pkg/node/edgeleaf.js');
+rawWasm.initSync({ module: readFileSync(new URL('../../pkg/web/edgeleaf_bg.wasm', import.meta.url)) });
 const FlakeId = require('flake-idgen');
 const { Snowflake: NodejsSnowflake } = require('nodejs-snowflake');
 

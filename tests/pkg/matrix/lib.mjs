@@ -14,6 +14,8 @@
 //                                  strings into <pre id="ids"> (30 s at most)
 //   h.consoleErrors                every console error of every page the check opened
 //                                  (the runner asserts there is none)
+//   h.clean(...paths)              removes build outputs in the app's folder (before a build)
+//   h.files(path)                  the files under a folder of the app, relative, sorted
 //   h.port()                       a free TCP port on 127.0.0.1
 //   h.node20, h.node22             the two Node binaries (the package's floor; the tools')
 //
@@ -24,7 +26,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createServer as netServer } from 'node:net';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, readdir, rm, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch } from '../../support/chromium.mjs';
@@ -223,10 +225,23 @@ export function harness(dir) {
     }
   }
 
+  async function clean(...paths) {
+    for (const p of paths) {
+      const full = resolve(dir, p);
+      if (!full.startsWith(`${dir}/`)) throw new Error(`h.clean: ${p} is outside the app`);
+      await rm(full, { recursive: true, force: true });
+    }
+  }
+
+  async function files(p) {
+    const entries = await readdir(resolve(dir, p), { recursive: true, withFileTypes: true });
+    return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name).slice(resolve(dir, p).length + 1)).sort();
+  }
+
   /** Stops whatever the check left running. */
   async function close() {
     for (const c of [...cleanups].reverse()) await c();
   }
 
-  return { dir, run, serve, start, page, port: freePort, node20: NODE20, node22: NODE22, consoleErrors: allConsoleErrors, close };
+  return { dir, run, serve, start, page, clean, files, port: freePort, node20: NODE20, node22: NODE22, consoleErrors: allConsoleErrors, close };
 }

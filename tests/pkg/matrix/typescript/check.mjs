@@ -4,6 +4,7 @@
 export const tool = 'typescript';
 
 export default async function check(h) {
+  await h.clean('dist-node16', 'dist-bundler');
   await h.run('tsc', ['-p', 'tsconfig.node16.json']);
   await h.run('tsc', ['-p', 'tsconfig.bundler.json']);
   const ids = [];

@@ -1,0 +1,13 @@
+// The .wasm as the default entry carries it: deflated and base64-encoded in a
+// JS module (web/edgeleaf_inline.js, made by `make pkg`), decoded
+// synchronously. Node, Deno and Bun decode with their zlib (reached through
+// process.getBuiltinModule, so that no bundler sees a Node import);
+// browsers and the rest with inflate.mjs.
+import { size, deflated } from './web/edgeleaf_inline.js';
+import { inflateRaw, fromBase64 } from './inflate.mjs';
+
+/** The .wasm's bytes. */
+export function wasmBytes() {
+  const zlib = globalThis.process?.getBuiltinModule?.('node:zlib');
+  return zlib ? zlib.inflateRawSync(fromBase64(deflated)) : inflateRaw(fromBase64(deflated), size);
+}
