@@ -14,7 +14,8 @@ export default (h) => checkNext(h, { webpack: false });
 // `workerId`s: 1 in the browser, 2 in the edge route; `COMPOSED` as in app/ids.js.
 const COMPOSED = { timestamp: Date.UTC(2026, 0, 1), workerId: 7, sequence: 3 };
 const env = { NEXT_TELEMETRY_DISABLED: '1' }; // h sets it too
-const NEXT_EDGE_WARNINGS = [/The Edge Runtime is deprecated/, /Using edge runtime on a page currently disables static generation/];
+const NEXT_OWN_WARNINGS = [/The Edge Runtime is deprecated/, /Using edge runtime on a page currently disables static generation/,
+  /No build cache found/];
 
 export async function checkNext(h, { webpack }) {
   const require = createRequire(join(h.dir, 'package.json'));
@@ -29,8 +30,9 @@ export async function checkNext(h, { webpack }) {
   const buildS = (Date.now() - t) / 1000;
   const buildOut = build.stdout + build.stderr;
   // No warning (webpack's "Compiled with warnings", e.g. for top-level await in a dependency),
-  // but Next's own two about the edge runtime, which the route handler uses on purpose.
-  const warnings = buildOut.split('\n').filter((l) => /⚠|warn/i.test(l) && !NEXT_EDGE_WARNINGS.some((w) => w.test(l)));
+  // but Next's own: two about the edge runtime, which the route handler uses on purpose, and
+  // one about a CI (h sets CI=1) building without a .next/cache.
+  const warnings = buildOut.split('\n').filter((l) => /⚠|warn/i.test(l) && !NEXT_OWN_WARNINGS.some((w) => w.test(l)));
   if (warnings.length) fail(`the build warned: ${warnings.join(' / ')}`, buildOut);
 
   // What `next build` prerendered: the page, with the ID the wasm composed on the server.
