@@ -8,6 +8,10 @@ import { inflateRaw, fromBase64 } from './inflate.mjs';
 
 /** The .wasm's bytes. */
 export function wasmBytes() {
-  const zlib = globalThis.process?.getBuiltinModule?.('node:zlib');
-  return zlib ? zlib.inflateRawSync(fromBase64(deflated)) : inflateRaw(fromBase64(deflated), size);
+  const node = globalThis.process;
+  if (typeof node?.getBuiltinModule === 'function') {
+    const { Buffer } = node.getBuiltinModule('node:buffer');
+    return node.getBuiltinModule('node:zlib').inflateRawSync(Buffer.from(deflated, 'base64'));
+  }
+  return inflateRaw(fromBase64(deflated), size);
 }
