@@ -63,9 +63,9 @@ export async function checkNext(h, { webpack }) {
     const useS = (Date.now() - t) / 1000;
     return {
       ids: [...pageIds, ...edgeIds],
-      note: `next@${version} build ${webpack ? '--webpack' : '(Turbopack)'} ${buildS.toFixed(0)} s, no warning; `
-        + `prerendered / with an ID composed by the wasm on the server; next start: ${pageIds.length} IDs `
-        + `from a client component in Chromium, ${edgeIds.length} from an edge route handler (${useS.toFixed(1)} s)`,
+      note: `next build${webpack ? ' --webpack' : ' (Turbopack)'} ${buildS.toFixed(0)} s, no warning, / prerendered `
+        + `(the wasm composed an ID on the server); next start: ${pageIds.length} IDs from a client component `
+        + `in Chromium, ${edgeIds.length} from an edge route handler (${useS.toFixed(1)} s)`,
     };
   } finally {
     await server.stop();
