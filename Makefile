@@ -10,7 +10,7 @@ test:
 test-core:
 	scripts/test.sh core
 
-# the npm package: build, TS declarations, Node 20 + Chromium + workerd
+# the npm package: build, TS declarations, Node 20 + Chromium + workerd, the packaging matrix
 test-pkg:
 	scripts/test.sh pkg
 

@@ -24,9 +24,6 @@ export type ErrorCode =
   | 'segment_fetch_failed'
   | 'random_unavailable'
   | 'internal'
-  // Loading the wasm (the default entry, edgeleaf/slim):
-  | 'sync_compile_refused'
-  | 'not_initialized'
   // From the service, through EdgeleafClient:
   | 'not_found'
   | 'unauthorized'
@@ -62,9 +59,16 @@ export type ErrorCode =
   | 'lease_lost'
   | 'lease_expired';
 
+/**
+ * The codes of loading the wasm, the package's own (not the core's): a runtime
+ * that refuses to compile it synchronously (the default entry), the API used
+ * before `init` (edgeleaf/slim).
+ */
+export type LoadErrorCode = 'sync_compile_refused' | 'not_initialized';
+
 /** The errors edgeleaf throws: plain `Error`s with a `code`. */
 export interface EdgeleafError extends Error {
-  code: ErrorCode;
+  code: ErrorCode | LoadErrorCode;
   /** On `sequence_exhausted` and `clock_behind`: call again after this many ms. */
   retryAfterMs?: number;
   /** On a failed `nextIds(n)`: the IDs that were generated before it stopped. */

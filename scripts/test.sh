@@ -3,7 +3,9 @@
 #   core     format, clippy, no_std builds, cargo tests, the fleet simulation,
 #            the core on wasm32 (wasm-pack test)                 (make test-core)
 #   pkg      the npm package: build, TypeScript declarations, tests/pkg/ on
-#            Node 20 and Chromium, tests/pkg/workerd/ in workerd   (make test-pkg)
+#            Node 20 and Chromium, tests/pkg/workerd/ in workerd, the packaging
+#            matrix (tests/pkg/matrix.test.mjs: the packed package in each
+#            toolchain's app, tests/pkg/matrix/<app>/)          (make test-pkg)
 #   service  the Worker built as `wrangler deploy` builds it (its size against
 #            the Workers limits), tests/service/, tests/chaos/    (make test-service)
 # Usage: scripts/test.sh [core|pkg|service]...; none: all three in that order
@@ -26,13 +28,16 @@ step() { echo; echo "=== $*"; }
 NODE_TEST=(--test --test-timeout=300000)
 
 # Where each part finds its JS tests. A test file anywhere else under tests/
-# would run in no part: that fails every part at once.
-PKG_TESTS=(tests/pkg/*.test.*)              # Node 20 (ESM, CJS) and Chromium
+# would run in no part: that fails every part at once. (The matrix's apps,
+# tests/pkg/matrix/<app>/, hold their own tools' tests, which their checks run.)
+MATRIX_TESTS=(tests/pkg/matrix.test.mjs)    # Node 22 runs it; each app's tools run as they need
+PKG_TESTS=()                                # Node 20 (ESM, CJS) and Chromium
+for f in tests/pkg/*.test.*; do [ "$f" = "${MATRIX_TESTS[0]}" ] || PKG_TESTS+=("$f"); done
 PKG_WORKERD_TESTS=(tests/pkg/workerd/*.test.*) # Node 22: wrangler bundles, Miniflare runs
 SERVICE_TESTS=(tests/service/*.test.*)      # Node 22: Miniflare / workerd
 CHAOS_TESTS=(tests/chaos/*.test.*)          # Node 22
-stray=$(comm -23 <(find tests -name '*.test.*' | sort) \
-  <(printf '%s\n' "${PKG_TESTS[@]}" "${PKG_WORKERD_TESTS[@]}" "${SERVICE_TESTS[@]}" "${CHAOS_TESTS[@]}" | sort))
+stray=$(comm -23 <(find tests -path tests/pkg/matrix -prune -o -name '*.test.*' -print | sort) \
+  <(printf '%s\n' "${PKG_TESTS[@]}" "${MATRIX_TESTS[@]}" "${PKG_WORKERD_TESTS[@]}" "${SERVICE_TESTS[@]}" "${CHAOS_TESTS[@]}" | sort))
 [ -z "$stray" ] || { echo "test files outside the folders scripts/test.sh runs:"; echo "$stray"; exit 1; }
 
 core() {
@@ -80,7 +85,7 @@ core() {
 }
 
 pkg() {
-  scripts/setup.sh wasm browser
+  scripts/setup.sh wasm browser matrix
 
   step "npm package: build (make pkg)"
   scripts/pkg.sh
@@ -94,6 +99,9 @@ pkg() {
 
   step "npm package: workerd (tests/pkg/workerd/: wrangler bundle, Miniflare; Node $($NODE22 --version))"
   "$NODE22" "${NODE_TEST[@]}" "${PKG_WORKERD_TESTS[@]}"
+
+  step "npm package: the packaging matrix (npm pack, installed into one app per toolchain; browser builds in Chromium)"
+  EDGELEAF_NODE20="$NODE20" "$NODE22" "${NODE_TEST[@]}" "${MATRIX_TESTS[@]}"
 }
 
 # Workers limits (developers.cloudflare.com/workers/platform/limits, "Worker
