@@ -8,10 +8,18 @@ import { inflateRaw, fromBase64 } from './inflate.mjs';
 
 /** The .wasm's bytes. */
 export function wasmBytes() {
-  const node = globalThis.process;
-  if (typeof node?.getBuiltinModule === 'function') {
-    const { Buffer } = node.getBuiltinModule('node:buffer');
-    return node.getBuiltinModule('node:zlib').inflateRawSync(Buffer.from(deflated, 'base64'));
-  }
+  const buffer = builtin('node:buffer');
+  const zlib = buffer && builtin('node:zlib');
+  if (zlib) return zlib.inflateRawSync(buffer.Buffer.from(deflated, 'base64'));
   return inflateRaw(fromBase64(deflated), size);
+}
+
+// A Node built-in module, or undefined where there is none. Next.js's edge
+// runtime has a `process` whose every Node function throws when called.
+function builtin(name) {
+  try {
+    return globalThis.process?.getBuiltinModule?.(name);
+  } catch {
+    return undefined;
+  }
 }

@@ -85,6 +85,15 @@ test('where the JS decoder runs (no process.getBuiltinModule), the default entry
   assert.match(out.trim(), /^[0-9]{18,19}$/);
 });
 
+test('where process.getBuiltinModule throws (Next.js\'s edge runtime), the default entry still loads', () => {
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
+    process.getBuiltinModule = () => { throw new Error('A Node.js API is used (process.getBuiltinModule) which is not supported in the Edge Runtime.'); };
+    const { Snowflake } = await import('edgeleaf');
+    console.log(String(new Snowflake({ workerId: 4 }).nextId()));
+  `], { encoding: 'utf8' });
+  assert.match(out.trim(), /^[0-9]{18,19}$/);
+});
+
 test('a runtime that refuses synchronous compilation gets a coded error naming the way out', () => {
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
     const Module = WebAssembly.Module;
