@@ -1,6 +1,6 @@
 // Coded errors: every error the package throws is an `Error` with a
-// machine-readable `code` from the one list (pkg/index.d.ts, ErrorCode; and
-// LoadErrorCode, the two of loading the wasm).
+// machine-readable `code` from the one list (src/code.rs; pkg/index.d.ts,
+// ErrorCode).
 
 /** An `Error` with a machine-readable `code` (and extra fields). */
 export function codedError(code, message, fields) {

@@ -4,6 +4,10 @@
 
 /** Every `code` an edgeleaf `Error` can carry. */
 export type ErrorCode =
+  | 'sync_compile_refused'
+  | 'not_initialized'
+  | 'invalid_dump'
+  | 'import_conflict'
   | 'invalid_option'
   | 'invalid_argument'
   | 'invalid_clock'
@@ -59,16 +63,9 @@ export type ErrorCode =
   | 'lease_lost'
   | 'lease_expired';
 
-/**
- * The codes of loading the wasm, the package's own (not the core's): a runtime
- * that refuses to compile it synchronously (the default entry), the API used
- * before `init` (edgeleaf/slim).
- */
-export type LoadErrorCode = 'sync_compile_refused' | 'not_initialized';
-
 /** The errors edgeleaf throws: plain `Error`s with a `code`. */
 export interface EdgeleafError extends Error {
-  code: ErrorCode | LoadErrorCode;
+  code: ErrorCode;
   /** On `sequence_exhausted` and `clock_behind`: call again after this many ms. */
   retryAfterMs?: number;
   /** On a failed `nextIds(n)`: the IDs that were generated before it stopped. */

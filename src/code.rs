@@ -151,6 +151,15 @@ codes! {
     RegistryUnreachable = "registry_unreachable";
     /// The service answered an error without the JSON error shape.
     HttpError = "http_error";
+    /// The runtime refuses to compile the package's wasm synchronously (the
+    /// default entry); `edgeleaf/slim` compiles it asynchronously.
+    SyncCompileRefused = "sync_compile_refused";
+    /// `edgeleaf/slim` used before `init`.
+    NotInitialized = "not_initialized";
+    /// The command line: a Leaf dump or CSV it cannot read (at a line).
+    InvalidDump = "invalid_dump";
+    /// The command line: a Leaf import that would reissue IDs, refused whole.
+    ImportConflict = "import_conflict";
 }
 
 impl fmt::Display for ErrorCode {

@@ -70,7 +70,11 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::RandomUnavailable
         | C::ServiceUnreachable
         | C::RegistryUnreachable
-        | C::HttpError => (503, false),
+        | C::HttpError
+        | C::SyncCompileRefused
+        | C::NotInitialized
+        | C::InvalidDump
+        | C::ImportConflict => (503, false),
     }
 }
 
