@@ -4,11 +4,9 @@
 // cannot answer (4).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { start, ROOT, ADMIN } from '../support/service.mjs';
+import { runCli } from '../support/cli.mjs';
+import { start, ADMIN } from '../support/service.mjs';
 
-const CLI = join(ROOT, 'pkg/cli/edgeleaf.mjs');
 let svc;
 let url;
 
@@ -19,14 +17,7 @@ before(async () => {
 after(async () => { await svc?.dispose(); });
 
 /** The CLI with `EDGELEAF_URL` and `EDGELEAF_TOKEN` (the admin token unless `env` says otherwise). */
-function cli(args, env = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('EDGELEAF_')));
-  const all = { ...clean, EDGELEAF_URL: url, EDGELEAF_TOKEN: ADMIN, ...env };
-  for (const k of Object.keys(all)) if (all[k] === undefined) delete all[k];
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: all }, (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr }));
-  });
-}
+const cli = (args, env = {}) => runCli(args, { EDGELEAF_URL: url, EDGELEAF_TOKEN: ADMIN, ...env });
 
 const json = async (args, env) => {
   const r = await cli([...args, '--json'], env);

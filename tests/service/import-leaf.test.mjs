@@ -6,14 +6,13 @@
 // client's segment lease) are all above them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { start, ROOT, ADMIN, CLIENT } from '../support/service.mjs';
+import { runCli } from '../support/cli.mjs';
+import { start, ADMIN, CLIENT } from '../support/service.mjs';
 import { mysqldump, leafCsv, LEAF_ROWS } from '../support/leafdump.mjs';
 
-const CLI = join(ROOT, 'pkg/cli/edgeleaf.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'edgeleaf-import-'));
 let svc;
 let url;
@@ -25,13 +24,7 @@ before(async () => {
 after(async () => { await svc?.dispose(); });
 
 /** The CLI against the service with the admin token from the environment: `{ code, stdout, stderr }`. */
-function cli(args, env = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('EDGELEAF_')));
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...clean, EDGELEAF_URL: url, EDGELEAF_TOKEN: ADMIN, ...env } },
-      (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr }));
-  });
-}
+const cli = (args, env = {}) => runCli(args, { EDGELEAF_URL: url, EDGELEAF_TOKEN: ADMIN, ...env });
 
 const file = (name, text) => {
   const p = join(dir, name);
