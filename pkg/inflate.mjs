@@ -201,7 +201,9 @@ export function inflateRaw(src, size) {
     last = bits.take(1);
     const type = bits.take(2);
     if (type === 0) {
-      // Stored: byte-aligned LEN, NLEN, then LEN bytes as they are.
+      // Stored: byte-aligned LEN, NLEN, then LEN bytes as they are. Whole
+      // bytes already read ahead into the bit buffer go back to the input.
+      bits.at -= bits.cnt >> 3;
       bits.buf = 0;
       bits.cnt = 0;
       const { at } = bits;

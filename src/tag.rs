@@ -148,12 +148,26 @@ pub struct TagChange<'a> {
 pub struct SegmentAsk<'a> {
     /// The step asked for, granted as [`TagRecord::grant_step`] says.
     pub step: Option<u64>,
-    /// The caller's name for the request: sent again (a retry), it is
-    /// answered the same segment.
+    /// The caller's name for the request: sent again (a retry) by the same
+    /// caller, it is answered the same segment.
     pub request_id: Option<&'a str>,
+    /// Who asks (the credential): request IDs are the caller's own, so
+    /// another caller naming the same one gets a segment of its own.
+    pub caller: &'a str,
     /// From one of the service's own isolates: they alone take an opaque
     /// tag's segments (with its key).
     pub for_isolate: bool,
+}
+
+impl SegmentAsk<'_> {
+    /// What the store remembers this ask's segment under: the request ID
+    /// within its caller's own names (`None` without a request ID). Two asks
+    /// share it exactly when both their caller and their request ID are the
+    /// same.
+    pub fn remembered_as(&self) -> Option<String> {
+        self.request_id
+            .map(|id| alloc::format!("{}:{}:{}", self.caller.len(), self.caller, id))
+    }
 }
 
 /// How a tag's store answers a segment lease ([`TagRecord::lease_segment`]).
@@ -309,8 +323,8 @@ impl TagRecord {
     }
 
     /// How to answer a segment lease `ask`, given the segment its store
-    /// remembers under the ask's request ID (`remembered`; ignored for an
-    /// ask without one).
+    /// remembers under [`SegmentAsk::remembered_as`] (`remembered`; ignored
+    /// for an ask without a request ID).
     ///
     /// # Errors
     /// [`Error::OpaqueTag`] or [`Error::MonotonicTag`] for a tag whose
@@ -578,6 +592,22 @@ mod tests {
     }
 
     #[test]
+    fn a_request_id_is_remembered_within_its_callers_own_names() {
+        let ask = |caller, request_id| SegmentAsk {
+            step: None,
+            request_id,
+            caller,
+            for_isolate: false,
+        };
+        let key = |c, r| ask(c, Some(r)).remembered_as();
+        assert_eq!(key("lease:a", "1"), key("lease:a", "1"));
+        assert_ne!(key("lease:a", "1"), key("lease:b", "1"));
+        // No caller and request ID may be cut another way into the same key.
+        assert_ne!(key("lease:a:1", "2"), key("lease:a", "1:2"));
+        assert_eq!(ask("lease:a", None).remembered_as(), None);
+    }
+
+    #[test]
     fn segments_go_out_by_kind_and_a_request_id_is_answered_once() {
         let plain = TagRecord::new("p", 100, 0, "", 0).unwrap();
         let mono = plain.clone().with_kind(TagKind::Monotonic).unwrap();
@@ -588,6 +618,7 @@ mod tests {
         let ask = |step, request_id, for_isolate| SegmentAsk {
             step,
             request_id,
+            caller: "lease:a",
             for_isolate,
         };
         let new = |step| Ok(SegmentAnswer::Allocate { step });

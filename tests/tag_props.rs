@@ -34,10 +34,12 @@ enum Op {
         monotonic: Option<bool>,
         opaque: Option<usize>,
     },
-    /// A segment lease. `request_id`: an index into the IDs below.
+    /// A segment lease by caller `caller` (of two). `request_id`: an index
+    /// into the IDs below.
     Lease {
         step: Option<u64>,
         request_id: Option<usize>,
+        caller: usize,
         for_isolate: bool,
     },
     /// IDs from a monotonic tag's store.
@@ -45,6 +47,9 @@ enum Op {
     /// An opaque ID's counter.
     Reveal,
 }
+
+/// Two credentials, whose request IDs are their own.
+const CALLERS: [&str; 2] = ["lease:a", "lease:b"];
 
 /// Three valid request IDs (the longest allowed among them) and two invalid.
 fn request_ids() -> [String; 5] {
@@ -69,9 +74,10 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (
             prop::option::of(1u64..3_000),
             prop::option::weighted(0.7, prop_oneof![8 => 0usize..3, 1 => 3usize..5]),
+            0..CALLERS.len(),
             any::<bool>(),
         )
-            .prop_map(|(step, request_id, for_isolate)| Op::Lease { step, request_id, for_isolate }),
+            .prop_map(|(step, request_id, caller, for_isolate)| Op::Lease { step, request_id, caller, for_isolate }),
         1 => Just(Op::Ids),
         1 => Just(Op::Reveal),
     ]
@@ -82,7 +88,8 @@ fn op() -> impl Strategy<Value = Op> {
 struct Store {
     record: Option<TagRecord>,
     /// The segment first answered under each request ID.
-    remembered: HashMap<String, Allocation>,
+    /// Segments by the key the core remembers them under, with their caller.
+    remembered: HashMap<String, (Allocation, usize)>,
     /// The highest ID of any segment handed out.
     high_water: u64,
     now: u64,
@@ -158,6 +165,7 @@ impl Store {
         let Op::Lease {
             step,
             request_id,
+            caller,
             for_isolate,
         } = *op
         else {
@@ -165,13 +173,26 @@ impl Store {
         };
         let Some(r) = &self.record else { return Ok(()) };
         let id = request_id.map(|i| ids[i].as_str());
-        // The store looks the ID up as it comes; the core decides.
-        let remembered = id.and_then(|id| self.remembered.get(id)).copied();
         let ask = SegmentAsk {
             step,
             request_id: id,
+            caller: CALLERS[caller],
             for_isolate,
         };
+        // The store looks the segment up where the core says; the core
+        // decides. The model knows whose segment it is.
+        let found = ask
+            .remembered_as()
+            .and_then(|k| self.remembered.get(&k))
+            .copied();
+        if let Some((_, whose)) = found {
+            prop_assert_eq!(
+                whose,
+                caller,
+                "a caller found another's segment under its request ID"
+            );
+        }
+        let remembered = found.map(|(alloc, _)| alloc);
         let answer = r.lease_segment(&ask, remembered.as_ref());
         let granted = r.grant_step(step);
         let refused = match r.kind {
@@ -214,8 +235,8 @@ impl Store {
                         self.high_water
                     );
                     self.high_water = alloc.end;
-                    if let Some(id) = id {
-                        self.remembered.insert(id.to_owned(), alloc);
+                    if let Some(key) = ask.remembered_as() {
+                        self.remembered.insert(key, (alloc, caller));
                     }
                     self.record = Some(next);
                 }

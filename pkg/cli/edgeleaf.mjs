@@ -80,6 +80,9 @@ const tagPath = (tag) => `/v1/tags/${checkTag(tag)}`;
 const iso = (ms) => (ms === null || ms === undefined ? '—' : new Date(ms).toISOString());
 
 /** Columns padded to their widest cell; numbers right-aligned. */
+/** `text` with control characters (but line breaks) written as JSON escapes. */
+const printable = (text) => text.replace(/[\x00-\x09\x0b-\x1f\x7f]/g, (ch) => JSON.stringify(ch).slice(1, -1));
+
 export function table(headers, rows) {
   // A control character (a description's line break) is shown escaped: one row, one line.
   const cell = (c) => (c === null || c === undefined ? '—' : String(c).replace(/[\x00-\x1f\x7f]/g, (ch) => JSON.stringify(ch).slice(1, -1)));
@@ -132,11 +135,13 @@ const COMMANDS = {
     options: {
       ...LAYOUT,
       n: { type: 'string', short: 'n', help: `how many, 1..=${MAX_IDS_PER_CALL} (default 1)` },
-      'worker-id': { type: 'string', help: 'the worker ID to mint under (default 0)' },
+      'worker-id': { type: 'string', help: 'the worker ID to mint under (required: no default can be safe, and 0.. are the service\'s minters\')' },
     },
     positionals: [0, 0],
     async run(_, v) {
-      const gen = new Snowflake({ workerId: whole('--worker-id', v['worker-id']) ?? 0, ...layoutOptions(v) });
+      const workerId = whole('--worker-id', v['worker-id']);
+      if (workerId === undefined) throw usage('id: expected --worker-id N, one no other generator uses (IDs made under a worker ID another generator also uses can repeat)');
+      const gen = new Snowflake({ workerId, ...layoutOptions(v) });
       const ids = [...(await gen.nextIdsAsync(whole('-n', v.n) ?? 1))].map(String);
       return { data: { ids }, text: ids.join('\n') };
     },
@@ -493,7 +498,9 @@ export async function main(argv) {
     const code = exitCode(e);
     if (e?.output) out.push(json ? toJson(e.output.data) : e.output.text);
     const errCode = typeof e?.code === 'string' ? (e.code.startsWith('ERR_PARSE_ARGS') ? 'invalid_argument' : e.code) : 'internal';
-    const message = e?.message ?? String(e);
+    // A dump's or a service's words may hold control characters: shown
+    // escaped, never as terminal commands.
+    const message = printable(e?.message ?? String(e));
     if (code === EXIT.bug) err.push(`${errCode}: ${e?.stack ?? message}`);
     else if (json) err.push(JSON.stringify({ error: { code: errCode, message, ...(e.status ? { status: e.status } : {}) } }));
     else err.push(`${errCode}: ${message}${code === EXIT.usage ? '\n(edgeleaf --help for the commands, edgeleaf <command> --help for one)' : ''}`);

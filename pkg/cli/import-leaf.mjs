@@ -21,6 +21,9 @@
 // none: `--margin 0` is then exact. Skipping 2,000,000 IDs costs 2e-13 of
 // the 63-bit space.
 
+/** The largest ID: a tag's maxId can go no higher. */
+export const MAX_ID = (1n << 63n) - 1n;
+
 /** Leaf's largest dynamic step (`SegmentIDGenImpl.MAX_STEP`). */
 export const LEAF_MAX_STEP = 1_000_000;
 
@@ -46,7 +49,10 @@ export async function plan(rows, { margin, step, getTag }) {
     const view = await getTag(r.bizTag);
     const serviceMaxId = view ? BigInt(view.maxId) : null;
     const p = { tag: r.bizTag, leafMaxId: r.maxId, step: r.step, tagStep: step ?? r.step, description: r.description, line: r.line, margin: m, targetMaxId: target, serviceMaxId };
-    if (view === undefined) out.push({ ...p, action: 'create?' });
+    if (target > MAX_ID) {
+      // Nothing is left above Leaf's IDs (and the margin) to continue with.
+      out.push({ ...p, action: 'conflict', reason: `${r.bizTag}: Leaf's max_id ${r.maxId} + the margin ${m} passes the largest ID, ${MAX_ID}` });
+    } else if (view === undefined) out.push({ ...p, action: 'create?' });
     else if (view === null) out.push({ ...p, action: 'create' });
     else if (view.opaque) {
       out.push({ ...p, action: 'conflict', reason: `${r.bizTag} is an opaque tag on the service: its IDs are a permutation, not above Leaf's max_id` });
@@ -56,6 +62,12 @@ export async function plan(rows, { margin, step, getTag }) {
     } else out.push({ ...p, action: 'raise' });
   }
   return out;
+}
+
+/** Whether `err` refuses `target` as a maxId because the tag keeps a higher one. */
+function keptAbove(err, target) {
+  const m = err?.code === 'out_of_range' && /\bmax_id: expected (\d+)\.\.=(\d+), found (\d+)\b/.exec(err.message ?? '');
+  return Boolean(m) && BigInt(m[3]) === target && target < BigInt(m[1]);
 }
 
 /**
@@ -76,8 +88,11 @@ export async function apply(entries, { putTag }) {
       try {
         view = await putTag(e.tag, body);
       } catch (err) {
-        // A deleted tag keeps its maxId (a new one never goes back): above ours, it stays.
-        if (err?.code !== 'out_of_range' || !/max_?id/i.test(err.message)) throw err;
+        // A deleted tag keeps its maxId (a new one never goes back): above
+        // ours, it stays, and the tag is re-created without one. Only that
+        // refusal ("expected <kept>..=<last>, found <ours>" with ours below
+        // the kept one): any other would create the tag at 0.
+        if (!keptAbove(err, e.targetMaxId)) throw err;
         const { maxId: _, ...rest } = body;
         view = await putTag(e.tag, rest);
       }

@@ -327,6 +327,9 @@ function csvRecords(text, source) {
   const records = [];
   let fields = [];
   let field = '';
+  // Whether `field` is only whitespace so far (kept as a flag: testing
+  // `field.trim()` at every quote made a hostile line quadratic).
+  let blank = true;
   let quoted = false;
   let line = 1;
   let start = 1;
@@ -336,11 +339,12 @@ function csvRecords(text, source) {
     if (!(fields.length === 1 && fields[0].v.trim() === '' && !fields[0].quoted)) records.push({ fields, line: start });
     fields = [];
     field = '';
+    blank = true;
     quoted = false;
   };
   while (i < text.length) {
     const c = text[i];
-    if (c === '"' && field.trim() === '' && !quoted) {
+    if (c === '"' && blank && !quoted) {
       const open = line;
       let k = i + 1;
       field = '';
@@ -355,6 +359,7 @@ function csvRecords(text, source) {
         field += text[k++];
       }
       quoted = true;
+      blank = false;
       i = k;
       while (text[i] === ' ' || text[i] === '\t') i++;
       if (i < text.length && text[i] !== ',' && text[i] !== '\n' && text[i] !== '\r') {
@@ -362,10 +367,11 @@ function csvRecords(text, source) {
       }
       continue;
     }
-    if (c === ',') { fields.push({ v: field, quoted }); field = ''; quoted = false; i++; continue; }
+    if (c === ',') { fields.push({ v: field, quoted }); field = ''; blank = true; quoted = false; i++; continue; }
     if (c === '\r' && text[i + 1] === '\n') { i++; continue; }
     if (c === '\n') { endRecord(); line++; start = line; i++; continue; }
     field += c;
+    blank &&= /\s/.test(c);
     i++;
   }
   if (field !== '' || quoted || fields.length) endRecord();

@@ -72,7 +72,7 @@ test('id makes distinct, increasing IDs under the worker ID asked', () => {
   const big = ids.map(BigInt);
   for (let i = 1; i < big.length; i++) assert.ok(big[i] > big[i - 1]);
   assert.equal(Number((big[999] >> 12n) & 1023n), 77);
-  const plain = cli(['id', '-n', '3']);
+  const plain = cli(['id', '-n', '3', '--worker-id', '5']);
   assert.equal(plain.stdout.split('\n').length, 3);
   const one = JSON.parse(cli(['decode', plain.stdout.split('\n')[0], '--json']).stdout);
   assert.ok(Math.abs(one.timestamp - Date.now()) < 60_000, 'minted now');
@@ -104,7 +104,8 @@ test('bad input: exit 2 and `code: message` on stderr (JSON with --json)', () =>
     [['decode'], 'invalid_argument'],
     [['decode', '1', '2'], 'invalid_argument'],
     [['id', '--worker-id', '1024'], 'out_of_range'],
-    [['id', '-n', '0'], 'out_of_range'],
+    [['id', '-n', '0', '--worker-id', '5'], 'out_of_range'],
+    [['id', '-n', '3'], 'invalid_argument'],
     [['id', '-n', 'lots'], 'invalid_argument'],
     [['frobnicate'], 'invalid_argument'],
     [['keys', 'burn'], 'invalid_argument'],

@@ -263,7 +263,7 @@ test('a revoked key is refused; revoking an unknown key is a 404', async () => {
   const revoked = await (await call(`/v1/keys/${key.id}`, { method: 'DELETE', token: ADMIN })).json();
   assert.equal(revoked.revoked.id, key.id);
   // Refused at once by the isolate that revoked it (the others' cached
-  // lookups expire within 10 s: the last test, and tests/access_props.rs).
+  // lookups expire within 10 s: the last test, and worker/rules/tests/access_props.rs).
   await expectError(await call('/v1/snowflake', { token: key.token }), 403, 'forbidden');
   await expectError(await call(`/v1/keys/${key.id}`, { method: 'DELETE', token: ADMIN }), 404, 'not_found');
   assert.ok(!(await (await call('/v1/keys', { token: ADMIN })).json()).keys.some((k) => k.id === key.id));

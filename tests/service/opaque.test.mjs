@@ -86,4 +86,9 @@ test('opaque settings are checked and fixed at creation', async () => {
   await expectError(await svc.admin('/v1/tags/o-plain', put({ opaque: { bits: 40 } })), 409, 'opaque_immutable');
   await expectError(await svc.admin('/v1/tags/o-plain/reveal', post({ id: '1' })), 409, 'not_opaque');
   await expectError(await svc.admin('/v1/tags/o-fixed/reveal', post({ id: 'x1' })), 400, 'invalid_id');
+  // A body within the public limit whose ID, quoted again for the tag's
+  // object, grows past it: still invalid_id, not a 413 of the service's own.
+  const escaped = JSON.stringify({ id: '"'.repeat(2000) });
+  assert.ok(escaped.length <= 4096);
+  await expectError(await svc.admin('/v1/tags/o-fixed/reveal', { method: 'POST', body: escaped }), 400, 'invalid_id');
 });

@@ -482,6 +482,11 @@ test('a lease requestId is one request: another body under it is a conflict; ove
   await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ step: 5000, requestId: 'r-1' })), 409, 'request_id_reused');
   await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(129) })), 400, 'invalid_request_id');
   assert.equal((await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(128) }))).status, 200);
+  // A request ID is its caller's own: another credential naming it gets a
+  // segment of its own, never the first caller's.
+  const other = await (await svc.admin('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json();
+  assert.ok(BigInt(other.start) > BigInt(first.end), `${JSON.stringify(other)} overlaps ${JSON.stringify(first)}`);
+  assert.deepEqual(await (await svc.admin('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json(), other);
 });
 
 test('under LAYOUT=jsSafe every snowflake ID over HTTP is exact as a JS number', async () => {

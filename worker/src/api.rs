@@ -158,8 +158,18 @@ pub fn json<T: serde::Serialize>(status: u16, body: &T) -> ApiResult<Response> {
     Ok(Response::from_json(body)?.with_status(status))
 }
 
+/// Largest request a Durable Object accepts. Only the Worker writes these,
+/// and a public body within `MAX_BODY_BYTES` may grow when re-encoded (an
+/// escaped string quoted again); a public body's own limit answers first.
+pub const MAX_STORE_BODY_BYTES: usize = 64 * 1024;
+
 /// Reads a JSON body of at most `MAX_BODY_BYTES`; an empty body reads as `{}`.
 pub async fn body<T: DeserializeOwned>(req: &mut Request) -> ApiResult<T> {
+    body_within(req, MAX_BODY_BYTES).await
+}
+
+/// Reads a JSON body of at most `max` bytes; an empty body reads as `{}`.
+pub async fn body_within<T: DeserializeOwned>(req: &mut Request, max: usize) -> ApiResult<T> {
     if let Some(len) = req
         .headers()
         .get("Content-Length")
@@ -167,13 +177,13 @@ pub async fn body<T: DeserializeOwned>(req: &mut Request) -> ApiResult<T> {
         .flatten()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        if len > MAX_BODY_BYTES {
-            return Err(too_large(len));
+        if len > max {
+            return Err(too_large(len, max));
         }
     }
     let bytes = req.bytes().await?;
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(too_large(bytes.len()));
+    if bytes.len() > max {
+        return Err(too_large(bytes.len(), max));
     }
     let text = if bytes.iter().all(u8::is_ascii_whitespace) {
         &b"{}"[..]
@@ -188,9 +198,9 @@ pub async fn body<T: DeserializeOwned>(req: &mut Request) -> ApiResult<T> {
     })
 }
 
-fn too_large(len: usize) -> ApiError {
+fn too_large(len: usize, max: usize) -> ApiError {
     ApiError::new(
         ErrorCode::BodyTooLarge,
-        format!("body: expected at most {MAX_BODY_BYTES} bytes, found {len}"),
+        format!("body: expected at most {max} bytes, found {len}"),
     )
 }

@@ -7,7 +7,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, SqlStorage, SqlStorageValue};
 
-use crate::api::{body, ApiError, ApiResult};
+use crate::api::{body_within, ApiError, ApiResult, MAX_STORE_BODY_BYTES};
 
 /// Which object to call.
 #[derive(Clone, Copy)]
@@ -81,7 +81,7 @@ pub async fn serve<R: DeserializeOwned>(
     if let Some(e) = broken {
         return Ok(e.response());
     }
-    let result = match body::<R>(req).await {
+    let result = match body_within::<R>(req, MAX_STORE_BODY_BYTES).await {
         Ok(request) => handle(request).await,
         Err(e) => Err(e),
     };

@@ -353,7 +353,8 @@ impl TagStore {
         )
     }
 
-    /// The segment remembered under a lease's request ID.
+    /// The segment remembered under a lease's request ID (as its caller's:
+    /// `SegmentAsk::remembered_as`).
     fn remembered(&self, request_id: &str) -> ApiResult<Option<Allocation>> {
         let rows: Vec<LeaseRow> = self
             .sql
@@ -381,10 +382,12 @@ impl TagStore {
         let ask = SegmentAsk {
             step: req.step,
             request_id: req.request_id.as_deref(),
+            caller: &req.by,
             for_isolate: req.for_isolate,
         };
-        let remembered = match ask.request_id {
-            Some(id) => self.remembered(id)?,
+        let remembered_as = ask.remembered_as();
+        let remembered = match &remembered_as {
+            Some(key) => self.remembered(key)?,
             None => None,
         };
         // The core decides (the tag's kind, the request ID); this store
@@ -393,8 +396,8 @@ impl TagStore {
             SegmentAnswer::Again(alloc) => alloc,
             SegmentAnswer::Allocate { step } => {
                 let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
-                if let Some(id) = ask.request_id {
-                    self.remember_lease(id, &alloc)?;
+                if let Some(key) = &remembered_as {
+                    self.remember_lease(key, &alloc)?;
                 }
                 alloc
             }
