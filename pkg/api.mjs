@@ -10,12 +10,14 @@
 //   segment.mjs    SegmentGenerator
 //   opaque.mjs     OpaqueIds (the keyed permutation of opaque IDs)
 //   client.mjs     EdgeleafClient (HTTP, leased snowflakes, segment leases)
+//   leaf.mjs       continueAfterLeaf (where a tag moved from Leaf continues)
 import { codedError } from './errors.mjs';
 import { MAX_IDS_PER_CALL } from './args.mjs';
 import { makeSnowflake } from './snowflake.mjs';
 import { makeSegmentGenerator } from './segment.mjs';
 import { makeOpaque } from './opaque.mjs';
 import { makeClient } from './client.mjs';
+import { makeLeaf } from './leaf.mjs';
 
 export { codedError, MAX_IDS_PER_CALL };
 
@@ -24,5 +26,6 @@ export function makeApi(wasm) {
   const { SegmentGenerator } = makeSegmentGenerator(wasm);
   const { OpaqueIds } = makeOpaque(wasm);
   const { EdgeleafClient } = makeClient(wasm, { SegmentGenerator });
-  return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL };
+  const { continueAfterLeaf } = makeLeaf(wasm);
+  return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, continueAfterLeaf, codedError, MAX_IDS_PER_CALL };
 }

@@ -310,6 +310,24 @@ export declare class EdgeleafClient {
 
 /** The facts of a layout (default Leaf's). */
 export declare function layoutInfo(layout?: LayoutOptions): LayoutInfo;
+
+/** Where a tag moved from Leaf continues on the service (`edgeleaf import-leaf`). */
+export interface LeafContinuation {
+  /** `create` (no such tag), `raise` (it never allotted an ID), `unchanged` (at or above the target), or `conflict`. */
+  action: 'create' | 'raise' | 'unchanged' | 'conflict';
+  /** The margin above Leaf's max_id (by default two of Leaf's largest segment loads). */
+  margin: bigint;
+  /** Leaf's max_id + margin: the tag's maxId (its next ID is one above). */
+  targetMaxId?: bigint;
+  /** Why not: past the last ID, an opaque tag, or IDs the service allotted below the target. */
+  conflict?: 'past_last_id' | 'opaque' | 'allotted';
+}
+/** Decides where a tag moved from Leaf's `leaf_alloc` row continues, given the service's tag (null: none). */
+export declare function continueAfterLeaf(
+  leafMaxId: bigint | number | string,
+  leafStep: number,
+  options?: { margin?: bigint | number | string; service?: { maxId: bigint | number | string; opaque?: boolean } | null },
+): LeafContinuation;
 /** Makes an `Error` with a `code`, as edgeleaf's own. */
 export declare function codedError(code: string, message: string, fields?: object): EdgeleafError;
 /** The most IDs one call (`nextIds`, `nextIdsAsync`, a segment's `next`) returns: 1,000,000. */

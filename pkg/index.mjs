@@ -19,4 +19,4 @@ try {
 }
 wasm.initSync({ module });
 
-export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, codedError, MAX_IDS_PER_CALL } = makeApi(wasm);
+export const { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, continueAfterLeaf, codedError, MAX_IDS_PER_CALL } = makeApi(wasm);

@@ -65,5 +65,10 @@ export function layoutInfo(layoutOptions) {
   return api.layoutInfo(layoutOptions);
 }
 
+export function continueAfterLeaf(leafMaxId, leafStep, options) {
+  check();
+  return api.continueAfterLeaf(leafMaxId, leafStep, options);
+}
+
 export const { MAX_IDS_PER_CALL } = api;
 export { codedError };

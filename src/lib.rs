@@ -48,6 +48,7 @@
 //!   hand to isolates; [`secret`]: the proof that a lease is its holder's.
 //! - [`wait`]: how long a request may wait, and when work in flight is
 //!   presumed lost; [`opaque`]: the keyed permutation of opaque IDs.
+//! - [`leaf`]: where a tag moved from Leaf continues;
 //! - [`name`]: the rule for tags and node keys; [`rand`]: the seeded
 //!   randomness the host passes in; [`error`] and [`code`]: the one error
 //!   type and the one list of codes.
@@ -70,6 +71,7 @@ pub mod driver;
 pub mod error;
 pub mod holder;
 pub mod layout;
+pub mod leaf;
 pub mod name;
 pub mod opaque;
 pub mod rand;

@@ -4,7 +4,9 @@
 // and a hostile CSV that must not take quadratic time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plan, apply, MAX_ID } from '../../pkg/cli/import-leaf.mjs';
+import { plan, apply } from '../../pkg/cli/import-leaf.mjs';
+
+const MAX_ID = (1n << 63n) - 1n;
 import { parseLeafRows } from '../../pkg/cli/leaf-dump.mjs';
 
 const row = (bizTag, maxId, step = 1000) => ({ bizTag, maxId: BigInt(maxId), step, description: '', line: 1 });
@@ -17,6 +19,11 @@ test('a Leaf max_id whose margin passes the last ID is a conflict, planned befor
   const [q] = await plan([row('fits', MAX_ID - 2_000_000n)], { getTag: async () => null });
   assert.equal(q.action, 'create');
   assert.equal(q.targetMaxId, MAX_ID);
+  // A tag that allotted IDs within the margin (above Leaf's max_id, below the
+  // target): Leaf nodes still loading could hand out the same. Refused.
+  const [r] = await plan([row('in-margin', 1000)], { getTag: async () => ({ maxId: '5000' }) });
+  assert.equal(r.action, 'conflict');
+  assert.match(r.reason, /allotted IDs up to 5000/);
 });
 
 test('a deleted tag that keeps a higher maxId is re-created there; any other out_of_range is thrown, never retried without maxId', async () => {

@@ -147,8 +147,8 @@ test('a tag the service already has: raised if it never handed out an ID, refuse
   const dump = file('conflict.sql', mysqldump(rows));
   const refused = await cli(['import-leaf', dump]);
   assert.equal(refused.code, 3, refused.stderr);
-  assert.match(refused.stderr, /^import_conflict: nothing changed: busy already handed out IDs up to 10 on the service, at or below Leaf's max_id 4000/);
-  assert.match(refused.stdout, /^busy\s+4000\s+100\s+10\s+2004000\s+conflict$/m);
+  assert.match(refused.stderr, /^import_conflict: nothing changed: busy already allotted IDs up to 10 on the service, below Leaf's max_id 4000 \+ the margin 2000000/);
+  assert.match(refused.stdout, /^busy\s+4000\s+100\s+10\s+—\s+conflict$/m);
   assert.equal(await tagView('later'), null, 'nothing changed');
   assert.equal((await tagView('idle')).maxId, '0');
 

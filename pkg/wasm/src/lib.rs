@@ -13,6 +13,7 @@
 mod error;
 mod holder;
 mod layout;
+mod leaf;
 mod opaque;
 mod options;
 mod segment;

@@ -1,0 +1,96 @@
+//! Moving a tag from Leaf: where the service's tag continues, given the row
+//! Leaf's `leaf_alloc` table holds, so that it never hands out an ID a Leaf
+//! node could have.
+//!
+//! A Leaf node takes a segment with `max_id = max_id + step` and hands out
+//! IDs below the new `max_id`: every ID Leaf handed out, or holds in a
+//! node's current or prefetched segment, is at most the dumped `max_id`. The
+//! margin covers segments Leaf nodes still take after the dump. The
+//! service's `max_id` is the last ID allotted (the next segment starts above
+//! it), and a tag's `max_id` only grows.
+
+use crate::error::Error;
+use crate::segment::MAX_SEGMENT_ID;
+
+/// Leaf's largest dynamic step (`SegmentIDGenImpl.MAX_STEP`): one segment a
+/// Leaf node loads is at most `max(step, LEAF_MAX_STEP)` IDs.
+pub const LEAF_MAX_STEP: u64 = 1_000_000;
+
+/// The default margin for a Leaf tag of `step`: two of the largest segments
+/// a Leaf node loads, for a dump taken while nodes were still loading. A
+/// table frozen before the dump needs none.
+pub const fn default_margin(step: u64) -> u64 {
+    let load = if step > LEAF_MAX_STEP {
+        step
+    } else {
+        LEAF_MAX_STEP
+    };
+    load.saturating_mul(2)
+}
+
+/// The service's tag as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceTag {
+    /// Its `max_id`: the last ID it allotted (or was set to).
+    pub max_id: u64,
+    /// An opaque tag: its IDs are a permutation, not above anything.
+    pub opaque: bool,
+}
+
+/// What to do with the service's tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// No such tag: create it at the target `max_id`.
+    Create,
+    /// It never allotted an ID (`max_id` 0): raise it to the target.
+    Raise,
+    /// It is at or above the target already: nothing to do (a second run).
+    Unchanged,
+}
+
+/// Why a tag cannot continue Leaf's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// Leaf's `max_id` plus the margin passes the last ID: nothing is left
+    /// above them.
+    PastLastId,
+    /// The service's tag is opaque.
+    Opaque,
+    /// The service's tag allotted IDs below the target (up to this
+    /// `max_id`): some may equal IDs Leaf handed out, or will hand out
+    /// within the margin.
+    Allotted {
+        /// The service's `max_id`.
+        service_max_id: u64,
+    },
+}
+
+/// Where the service's tag continues after Leaf's row (`leaf_max_id`, with
+/// `margin`), and what to do with the tag `service` says exists (`None`:
+/// none): `Ok((target_max_id, move))`, where `target_max_id` is
+/// `leaf_max_id + margin`, or why it cannot.
+///
+/// # Errors
+/// [`Error::OutOfRange`] for a `leaf_max_id` above the last ID.
+pub fn continue_after(
+    leaf_max_id: u64,
+    margin: u64,
+    service: Option<ServiceTag>,
+) -> Result<Result<(u64, Move), Conflict>, Error> {
+    crate::error::check_range("leaf max_id", leaf_max_id, 0, MAX_SEGMENT_ID)?;
+    let Some(target) = leaf_max_id
+        .checked_add(margin)
+        .filter(|t| *t <= MAX_SEGMENT_ID)
+    else {
+        return Ok(Err(Conflict::PastLastId));
+    };
+    Ok(match service {
+        None => Ok((target, Move::Create)),
+        Some(s) if s.opaque => Err(Conflict::Opaque),
+        Some(s) if s.max_id >= target => Ok((target, Move::Unchanged)),
+        Some(s) if s.max_id == 0 => Ok((target, Move::Raise)),
+        Some(s) => Err(Conflict::Allotted {
+            service_max_id: s.max_id,
+        }),
+    })
+}

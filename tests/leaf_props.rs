@@ -1,0 +1,73 @@
+//! Moving a tag from Leaf (`leaf::continue_after`): whatever Leaf's row and
+//! the service's tag, a tag the plan lets the service use hands out only IDs
+//! strictly above Leaf's `max_id` plus the margin, and no ID it already
+//! allotted can lie at or below that line; the plan is idempotent (applied,
+//! the next plan says unchanged).
+
+use edgeleaf::leaf::{continue_after, default_margin, Conflict, Move, ServiceTag};
+use edgeleaf::segment::MAX_SEGMENT_ID;
+use proptest::prelude::*;
+
+fn max_id() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        0..10_000_000u64,
+        MAX_SEGMENT_ID - 10_000_000..=MAX_SEGMENT_ID,
+        any::<u64>()
+    ]
+}
+
+fn service() -> impl Strategy<Value = Option<ServiceTag>> {
+    prop::option::of(
+        (max_id(), prop::bool::weighted(0.1))
+            .prop_map(|(max_id, opaque)| ServiceTag { max_id, opaque }),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_service_continues_strictly_above_leaf_and_the_margin(
+        leaf in max_id(),
+        step in prop_oneof![1..3_000_000u64, any::<u64>()],
+        margin in prop::option::of(prop_oneof![0..3_000_000u64, any::<u64>()]),
+        tag in service(),
+    ) {
+        let margin = margin.unwrap_or(default_margin(step));
+        let plan = match continue_after(leaf, margin, tag) {
+            Err(_) => { prop_assert!(leaf > MAX_SEGMENT_ID); return Ok(()); }
+            Ok(plan) => plan,
+        };
+        match plan {
+            Ok((target, mv)) => {
+                // The next ID the tag hands out is target + 1: above Leaf's and the margin.
+                prop_assert_eq!(u128::from(target), u128::from(leaf) + u128::from(margin));
+                prop_assert!(target <= MAX_SEGMENT_ID);
+                match (mv, tag) {
+                    (Move::Create, None) => {}
+                    (Move::Raise, Some(t)) => prop_assert!(t.max_id == 0 && !t.opaque),
+                    (Move::Unchanged, Some(t)) => prop_assert!(t.max_id >= target && !t.opaque),
+                    (mv, tag) => prop_assert!(false, "{:?} for {:?}", mv, tag),
+                }
+                // Applied (the tag at the target), the plan is done.
+                let again = continue_after(leaf, margin, Some(ServiceTag { max_id: target, opaque: false }));
+                prop_assert_eq!(again, Ok(Ok((target, Move::Unchanged))));
+            }
+            Err(Conflict::PastLastId) => prop_assert!(u128::from(leaf) + u128::from(margin) > u128::from(MAX_SEGMENT_ID)),
+            Err(Conflict::Opaque) => prop_assert!(tag.is_some_and(|t| t.opaque)),
+            Err(Conflict::Allotted { service_max_id }) => {
+                // Refused exactly when the service allotted IDs below the line.
+                let t = tag.unwrap();
+                prop_assert_eq!(t.max_id, service_max_id);
+                prop_assert!(service_max_id > 0 && u128::from(service_max_id) < u128::from(leaf) + u128::from(margin));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_margin_is_two_of_leafs_largest_loads() {
+    assert_eq!(default_margin(1_000), 2_000_000);
+    assert_eq!(default_margin(5_000_000), 10_000_000);
+    assert_eq!(default_margin(u64::MAX), u64::MAX);
+}
