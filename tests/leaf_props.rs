@@ -4,6 +4,8 @@
 //! allotted can lie at or below that line; the plan is idempotent (applied,
 //! the next plan says unchanged).
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use edgeleaf::leaf::{continue_after, default_margin, Conflict, Move, ServiceTag};
 use edgeleaf::segment::MAX_SEGMENT_ID;
 use proptest::prelude::*;
