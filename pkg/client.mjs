@@ -93,7 +93,13 @@ export function makeClient(wasm, { SegmentGenerator }) {
         if (typeof e?.code !== 'string' || !core.leaseFailed(causeOf(e), now())) throw e;
       }
       const leased = new LeasedSnowflake(client, key, core, store, now);
-      await leased.#save();
+      try {
+        await leased.#save();
+      } catch (e) {
+        // Not saved: nothing may be minted, and the worker ID goes back.
+        await leased.close().catch(() => {});
+        throw e;
+      }
       leased.#scheduleSave();
       return leased;
     }
@@ -169,15 +175,20 @@ export function makeClient(wasm, { SegmentGenerator }) {
       return { workerId, generation, expiresAtMs, ttlMs, nodeKey: this.#nodeKey };
     }
 
-    /** Stops renewing and gives the worker ID back. */
+    /**
+     * Stops renewing, gives the worker ID back, then saves the exact last
+     * timestamp (the release first: a store that fails or hangs keeps the
+     * worker ID from no one, and its saved reservation already covers every ID).
+     */
     async close() {
       clearTimeout(this.#timer);
       clearTimeout(this.#saveTimer);
       const release = this.#core.close(this.#now());
+      if (release !== null) {
+        const { workerId, generation, secret, lastTimestamp } = release;
+        await this.#client.request('DELETE', `/v1/workers/${workerId}`, { generation, secret, lastTimestamp }).catch(() => {});
+      }
       await this.#save();
-      if (release === null) return;
-      const { workerId, generation, secret, lastTimestamp } = release;
-      await this.#client.request('DELETE', `/v1/workers/${workerId}`, { generation, secret, lastTimestamp }).catch(() => {});
     }
   }
 

@@ -61,7 +61,9 @@ export type ErrorCode =
   | 'service_unreachable'
   | 'registry_unreachable'
   | 'lease_lost'
-  | 'lease_expired';
+  | 'lease_expired'
+  // From edgeleaf/file-store:
+  | 'store_locked';
 
 /** The errors edgeleaf throws: plain `Error`s with a `code`. */
 export interface EdgeleafError extends Error {

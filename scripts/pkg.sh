@@ -5,14 +5,15 @@
 #   web/edgeleaf_inline.js  the .wasm deflated and base64-encoded, for the
 #                           default entry (index.mjs), checked to decode back
 #   index.cjs, slim.cjs     CommonJS bundles of index.mjs and slim.mjs
-#   index.d.cts, slim.d.cts the types for `require` (copies of the .d.ts)
+#   file-store.cjs          ... and of file-store.mjs (Node only: no wasm)
+#   *.d.cts                 the types for `require` (copies of the .d.ts)
 # The hand-written files of pkg/ are in git; what this makes is not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh wasm
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"   # wasm-opt 132, esbuild, wasm-bindgen, Node 22
 
-rm -rf pkg/node pkg/web pkg/api.cjs pkg/index.cjs pkg/slim.cjs pkg/index.d.cts pkg/slim.d.cts
+rm -rf pkg/node pkg/web pkg/api.cjs pkg/index.cjs pkg/slim.cjs pkg/file-store.cjs pkg/index.d.cts pkg/slim.d.cts pkg/file-store.d.cts
 # --mode no-install: wasm-bindgen comes from PATH, pinned by scripts/setup.sh.
 # --out-dir is relative to the bindings' crate (pkg/wasm/).
 wasm-pack --log-level warn build pkg/wasm --mode no-install --release --no-pack \
@@ -32,8 +33,10 @@ node scripts/pkg-inline.mjs
 for entry in index slim; do
   esbuild "pkg/$entry.mjs" --bundle --format=cjs --platform=neutral --outfile="pkg/$entry.cjs" --log-level=warning
 done
+esbuild pkg/file-store.mjs --bundle --format=cjs --platform=node --outfile=pkg/file-store.cjs --log-level=warning
 cp pkg/index.d.ts pkg/index.d.cts
 sed "s|from './index.js'|from './index.cjs'|" pkg/slim.d.ts > pkg/slim.d.cts
+sed "s|from './index.js'|from './index.cjs'|" pkg/file-store.d.ts > pkg/file-store.d.cts
 
 gz() { gzip -9c "$@" | wc -c; }
 echo "pkg: web wasm $(wc -c <pkg/web/edgeleaf_bg.wasm) bytes, $(gz pkg/web/edgeleaf_bg.wasm) gzipped"

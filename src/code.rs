@@ -160,6 +160,9 @@ codes! {
     InvalidDump = "invalid_dump";
     /// The command line: a Leaf import that would reissue IDs, refused whole.
     ImportConflict = "import_conflict";
+    /// `edgeleaf/file-store`: the store's file is in use by another live
+    /// process (two processes must not share one store).
+    StoreLocked = "store_locked";
 }
 
 impl fmt::Display for ErrorCode {

@@ -74,7 +74,8 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::SyncCompileRefused
         | C::NotInitialized
         | C::InvalidDump
-        | C::ImportConflict => (503, false),
+        | C::ImportConflict
+        | C::StoreLocked => (503, false),
     }
 }
 

@@ -1,0 +1,226 @@
+// edgeleaf/file-store: a leased snowflake's store in a file. Mode 0600; saves
+// atomic (a process killed while saving leaves the old state or the new one);
+// one live process per file (`store_locked` for a second one, in another
+// process or this one); a lock left by a dead process taken over; and the
+// client restarting from the file after a kill -9.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync, promises as fsp } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileStore } from 'edgeleaf/file-store';
+import { EdgeleafClient, Snowflake } from 'edgeleaf';
+import { fakeRegistry } from './fake-registry.mjs';
+
+const dir = mkdtempSync(join(tmpdir(), 'edgeleaf-file-store-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const fresh = () => join(dir, `state-${++n}.json`);
+const mode = (p) => statSync(p).mode & 0o777;
+const REGISTRY = pathToFileURL(join(import.meta.dirname, 'fake-registry.mjs')).href;
+
+/** Runs `code` (an ES module importing the package by name) in another Node process; resolves `{ code, out, child }`. */
+function node(code, { onLine } = {}) {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+    if (onLine) for (const line of String(d).split('\n').filter(Boolean)) onLine(line, child);
+  });
+  child.stderr.on('data', (d) => { err += d; });
+  const done = new Promise((resolve) => child.on('exit', (status, signal) => resolve({ status, signal, out, err })));
+  return { child, done };
+}
+
+test('save and load: the state round-trips; the file and its lock are 0600; no temporary file stays', async () => {
+  const path = fresh();
+  const store = fileStore(path);
+  assert.equal(await store.load(), undefined);
+  const state = { nodeKey: 'host-1', lastTimestamp: 1_700_000_000_000, workerId: 3, generation: 2, secret: 'ab'.repeat(16) };
+  await store.save(state);
+  assert.deepEqual(await store.load(), state);
+  assert.equal(mode(path), 0o600, 'the state file is 0600');
+  assert.equal(mode(`${path}.lock`), 0o600, 'the lock file is 0600');
+  // 0600 whatever the umask, and over a file that was wider.
+  const old = process.umask(0o000);
+  try {
+    writeFileSync(path, JSON.stringify(state), { mode: 0o644 });
+    await store.save({ ...state, generation: 3 });
+  } finally { process.umask(old); }
+  assert.equal(mode(path), 0o600);
+  assert.equal(store.path, path);
+  await store.close();
+  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(`state-${n}.`)), [`state-${n}.json`], 'close removed the lock');
+});
+
+test('edgeleaf/file-store from CommonJS: the same store', async () => {
+  const { fileStore: required } = createRequire(import.meta.url)('edgeleaf/file-store');
+  const store = required(fresh());
+  await store.save({ lastTimestamp: 3 });
+  assert.deepEqual(await fileStore(store.path).load().catch((e) => e.code), 'store_locked', 'one lock, whichever build took it');
+  await store.close();
+  assert.deepEqual(await fileStore(store.path).load(), { lastTimestamp: 3 });
+});
+
+test('bad paths and states are refused with a code; a file that holds no state is store_error', async () => {
+  assert.throws(() => fileStore(''), { code: 'invalid_argument' });
+  assert.throws(() => fileStore(5), { code: 'invalid_argument' });
+  assert.throws(() => fileStore(new URL('https://example.com/x')), { code: 'invalid_argument' });
+  const path = fresh();
+  const store = fileStore(pathToFileURL(path));
+  await assert.rejects(store.save('nope'), { code: 'invalid_argument' });
+  writeFileSync(path, '{"lastTimest');
+  await assert.rejects(store.load(), { code: 'store_error' });
+  await store.close();
+});
+
+test('a save that fails before its rename leaves the old state, and no temporary file', async () => {
+  const path = fresh();
+  const store = fileStore(path);
+  await store.save({ lastTimestamp: 1 });
+  const rename = fsp.rename;
+  fsp.rename = async () => { throw Object.assign(new Error('EIO: the disk went away'), { code: 'EIO' }); };
+  try {
+    await assert.rejects(store.save({ lastTimestamp: 2 }), /EIO/);
+  } finally { fsp.rename = rename; }
+  assert.deepEqual(await store.load(), { lastTimestamp: 1 });
+  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(`state-${n}.json.`) && !f.endsWith('.lock')), []);
+  await store.close();
+});
+
+test('atomic saves: a process killed (SIGKILL) while saving leaves a whole state, every time', async () => {
+  const path = fresh();
+  // Large states, saved in a loop: a write that is not atomic is caught torn.
+  const saver = `
+    import { fileStore } from 'edgeleaf/file-store';
+    const store = fileStore(${JSON.stringify(path)});
+    const pad = 'x'.repeat(256 * 1024);
+    for (let i = 1; ; i++) {
+      await store.save({ lastTimestamp: i, pad });
+      if (i === 1) console.log('saving');
+    }`;
+  let last = 0;
+  for (let round = 0; round < 12; round++) {
+    const { child, done } = node(saver, { onLine: (line) => line === 'saving' && setTimeout(() => child.kill('SIGKILL'), 5 + Math.random() * 40) });
+    const r = await done;
+    assert.equal(r.signal, 'SIGKILL', r.err);
+    const store = fileStore(path); // the dead process's lock is taken over
+    const state = await store.load();
+    assert.ok(state && Number.isSafeInteger(state.lastTimestamp) && state.pad.length === 256 * 1024, `round ${round}: not a whole state`);
+    assert.ok(state.lastTimestamp >= 1);
+    last += state.lastTimestamp;
+    await store.close();
+  }
+  assert.ok(last > 12, 'the saver got past its first save');
+});
+
+test('a second live process gets store_locked; it gets the store once the first closes it', async () => {
+  const path = fresh();
+  const store = fileStore(path);
+  await store.save({ lastTimestamp: 7 });
+  const tryIt = `
+    import { fileStore } from 'edgeleaf/file-store';
+    const s = fileStore(${JSON.stringify(path)});
+    try { console.log(JSON.stringify({ state: await s.load() })); await s.close(); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, pid: e.pid, message: e.message })); }`;
+  const refused = JSON.parse((await node(tryIt).done).out);
+  assert.equal(refused.code, 'store_locked');
+  assert.equal(refused.pid, process.pid);
+  assert.match(refused.message, /in use by process [0-9]+ on .*: two live processes must not share one store/);
+  // In this process too: one store per file.
+  await assert.rejects(fileStore(path).load(), { code: 'store_locked' });
+  await store.close();
+  assert.deepEqual(JSON.parse((await node(tryIt).done).out), { state: { lastTimestamp: 7 } });
+});
+
+test('a stale lock is taken over: a dead pid, this pid from an earlier life, an old empty lock; not another host', async () => {
+  const path = fresh();
+  const lock = `${path}.lock`;
+  // A process that took the lock and died without closing.
+  const r = await node(`
+    import { fileStore } from 'edgeleaf/file-store';
+    await fileStore(${JSON.stringify(path)}).save({ lastTimestamp: 9 });
+    process.kill(process.pid, 'SIGKILL');`).done;
+  assert.equal(r.signal, 'SIGKILL');
+  const dead = JSON.parse(readFileSync(lock, 'utf8'));
+  assert.notEqual(dead.pid, process.pid);
+  const store = fileStore(path);
+  assert.deepEqual(await store.load(), { lastTimestamp: 9 });
+  const mine = JSON.parse(readFileSync(lock, 'utf8'));
+  assert.notEqual(mine.token, dead.token, 'the lock is now ours');
+  await store.close();
+  // This pid, from a previous life (a container restarted keeps pid 1): a
+  // start time that is not this process's, or none (read where /proc is not).
+  for (const start of ['1', undefined]) {
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), start, token: 'f'.repeat(32) }));
+    const again = fileStore(path);
+    assert.deepEqual(await again.load(), { lastTimestamp: 9 }, `start ${start}`);
+    await again.close();
+  }
+  // A live process whose pid is that of the lock's dead maker (a pid reused) is not its holder.
+  writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), start: '1', token: 'f'.repeat(32) }));
+  const reused = fileStore(path);
+  assert.deepEqual(await reused.load(), { lastTimestamp: 9 });
+  await reused.close();
+  // But this very process (its pid and start time), in a store not this one, holds it.
+  if (mine.start !== null) {
+    writeFileSync(lock, JSON.stringify({ ...mine, token: 'd'.repeat(32) }));
+    await assert.rejects(fileStore(path).load(), { code: 'store_locked' });
+  }
+  // An empty lock: its maker may be writing it now, so only an old one goes.
+  writeFileSync(lock, '');
+  await assert.rejects(fileStore(path).load(), { code: 'store_locked' });
+  utimesSync(lock, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+  const third = fileStore(path);
+  assert.deepEqual(await third.load(), { lastTimestamp: 9 });
+  await third.close();
+  // Another host's process cannot be checked: refused, and the message says how to clear it.
+  writeFileSync(lock, JSON.stringify({ pid: 1, host: `not-${hostname()}`, token: 'e'.repeat(32) }));
+  await assert.rejects(fileStore(path).load(), (e) => e.code === 'store_locked' && e.host === `not-${hostname()}` && e.message.includes(lock));
+  rmSync(lock);
+});
+
+test('a store whose lock another process took over refuses to save (store_locked)', async () => {
+  const path = fresh();
+  const store = fileStore(path);
+  await store.save({ lastTimestamp: 1 });
+  writeFileSync(`${path}.lock`, JSON.stringify({ pid: process.pid, host: hostname(), token: '0'.repeat(32) }));
+  await assert.rejects(store.save({ lastTimestamp: 2 }), { code: 'store_locked' });
+  assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), { lastTimestamp: 1 });
+  await store.close();
+  assert.ok(readFileSync(`${path}.lock`, 'utf8').includes('0'.repeat(32)), 'close leaves a lock that is not its own');
+});
+
+test('the client restarts from the file after a kill -9: it offers the saved grant and mints after the saved reservation', async () => {
+  const path = fresh();
+  let lastId;
+  const { done } = node(`
+    import { EdgeleafClient } from 'edgeleaf';
+    import { fileStore } from 'edgeleaf/file-store';
+    import { fakeRegistry } from ${JSON.stringify(REGISTRY)};
+    const reg = fakeRegistry();
+    const client = new EdgeleafClient({ url: 'http://registry.test', fetch: reg.fetch });
+    const sf = await client.snowflake({ nodeKey: 'restarting', store: fileStore(${JSON.stringify(path)}) });
+    for (let i = 0; i < 50; i++) { console.log(String(await sf.next())); await new Promise((r) => setTimeout(r, 10)); }
+    process.kill(process.pid, 'SIGKILL');`, { onLine: (l) => { lastId = BigInt(l); } });
+  const r = await done;
+  assert.equal(r.signal, 'SIGKILL', r.err);
+  const saved = JSON.parse(readFileSync(path, 'utf8'));
+  assert.equal(saved.nodeKey, 'restarting');
+  assert.match(saved.secret, /^[0-9a-f]{32}$/);
+  assert.ok(saved.lastTimestamp >= Snowflake.decompose(lastId).timestamp, 'the saved reservation covers every ID minted');
+  const reg = fakeRegistry();
+  const store = fileStore(path);
+  const sf = await new EdgeleafClient({ url: 'http://registry.test', fetch: reg.fetch }).snowflake({ nodeKey: 'restarting', store });
+  assert.deepEqual(reg.asks[0].previous, { workerId: saved.workerId, generation: saved.generation, secret: saved.secret });
+  const id = await sf.next();
+  assert.ok(id > lastId);
+  assert.ok(Snowflake.decompose(id).timestamp > saved.lastTimestamp, 'after the saved reservation, not only after the last ID');
+  await sf.close();
+  assert.equal(JSON.parse(readFileSync(path, 'utf8')).lastTimestamp, Snowflake.decompose(id).timestamp);
+  await store.close();
+});
