@@ -24,6 +24,9 @@ done
 NODE20="$(PATH=$(tr ':' '\n' <<<"$PATH" | grep -v node_modules/.bin | paste -sd:) command -v node)"
 NODE22="$PWD/node_modules/.bin/node"
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+# Tests start their own service: never one left running (tests/service/
+# leases.test.mjs runs against $EDGELEAF_URL when set, the CLI reads it).
+unset EDGELEAF_URL EDGELEAF_TOKEN EDGELEAF_ADMIN_TOKEN
 
 step() { echo; echo "=== $*"; }
 # A hung wait (a service that never becomes ready) fails its test, not CI.

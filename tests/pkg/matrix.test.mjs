@@ -88,6 +88,13 @@ after(async () => {
   console.log(`\nmatrix: ${apps.length} apps in ${total} s (checks ${CONCURRENCY} at a time)\n${lines.join('\n')}`);
 });
 
+// A matrix of no app proves nothing: an empty folder, or MATRIX naming apps
+// that are not there, fails.
+test('the matrix has apps to check', () => {
+  assert.ok(apps.length > 0, `no app in ${MATRIX}${only ? ` named by MATRIX=${process.env.MATRIX}` : ' (a folder with a check.mjs)'}`);
+  if (only) assert.deepEqual([...only].filter((a) => !apps.includes(a)), [], 'MATRIX names apps that are not in tests/pkg/matrix/');
+});
+
 // A fresh machine downloads every app's tools here (scripts/test.sh installs
 // them before, as setup): minutes, not the 5 the other tests get.
 test('pack the package and install it into every app', { timeout: 1_800_000 }, async () => {
