@@ -25,6 +25,10 @@
 //   hostile        a registry key of its own reads the live leases (with a
 //                  monitor key) and tries renew / release / reclaim on other
 //                  nodes' and the minters' leases, with no secret or a guessed one
+//   sharedStore    a deployment fault: two Node processes started from one
+//                  config (one node key, one store file written as a user
+//                  writes it), the second while the first mints; both must
+//                  mint (`shared` has their counts) and nothing twice
 //   serviceClock   workerd's own wall clock stepped back 5 ms, back 3 s, forward
 //                  2 s and back (SERVICE_CLOCK_STEPS), through tests/support/clock.mjs;
 //                  CHAOS_SERVICE_CLOCK=0 (serviceClock: false) leaves it out
@@ -52,6 +56,7 @@
 //   the one it named while that grant stood); the
 //   long-lived nodes it attacked kept minting under the same grant after the
 //   attack, and the leased nodes issued IDs during it;
+// - both processes sharing a store minted IDs;
 // - every fault kind was injected at least once.
 //
 // CHAOS_PLANT (comma-separated) breaks one thing on purpose, to see the check
@@ -90,7 +95,11 @@ const CLIENT_PROCS = 2;
 // A request the service leaves unanswered this long (while it is up) hangs.
 const HANG_MS = 15_000;
 
-export const FAULT_KINDS = ['kill', 'pause', 'clockBack', 'clockBackLarge', 'clockForward', 'hostile'];
+export const FAULT_KINDS = ['kill', 'pause', 'clockBack', 'clockBackLarge', 'clockForward', 'hostile', 'sharedStore'];
+// The two processes sharing a store mint until this long after the first
+// starts: the second starts once the first mints, and waits out the
+// reservation the first saved (up to 3 s) before its first ID.
+const SHARED_HOLD_MS = 5500;
 // The service's clock steps (ms, held for ms). No 60 s step back: with the
 // current code such a step leaves some requests hanging (issue 18, item 2).
 export const SERVICE_CLOCK_STEPS = [[-5, 500], [0, 500], [-3000, 1000], [0, 1000], [2000, 800], [0, 1000]];
@@ -134,6 +143,9 @@ const ALLOWED = {
   clientSegment: { service_unreachable: UNREACHABLE, segment_fetch_failed: UNREACHABLE, store_unavailable: ['kill', 'serviceClock'] },
   clientNode: {},
   clientChurn: {},
+  // clock_behind: the second of two processes sharing a store waits out the
+  // reservation the first saved (a restart's rule).
+  clientShared: { clock_behind: 'always' },
 };
 {
   // A leased node meets these when its clock or the service's moves, when it
@@ -156,6 +168,7 @@ const ALLOWED = {
   };
   Object.assign(ALLOWED.clientNode, node);
   Object.assign(ALLOWED.clientChurn, node);
+  ALLOWED.clientShared = { ...node, ...ALLOWED.clientShared };
 }
 
 export function rng(seed) {
@@ -193,6 +206,7 @@ export function* faultSchedule(seed, kinds = FAULT_KINDS) {
     if (kind === 'clockForward') fault.offsetMs = 300 + pick(2000);
     if (kind.startsWith('clock')) fault.holdMs = 500 + pick(1500);
     if (kind === 'hostile') { fault.holdMs = 2000 + pick(1000); fault.seed = pick(2 ** 31); }
+    if (kind === 'sharedStore') fault.holdMs = SHARED_HOLD_MS;
     yield fault;
   }
 }
@@ -267,6 +281,7 @@ export async function runChaos({
   const kinds = FAULT_KINDS.filter((k) => !(planted.has('no-kill') && k === 'kill')).concat(serviceClock ? ['serviceClock'] : []);
   const schedule = faultSchedule(seed, kinds);
   const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-chaos-'));
+  const stores = mkdtempSync(join(tmpdir(), 'edgeleaf-chaos-stores-'));
   const front = await frontDoor();
   let clock = null;
   if (serviceClock) {
@@ -278,7 +293,7 @@ export async function runChaos({
     seconds, seed, idsChecked: 0, segmentIds: 0, snowflakes: 0, leaseRanges: 0,
     answers: 0, refusals: {}, noAnswer: 0, faults: Object.fromEntries(kinds.map((k) => [k, 0])),
     duplicates: 0, violations: [], workerIdsReused: 0, generationsCompared: 0, maxIdPolls: 0,
-    hostile: { attempts: 0, answers: {}, victims: 0 },
+    hostile: { attempts: 0, answers: {}, victims: 0 }, shared: [],
     phases: [], unexpected: {}, failures: [],
   };
   const violation = (what) => { if (stats.violations.length < 50) stats.violations.push(what); };
@@ -449,14 +464,20 @@ export async function runChaos({
     })(),
   ];
 
-  // Node processes running the npm package.
-  const procs = Array.from({ length: CLIENT_PROCS }, () => {
-    const child = fork(fileURLToPath(new URL('./client.mjs', import.meta.url)), [front.url, ADMIN, TAG], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // Node processes running the npm package (client.mjs); `args` after the
+  // service's URL, the token and the tag. `minted` counts its snowflakes.
+  const forkClient = (args = []) => {
+    const child = fork(fileURLToPath(new URL('./client.mjs', import.meta.url)), [front.url, ADMIN, TAG, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = { child, minted: 0, workerIds: new Set(), exited: new Promise((r) => child.once('exit', r)) };
+    proc.started = new Promise((r) => { child.on('message', (m) => m.t === 'started' && r()); proc.exited.then(r); });
     child.on('message', (m) => {
+      if (m.t !== 'ids') return;
       for (const id of m.seg) segmentId(BigInt(id), 'EdgeleafClient segment');
       for (const [key, ids] of m.sf) {
         const [workerId, generation] = key.split(':').map(Number);
         for (const id of ids) snowflake(BigInt(id), 'EdgeleafClient snowflake', { workerId, generation });
+        proc.minted += ids.length;
+        proc.workerIds.add(workerId);
       }
       for (const [key, n] of Object.entries(m.refusals)) {
         const [kind, code, status, retry] = key.split(' ');
@@ -464,8 +485,9 @@ export async function runChaos({
       }
       for (const u of m.untyped) violation(`EdgeleafClient threw an error without a code: ${u}`);
     });
-    return { child, exited: new Promise((r) => child.once('exit', r)) };
-  });
+    return proc;
+  };
+  const procs = Array.from({ length: CLIENT_PROCS }, () => forkClient());
 
   // The hostile credential: every attempt on another's lease is refused, and
   // changes nothing (the attacked long-lived nodes keep minting under it).
@@ -582,6 +604,25 @@ export async function runChaos({
       await hostile(f);
       return `hostile registry key, ${f.holdMs} ms`;
     }
+    if (f.kind === 'sharedStore') {
+      // Two processes from one config: one node key, one store file; the
+      // second starts from the file while the first mints.
+      const until = Date.now() + f.holdMs;
+      const args = ['shared', `chaos-shared-${f.n}`, join(stores, `shared-${f.n}.json`), String(until)];
+      const first = forkClient(args);
+      await first.started;
+      const second = forkClient(args);
+      await second.started;
+      const before = first.minted;
+      await Promise.all([first.exited, second.exited]);
+      const pair = { fault: f.n, first: first.minted, firstAfter: first.minted - before, second: second.minted, workerIds: [...first.workerIds, ...second.workerIds] };
+      stats.shared.push(pair);
+      // Both served: the first kept minting once the second did.
+      if (!pair.firstAfter || !second.minted) {
+        violation(`two processes sharing a store: the first minted ${pair.firstAfter} IDs once the second had started, the second ${second.minted}: both must be served`);
+      }
+      return `two processes on one node key and store file: ${first.minted} IDs (${pair.firstAfter} once the second minted) and ${second.minted}, worker IDs ${pair.workerIds.join(', ')}`;
+    }
     if (f.kind === 'serviceClock') {
       for (const [offset, hold] of SERVICE_CLOCK_STEPS) {
         await clock.setOffsetMs(offset);
@@ -630,6 +671,7 @@ export async function runChaos({
   await front.close();
   clock?.dispose();
   rmSync(persist, { recursive: true, force: true });
+  rmSync(stores, { recursive: true, force: true });
 
   // Fencing: under each worker ID, generations in grant order own disjoint,
   // ordered spans of time.

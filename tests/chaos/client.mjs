@@ -6,9 +6,17 @@
 // kind of client that met it (clientSegment, clientNode, clientChurn), its
 // code, and its HTTP status and Retry-After when it came from an answer.
 // `node client.mjs <url> <token> <tag>`, forked by chaos.mjs.
+//
+// `node client.mjs <url> <token> <tag> shared <nodeKey> <file> <untilMs>`:
+// instead, one node of a deployment that shares a store (the sharedStore
+// fault): a leased snowflake on `nodeKey` whose store is the JSON file
+// `file`, written as a user writes one (read and written whole), minting
+// until `untilMs` (Unix ms), its refusals those of kind clientShared; it
+// sends `{ t: 'started' }` with its first IDs.
+import { readFile, writeFile } from 'node:fs/promises';
 import { EdgeleafClient } from 'edgeleaf';
 
-const [url, token, tag] = process.argv.slice(2);
+const [url, token, tag, mode, sharedKey, sharedFile, sharedUntil] = process.argv.slice(2);
 let offset = 0;
 let stopping = false;
 const now = () => Date.now() + offset;
@@ -91,13 +99,45 @@ async function leased(churn) {
   }
 }
 
+// One node of two sharing a store (mode `shared`).
+async function shared() {
+  const store = {
+    async load() {
+      try { return JSON.parse(await readFile(sharedFile, 'utf8')); } catch (e) { if (e.code === 'ENOENT') return undefined; throw e; }
+    },
+    async save(state) { await writeFile(sharedFile, JSON.stringify(state)); },
+  };
+  const until = Number(sharedUntil);
+  let holder;
+  try {
+    holder = await client.snowflake({ nodeKey: sharedKey, store, now });
+  } catch (e) {
+    refused('clientShared', e);
+    return;
+  }
+  let started = false;
+  while (!stopping && Date.now() < until) {
+    const lease = holder.lease;
+    try {
+      minted(lease, holder.nextIds(20));
+    } catch (e) {
+      if (e?.ids) minted(lease, e.ids);
+      refused('clientShared', e);
+      if (e?.code === 'lease_expired' || e?.code === 'lease_lost') break;
+    }
+    if (!started && sf.size) { started = true; await flush(); process.send({ t: 'started' }); }
+    await sleep(5);
+  }
+  await holder.close().catch((e) => refused('clientShared', e));
+}
+
 process.on('message', (m) => {
   if (m.t === 'clock') offset = m.offset;
   if (m.t === 'stop') stopping = true;
 });
 
 const timer = setInterval(flush, 100);
-await Promise.all([segments(), leased(false), leased(true)]);
+await (mode === 'shared' ? shared() : Promise.all([segments(), leased(false), leased(true)]));
 clearInterval(timer);
 await flush();
 process.disconnect();
