@@ -347,7 +347,8 @@ impl Eq for Registry {}
 /// How a grant of a worker ID came to be chosen.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Chosen {
-    /// The node proved it held the latest grant of this ID: it restarts.
+    /// The node proved it held the latest grant of this ID, no longer live
+    /// (or it is a minter): it restarts.
     Reclaimed,
     /// A free ID (or the node's own earlier one).
     Free,
@@ -487,10 +488,13 @@ impl Registry {
     /// Leases a worker ID to a node.
     ///
     /// The node gets, in order of preference: the ID named by `previous` if
-    /// that grant is still the latest one of that ID, even if live, and the
-    /// node proves it holds it (same owner, node key and secret) — it
-    /// restarts; else its own earlier ID if free; else the lowest free ID.
-    /// A node that cannot prove it holds a live grant never shares its ID,
+    /// that grant is still the latest one of that ID, no longer live, and
+    /// the node proves it holds it (same owner, node key and secret) — it
+    /// restarts, issuing after that grant's expiry; else its own earlier ID
+    /// if free; else the lowest free ID. A node proving a grant that is
+    /// still live gets another ID: the proof may be a copy (two processes
+    /// sharing one store), and the grant's holder may still be minting. A
+    /// node that cannot prove it holds a live grant never shares its ID,
     /// and naming a live grant without proof is refused, not passed over.
     ///
     /// # Errors
@@ -509,13 +513,13 @@ impl Registry {
             });
         }
         if let (Some(limit), false) = (self.config.per_owner, ask.owner.is_empty()) {
-            let renamed = ask.previous.map(|p| (p.worker_id, p.generation));
+            // Every live ID counts, the one `previous` names too: a node
+            // proving a live grant gets another ID (see `choose`).
             let held = self
                 .slots()
                 .filter(|s| {
                     s.owner == ask.owner && self.status(s, registry_now_ms) == SlotStatus::Live
                 })
-                .filter(|s| renamed != Some((s.worker_id, s.generation)))
                 .count();
             if held >= limit as usize {
                 return Err(Error::WorkerIdLimit { limit });
@@ -597,13 +601,17 @@ impl Registry {
                     });
                 }
                 // Given back by its proved holder: it told how far it got.
-                // Reclaimed: the holder's previous incarnation may have issued
-                // up to now, past its last report. Otherwise the earlier grant
-                // may have issued up to its end.
+                // Reclaimed while live (a minter): its previous incarnation
+                // may have issued up to now, past its last report. Reclaimed
+                // after it lapsed: its holder may have issued up to its
+                // expiry (by its own clock, whatever the reclaimer's says).
+                // Otherwise the earlier grant may have issued up to its end.
                 if s.released {
                     s.last_timestamp_ms
-                } else if chosen == Chosen::Reclaimed {
+                } else if chosen == Chosen::Reclaimed && registry_now_ms < s.expires_at_ms {
                     s.last_timestamp_ms.max(node_now_ms.min(s.expires_at_ms))
+                } else if chosen == Chosen::Reclaimed {
+                    s.last_timestamp_ms.max(s.expires_at_ms)
                 } else {
                     s.last_timestamp_ms.max(end_ms)
                 }
@@ -700,7 +708,22 @@ impl Registry {
                     })
                 };
                 match checked {
-                    Ok(()) if s.node_key == ask.node_key => {
+                    // A grant that is no longer live: its holder stopped
+                    // minting at its expiry, so the node takes the ID back
+                    // (issuing after that expiry). A live grant is not taken
+                    // over by an ordinary node: whoever has its saved grant
+                    // may be another process still minting under it (two
+                    // processes from one config and one store), so the node
+                    // gets another ID, and the live grant stays its holder's
+                    // until it lapses. A minter does take its live grant
+                    // back: its store is its Durable Object's own storage,
+                    // which the platform fences (an old instance cannot
+                    // write once a new one has), and its holder resumes
+                    // after the reservation it saved there.
+                    Ok(())
+                        if s.node_key == ask.node_key
+                            && (minter || self.status(s, registry_now_ms) != SlotStatus::Live) =>
+                    {
                         return Ok((p.worker_id, Chosen::Reclaimed))
                     }
                     // Someone names a live grant it cannot prove to hold:
@@ -1043,23 +1066,29 @@ mod tests {
     }
 
     #[test]
-    fn a_node_gets_its_previous_id_back() {
+    fn a_node_gets_its_previous_id_back_once_its_grant_is_no_longer_live() {
         let mut r = reg(4);
         lease(&mut r, "x", T, T, None).unwrap();
         let a = lease(&mut r, "a", T, T, None).unwrap();
-        // With proof (its cached grant and secret), even while live: same
-        // ID, new generation.
-        let again = lease(&mut r, "a", T + 1, T + 1, Some(proof(&a))).unwrap();
+        // With proof while the grant is live: another ID (the proof may be
+        // a copy, held by a second process still minting under it), and
+        // the grant stays its holder's.
+        let other = lease(&mut r, "a", T + 1, T + 1, Some(proof(&a))).unwrap();
+        assert_ne!(other.worker_id, a.worker_id);
+        assert!(r.renew(OWNER, &rn(proof(&a), T + 2, T + 1), T + 2).is_ok());
+        // Lapsed, not yet free: the proof takes it back, issuing after its
+        // expiry, though the node's clock lags behind that.
+        let lapsed_at = T + 2 + 10_000;
+        let again = lease(&mut r, "a", lapsed_at - 500, lapsed_at + 1, Some(proof(&a))).unwrap();
         assert_eq!(again.worker_id, a.worker_id);
         assert!(again.generation > a.generation);
-        // Its previous incarnation may have issued up to now: resume after it.
-        assert_eq!(again.issue_after_ms, T + 1);
+        assert_eq!(again.issue_after_ms, lapsed_at);
         // Released: free, and it comes back to the same node.
-        r.release(OWNER, &rn(proof(&again), 0, T + 1), T + 2)
+        r.release(OWNER, &rn(proof(&again), 0, lapsed_at), lapsed_at + 2)
             .unwrap();
-        let third = lease(&mut r, "a", T + 3, T + 3, None).unwrap();
+        let third = lease(&mut r, "a", lapsed_at + 3, lapsed_at + 3, None).unwrap();
         assert_eq!(third.worker_id, a.worker_id);
-        assert_eq!(third.issue_after_ms, T + 1);
+        assert_eq!(third.issue_after_ms, lapsed_at);
     }
 
     #[test]
