@@ -265,6 +265,10 @@ enum Phase<R: RandSource> {
         gen: SnowflakeGenerator<R>,
         /// The first instant an ID may be minted at (Unix ms).
         first_ms: u64,
+        /// How far ahead of the clock `first_ms` was when the grant came:
+        /// the registry may ask a node to wait for another node's floor a
+        /// little ahead of its clock (within the skew bound).
+        granted_wait_ms: u64,
         /// A renewal is in flight since, or failed and may be retried after.
         renew_not_before: u64,
         renewing: InFlight,
@@ -512,16 +516,21 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             Phase::Holding {
                 gen,
                 first_ms,
+                granted_wait_ms,
                 grant,
                 ..
             } => {
                 let reserve_ms = self.config.reserve_ms;
                 // The first unit starts after the one holding the floor, so a
                 // floor `reserve_ms` ahead is up to one unit more away.
-                let patience = reserve_ms.max(self.config.max_backward_ms) + grant.layout.unit_ms();
+                let patience = reserve_ms
+                    .max(self.config.max_backward_ms)
+                    .max(*granted_wait_ms)
+                    + grant.layout.unit_ms();
                 let wait = if now_ms < *first_ms && *first_ms - now_ms <= patience {
                     // Resuming after a timestamp a little ahead of the clock
-                    // (a saved reservation): wait for it.
+                    // (a saved reservation, or the floor the grant named):
+                    // wait for it.
                     Some((*first_ms - now_ms, Wait::ClockBehind))
                 } else if reserve_ms > 0
                     && now_ms.saturating_add(self.config.max_borrow_ms) > self.reserved_ms
@@ -663,6 +672,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             grant,
             gen,
             first_ms,
+            granted_wait_ms: first_ms.saturating_sub(now_ms),
             renew_not_before: 0,
             renewing: InFlight::default(),
         };
@@ -981,6 +991,33 @@ mod tests {
         assert_eq!(one(&mut r, T + 3_001).unwrap().filled, 1);
         // Restarting again at once finds a reservation at most 3 s ahead.
         assert!(SnowflakeHolder::restore(config, NoRandom, s, T + 1_001).is_ok());
+    }
+
+    #[test]
+    fn a_grant_whose_floor_is_ahead_of_the_clock_is_waited_for() {
+        // The registry may grant another node's freed ID whose floor is a
+        // little ahead of this clock (within its skew bound): wait, do not
+        // fail with the clock "moved backwards".
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        let _ = one(&mut h, T);
+        let g = Grant {
+            issue_after_ms: T + 1_500,
+            ..grant(1, T)
+        };
+        h.granted(g, T).unwrap();
+        assert_eq!(
+            one(&mut h, T).unwrap().next,
+            HolderNext::RetryAfter {
+                ms: 1_501,
+                reason: Wait::ClockBehind
+            }
+        );
+        let mut out = [0u64; 1];
+        assert_eq!(h.poll(T + 1_501, &mut out).unwrap().filled, 1);
+        assert_eq!(
+            Layout::LEAF.decompose(out[0]).unwrap().timestamp_ms,
+            T + 1_501
+        );
     }
 
     #[test]

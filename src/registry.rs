@@ -350,7 +350,9 @@ enum Chosen {
     /// The node proved it held the latest grant of this ID, no longer live
     /// (or it is a minter): it restarts.
     Reclaimed,
-    /// A free ID (or the node's own earlier one).
+    /// The node's own earlier ID, free.
+    Own,
+    /// Another free ID.
     Free,
 }
 
@@ -499,8 +501,8 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
-    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already holds
-    /// its limit; [`Error::NotLeaseHolder`] when `previous` names a live grant
+    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already keeps
+    /// its limit of worker IDs from the others ([`Registry::withheld`]); [`Error::NotLeaseHolder`] when `previous` names a live grant
     /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
     /// when the node's clock is off from the registry's or from the live
     /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
@@ -512,21 +514,28 @@ impl Registry {
                 prefix: MINTER_KEY_PREFIX,
             });
         }
-        if let (Some(limit), false) = (self.config.per_owner, ask.owner.is_empty()) {
-            // Every live ID counts, the one `previous` names too: a node
-            // proving a live grant gets another ID (see `choose`).
-            let held = self
-                .slots()
-                .filter(|s| {
-                    s.owner == ask.owner && self.status(s, registry_now_ms) == SlotStatus::Live
-                })
-                .count();
-            if held >= limit as usize {
-                return Err(Error::WorkerIdLimit { limit });
-            }
-        }
+        let limit = self.config.per_owner.filter(|_| !ask.owner.is_empty());
         let ids = self.config.minters..self.config.capacity;
-        self.grant(ask, registry_now_ms, ids, false)
+        self.grant(ask, registry_now_ms, ids, false, limit)
+    }
+
+    /// Whether `slot` is kept from everyone but its owner at
+    /// `registry_now_ms`: its grant is live, or lapsed and not yet free, or
+    /// it was freed with a floor (`last_timestamp_ms`) further ahead than
+    /// any node's clock may be (the registry's + `max_skew_ms`). Each such
+    /// slot counts toward its owner's [`RegistryConfig::per_owner`], so that
+    /// no credential makes more worker IDs unusable than its share.
+    pub fn withheld(&self, slot: &WorkerSlot, registry_now_ms: u64) -> bool {
+        self.status(slot, registry_now_ms) != SlotStatus::Free
+            || slot.last_timestamp_ms > registry_now_ms.saturating_add(self.config.max_skew_ms)
+    }
+
+    /// How many worker IDs `owner` keeps from the others
+    /// ([`Registry::withheld`]).
+    pub fn withheld_by(&self, owner: &str, registry_now_ms: u64) -> usize {
+        self.slots()
+            .filter(|s| s.owner == owner && self.withheld(s, registry_now_ms))
+            .count()
     }
 
     /// Leases worker ID `index` to minter `index` (node key
@@ -571,7 +580,7 @@ impl Registry {
             previous,
             secret_hash,
         };
-        self.grant(ask, registry_now_ms, index..index + 1, true)
+        self.grant(ask, registry_now_ms, index..index + 1, true, None)
     }
 
     fn grant(
@@ -580,25 +589,65 @@ impl Registry {
         registry_now_ms: u64,
         ids: core::ops::Range<u32>,
         minter: bool,
+        limit: Option<u32>,
     ) -> Result<Lease, Error> {
         let node_now_ms = ask.node_now_ms;
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
         if let Some(avg) = self.live_clock_average(registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
-        let (worker_id, chosen) = self.choose(&ask, registry_now_ms, ids, minter)?;
+        let chosen = self.choose(&ask, registry_now_ms, ids, minter);
+        if let Some(limit) = limit {
+            // Everything the owner keeps from the others counts (a live ID
+            // `previous` proves too: the node gets another), but the ID it
+            // is given now only once.
+            let replaced = chosen.as_ref().ok().map(|&(id, _)| id);
+            let held = self
+                .slots()
+                .filter(|s| {
+                    s.owner == ask.owner
+                        && Some(s.worker_id) != replaced
+                        && self.withheld(s, registry_now_ms)
+                })
+                .count();
+            if held >= limit as usize && !matches!(chosen, Err(Error::NotLeaseHolder { .. })) {
+                return Err(Error::WorkerIdLimit { limit });
+            }
+        }
+        let (worker_id, chosen) = chosen?;
+        if self.slots.len() <= worker_id as usize {
+            self.slots.resize(worker_id as usize + 1, None);
+        }
         let end_ms = self.slot(worker_id).map(|s| self.grant_end_ms(s));
         let generation = self.next_generation;
         let ttl_ms = self.config.ttl_ms;
         let slot = &mut self.slots[worker_id as usize];
         let issue_after_ms = match (slot, end_ms) {
             (Some(s), Some(end_ms)) => {
-                if node_now_ms < s.last_timestamp_ms {
-                    return Err(Error::ClockBehindLastReport {
-                        worker_id: Some(worker_id),
-                        last_timestamp_ms: s.last_timestamp_ms,
-                        node_now_ms,
-                    });
+                // The node's own earlier ID or grant: a clock behind its
+                // last reading on record went back (Leaf's check), and one
+                // further behind the floor than the skew bound would wait
+                // too long for it. A floor a little ahead (a reservation it
+                // reported, a lease's expiry set by a late release) is
+                // waited for, as is another node's ID whose floor is a
+                // little ahead: the node issues after the floor.
+                if chosen != Chosen::Free {
+                    let behind = if node_now_ms < s.reported_clock_ms {
+                        Some(s.reported_clock_ms)
+                    } else if node_now_ms.saturating_add(self.config.max_skew_ms)
+                        < s.last_timestamp_ms
+                    {
+                        Some(s.last_timestamp_ms)
+                    } else {
+                        None
+                    };
+                    if let Some(last_timestamp_ms) = behind {
+                        return Err(Error::ClockBehindLastReport {
+                            worker_id: Some(worker_id),
+                            last_timestamp_ms,
+                            node_now_ms,
+                        });
+                    }
                 }
                 // Given back by its proved holder: it told how far it got.
                 // Reclaimed while live (a minter): its previous incarnation
@@ -685,7 +734,7 @@ impl Registry {
     }
 
     fn choose(
-        &mut self,
+        &self,
         ask: &GrantRequest<'_>,
         registry_now_ms: u64,
         ids: core::ops::Range<u32>,
@@ -747,24 +796,26 @@ impl Registry {
         let own = ids
             .clone()
             .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == ask.node_key));
-        // Another node's old ID whose floor is ahead of this node's clock
-        // would refuse it: take the next one (a node's own ID still refuses
-        // it — its clock went back).
-        let usable = |id: &u32| {
-            free(id)
-                && self
-                    .slot(*id)
-                    .is_none_or(|s| s.last_timestamp_ms <= ask.node_now_ms)
-        };
-        let Some(id) = own.or_else(|| ids.clone().find(usable)) else {
-            return Err(Error::NoFreeWorkerId {
-                capacity: self.config.capacity,
-            });
-        };
-        if self.slots.len() <= id as usize {
-            self.slots.resize(id as usize + 1, None);
+        if let Some(id) = own {
+            return Ok((id, Chosen::Own));
         }
-        Ok((id, Chosen::Free))
+        // Another node's freed ID: first one whose floor this node's clock
+        // has passed, else one whose floor is at most the skew bound ahead
+        // of the registry's clock (the node waits for it: it issues after
+        // its `issue_after_ms`). A floor further ahead keeps the ID from
+        // everyone, and counts against its owner's share
+        // ([`Registry::withheld`]).
+        let within = |bound: u64| {
+            move |id: &u32| free(id) && self.slot(*id).is_none_or(|s| s.last_timestamp_ms <= bound)
+        };
+        let ahead = registry_now_ms.saturating_add(self.config.max_skew_ms);
+        ids.clone()
+            .find(within(ask.node_now_ms))
+            .or_else(|| ids.clone().find(within(ahead)))
+            .map(|id| (id, Chosen::Free))
+            .ok_or(Error::NoFreeWorkerId {
+                capacity: self.config.capacity,
+            })
     }
 
     fn held(&mut self, owner: &str, proof: &Proof) -> Result<&mut WorkerSlot, Error> {
@@ -868,11 +919,15 @@ impl Registry {
     /// of the grant's secret); it is free at once. The release's
     /// `last_timestamp_ms` is the latest timestamp issued under it, kept so
     /// the next holder issues after it — only the proved holder's word sets
-    /// that floor.
+    /// that floor, and while it lies further ahead than the skew bound the
+    /// ID counts against the owner's share ([`Registry::withheld`]).
     ///
     /// # Errors
     /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] and
-    /// [`Error::NotLeaseHolder`].
+    /// [`Error::NotLeaseHolder`]; [`Error::OutOfRange`] for a
+    /// `last_timestamp_ms` further ahead than its holder could have minted:
+    /// the registry's clock (the grant's expiry, if earlier) + `max_skew_ms`
+    /// + [`MAX_TOLERANCE_MS`].
     pub fn release(
         &mut self,
         owner: &str,
@@ -881,10 +936,11 @@ impl Registry {
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
         let slot = self.held(owner, &release.claim)?;
-        // As in a renewal: at most as far ahead as a holder may borrow, of
-        // the latest clock it could have had.
+        // No further ahead than its holder could have minted: by a clock
+        // within the skew bound of the registry's now (and of the grant's
+        // expiry, once it lapsed), plus the largest borrow or reservation.
         let latest = registry_now_ms
-            .max(slot.expires_at_ms)
+            .min(slot.expires_at_ms)
             .saturating_add(max_skew_ms + MAX_TOLERANCE_MS);
         check_range("last_timestamp_ms", release.last_timestamp_ms, 0, latest)?;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(release.last_timestamp_ms);
@@ -1275,11 +1331,21 @@ mod tests {
             r.release(OWNER, &rn(proof(&a), T + 1, far), T + 1),
             Err(Error::OutOfRange { .. })
         ));
-        // The most a release may report: its ID is then passed over by
-        // other nodes (not refused), and only its own node is refused.
-        let most = a.expires_at_ms + 1_000 + MAX_TOLERANCE_MS;
+        // The most a release may report: what its holder could have minted
+        // by a clock within the skew bound of the registry's, borrowing the
+        // most. Its ID is then passed over by other nodes (not refused),
+        // counts against its owner's share while the floor is ahead, and
+        // only its own node is refused.
+        let most = T + 2 + 1_000 + MAX_TOLERANCE_MS;
+        assert!(matches!(
+            r.release(OWNER, &rn(proof(&a), T + 1, most + 1), T + 2),
+            Err(Error::OutOfRange { .. })
+        ));
         r.release(OWNER, &rn(proof(&a), T + 1, most), T + 2)
             .unwrap();
+        assert!(r.withheld(r.slot(a.worker_id).unwrap(), T + 2));
+        assert_eq!(r.withheld_by(OWNER, most - 1_001), 1);
+        assert_eq!(r.withheld_by(OWNER, most - 1_000), 0);
         let b = lease(&mut r, "b", T + 3, T + 3, None).unwrap();
         assert_ne!(b.worker_id, a.worker_id);
         assert!(matches!(
@@ -1294,6 +1360,26 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_freed_id_whose_floor_is_a_little_ahead_is_granted_to_wait_for() {
+        let mut r = reg(1);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        r.release(OWNER, &rn(proof(&a), T, T + 800), T).unwrap();
+        // Another node, its clock 100 ms behind the registry's: no refusal,
+        // no "no free ID": it issues after the floor.
+        let b = lease(&mut r, "b", T - 100, T + 1, None).unwrap();
+        assert_eq!((b.worker_id, b.issue_after_ms), (0, T + 800));
+        // A floor further ahead than the skew bound keeps it from others.
+        r.release(OWNER, &rn(proof(&b), T + 1, T + 1_002), T + 1)
+            .unwrap();
+        assert!(matches!(
+            lease(&mut r, "c", T + 1, T + 1, None),
+            Err(Error::NoFreeWorkerId { .. })
+        ));
+        assert_eq!(r.withheld_by(OWNER, T + 1), 1);
+        assert_eq!(lease(&mut r, "c", T + 2, T + 2, None).unwrap().worker_id, 0);
     }
 
     #[test]
