@@ -350,7 +350,7 @@ enum Chosen {
     /// The node proved it held the latest grant of this ID, no longer live
     /// (or it is a minter): it restarts.
     Reclaimed,
-    /// The node's own earlier ID, free.
+    /// The node's own earlier ID (same node key and owner), free.
     Own,
     /// Another free ID.
     Free,
@@ -493,7 +493,7 @@ impl Registry {
     /// that grant is still the latest one of that ID, no longer live, and
     /// the node proves it holds it (same owner, node key and secret) — it
     /// restarts, issuing after that grant's expiry; else its own earlier ID
-    /// if free; else the lowest free ID. A node proving a grant that is
+    /// (same node key and owner) if free; else the lowest free ID. A node proving a grant that is
     /// still live gets another ID: the proof may be a copy (two processes
     /// sharing one store), and the grant's holder may still be minting. A
     /// node that cannot prove it holds a live grant never shares its ID,
@@ -793,9 +793,16 @@ impl Registry {
             self.slot(*id)
                 .is_none_or(|s| self.status(s, registry_now_ms) == SlotStatus::Free)
         };
-        let own = ids
-            .clone()
-            .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == ask.node_key));
+        // The node's own earlier ID: same node key *and* same owner. Node
+        // keys are guessable (and public to monitors), so another
+        // credential's ID under this key is not this node's: it neither
+        // gets it as its own nor is refused for its floor.
+        let own = ids.clone().find(|id| {
+            free(id)
+                && self
+                    .slot(*id)
+                    .is_some_and(|s| s.node_key == ask.node_key && s.owner == ask.owner)
+        });
         if let Some(id) = own {
             return Ok((id, Chosen::Own));
         }

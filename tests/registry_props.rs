@@ -9,8 +9,9 @@
 //!   and releases, with the largest timestamps the registry accepts;
 //! - so another owner's lease, from a node whose clock is within the skew
 //!   bound, never fails for want of a worker ID while the hostile owner's
-//!   share and its own leave one: the victim is refused only for its own
-//!   limit;
+//!   share and its own leave one, nor for its clock when the hostile owner
+//!   leases under the victim's node key (squatting it): the victim is
+//!   refused only for its own limit;
 //! - a released floor never lies further ahead than a holder could have
 //!   minted: the registry's clock (and the grant's expiry) + `max_skew_ms` +
 //!   the largest borrow.
@@ -160,7 +161,9 @@ proptest! {
                     let previous = prove
                         .filter(|_| !grants.is_empty())
                         .map(|k| { let (l, h) = &grants[k % grants.len()]; proof(l, *h) });
-                    let key = format!("hostile-{key}");
+                    // Key 0 is the victim's own (they are guessable, and
+                    // visible to a monitor key).
+                    let key = if key == 0 { "victim-1".to_string() } else { format!("hostile-{key}") };
                     let ask = GrantRequest {
                         owner: "hostile", node_key: &key,
                         node_now_ms: now.saturating_add_signed(skew),
@@ -271,4 +274,40 @@ fn leasing_and_releasing_far_ahead_poisons_at_most_the_owners_limit() {
         };
         reg.release("victim", &r, now).unwrap();
     }
+}
+
+/// A squatted node key (issue 24): another credential leases under the
+/// victim's node key and releases with a floor far ahead. The victim's own
+/// fresh lease is not refused: "its own earlier ID" is its own owner's.
+#[test]
+fn a_squatted_node_key_never_refuses_its_node() {
+    let mut reg = Registry::new(config()).unwrap();
+    let now = T0;
+    let lease = |reg: &mut Registry, owner: &str, k: u64, now: u64| {
+        let ask = GrantRequest {
+            owner,
+            node_key: "host-1:8080",
+            node_now_ms: now,
+            previous: None,
+            secret_hash: hash(k),
+        };
+        reg.lease(ask, now)
+    };
+    // The victim ran once and released (its ID free, under its node key).
+    let v = lease(&mut reg, "victim", 1, now).unwrap();
+    let r = Renewal {
+        claim: proof(&v, hash(1)),
+        node_now_ms: now,
+        last_timestamp_ms: now,
+    };
+    reg.release("victim", &r, now).unwrap();
+    // The squatter leases under that node key (and gets that very ID:
+    // free, and not its own), and releases it with the largest floor
+    // accepted.
+    let l = lease(&mut reg, "hostile", 2, now).unwrap();
+    assert_eq!(l.worker_id, v.worker_id);
+    largest_accepted(&mut reg, proof(&l, hash(2)), now, now, true).unwrap();
+    // The victim restarts, its clock a little behind the registry's.
+    let v2 = lease(&mut reg, "victim", 9, now + 5).unwrap();
+    assert!(v2.issue_after_ms <= now + 5 + SKEW);
 }
