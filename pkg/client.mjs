@@ -85,13 +85,11 @@ export function makeClient(wasm, { SegmentGenerator }) {
       // the saved last timestamp is refused).
       const core = new wasm.HolderCore(saved, now(), store !== undefined);
       const ask = core.leaseAsk(now());
-      try {
-        const lease = await client.request('POST', '/v1/workers/lease', { nodeKey: key, ...ask });
-        core.granted(grantOf(lease), now());
-      } catch (e) {
-        // The registry is unreachable: a saved lease that has not lapsed is still ours.
-        if (typeof e?.code !== 'string' || !core.leaseFailed(causeOf(e), now())) throw e;
-      }
+      // Only a grant the registry answered is minted under: a saved lease
+      // is proof, not a lease (another process may share the store). An
+      // unreachable registry throws `registry_unreachable`.
+      const lease = await client.request('POST', '/v1/workers/lease', { nodeKey: key, ...ask });
+      core.granted(grantOf(lease), now());
       const leased = new LeasedSnowflake(client, key, core, store, now);
       try {
         await leased.#save();

@@ -20,8 +20,9 @@
 //!   every third of `reserve_ms`: a restart resumes after the reservation, so
 //!   a store written a while ago cannot let it repeat IDs even under a clock
 //!   that went back across the restart;
-//! - when the registry is unreachable, start from a saved lease that has not
-//!   lapsed.
+//! - mint only under a grant the registry answered: a saved lease is proof
+//!   to offer, never a lease to mint under (another process started from
+//!   the same store may hold it).
 //!
 //! Like the generator, the holder reads no clock and does no I/O: `now_ms`
 //! comes in, and what to do next goes out as a value.
@@ -112,8 +113,8 @@ impl Grant {
 pub struct HolderState {
     /// The start of the latest time unit issued (or reserved), Unix ms.
     pub last_timestamp_ms: u64,
-    /// The last grant: proof for the registry, and a lease to start from
-    /// while it is unreachable.
+    /// The last grant: proof for the registry (never minted under without
+    /// the registry's answer).
     pub lease: Option<SavedLease>,
 }
 
@@ -130,8 +131,8 @@ pub struct SavedLease {
     pub expires_at_ms: u64,
     /// Its TTL.
     pub ttl_ms: u64,
-    /// Its layout. Without one the lease only proves who the node is; it
-    /// cannot be minted under while the registry is unreachable.
+    /// Its layout (kept for stores written when a saved lease could be
+    /// minted under while the registry was unreachable; it no longer is).
     pub layout: Option<Layout>,
     /// Its secret: what proves the node holds it (`None`: saved before
     /// grants had secrets; it proves nothing then).
@@ -264,6 +265,10 @@ enum Phase<R: RandSource> {
         gen: SnowflakeGenerator<R>,
         /// The first instant an ID may be minted at (Unix ms).
         first_ms: u64,
+        /// How far ahead of the clock `first_ms` was when the grant came:
+        /// the registry may ask a node to wait for another node's floor a
+        /// little ahead of its clock (within the skew bound).
+        granted_wait_ms: u64,
         /// A renewal is in flight since, or failed and may be retried after.
         renew_not_before: u64,
         renewing: InFlight,
@@ -511,16 +516,21 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             Phase::Holding {
                 gen,
                 first_ms,
+                granted_wait_ms,
                 grant,
                 ..
             } => {
                 let reserve_ms = self.config.reserve_ms;
                 // The first unit starts after the one holding the floor, so a
                 // floor `reserve_ms` ahead is up to one unit more away.
-                let patience = reserve_ms.max(self.config.max_backward_ms) + grant.layout.unit_ms();
+                let patience = reserve_ms
+                    .max(self.config.max_backward_ms)
+                    .max(*granted_wait_ms)
+                    + grant.layout.unit_ms();
                 let wait = if now_ms < *first_ms && *first_ms - now_ms <= patience {
                     // Resuming after a timestamp a little ahead of the clock
-                    // (a saved reservation): wait for it.
+                    // (a saved reservation, or the floor the grant named):
+                    // wait for it.
                     Some((*first_ms - now_ms, Wait::ClockBehind))
                 } else if reserve_ms > 0
                     && now_ms.saturating_add(self.config.max_borrow_ms) > self.reserved_ms
@@ -662,37 +672,21 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             grant,
             gen,
             first_ms,
+            granted_wait_ms: first_ms.saturating_sub(now_ms),
             renew_not_before: 0,
             renewing: InFlight::default(),
         };
         Ok(())
     }
 
-    /// A lease request failed. `cause` is the registry's refusal, or `None`
-    /// when it did not answer: then a saved lease that has not lapsed is
-    /// minted under (its last timestamp and the restore moment still bound
-    /// the first ID). Returns whether the holder now holds a lease.
-    pub fn lease_failed(&mut self, cause: Option<ErrorCode>, now_ms: u64) -> bool {
+    /// A lease request failed: `cause` is the registry's refusal, or `None`
+    /// when it did not answer. Either way the holder holds no lease, and the
+    /// next poll asks again. A saved lease is never minted under without
+    /// the registry's answer: a store may be shared by two processes (one
+    /// config, one file), and the other one may hold that lease now.
+    pub fn lease_failed(&mut self, cause: Option<ErrorCode>, now_ms: u64) {
+        let _ = (cause, now_ms);
         self.leasing.done();
-        if cause.is_some() || !matches!(self.phase, Phase::Idle) {
-            return false;
-        }
-        let Some(saved) = self.saved else {
-            return false;
-        };
-        let Some(layout) = saved.layout else {
-            return false;
-        };
-        let grant = Grant {
-            worker_id: saved.worker_id,
-            generation: saved.generation,
-            expires_at_ms: saved.expires_at_ms,
-            issue_after_ms: self.floor_ms,
-            ttl_ms: saved.ttl_ms,
-            layout,
-            secret: saved.secret,
-        };
-        self.granted(grant, now_ms).is_ok() && self.lease().is_some()
     }
 
     /// The registry renewed the lease.
@@ -938,28 +932,33 @@ mod tests {
             ask.previous.map(|c| (c.worker_id, c.generation)),
             Some((7, 1))
         );
-        // The registry does not answer: the saved, unexpired lease is used,
-        // after the restart moment.
-        assert!(r.lease_failed(None, T + 500));
-        assert!(matches!(
-            one(&mut r, T + 500).unwrap().next,
-            HolderNext::RetryAfter { .. }
-        ));
+        // The registry does not answer: the saved lease, unexpired as it
+        // is, is not minted under (another process may hold it); the holder
+        // asks again.
+        r.lease_failed(None, T + 500);
+        assert_eq!(r.lease(), None);
         let mut out = [0u64; 1];
+        assert!(matches!(
+            r.poll(T + 501, &mut out).unwrap(),
+            HolderPoll {
+                filled: 0,
+                next: HolderNext::Lease(_),
+                ..
+            }
+        ));
+        // Granted: it mints after the restart moment.
+        r.granted(grant(2, T + 501), T + 501).unwrap();
         assert_eq!(r.poll(T + 501, &mut out).unwrap().filled, 1);
         assert_eq!(
             Layout::LEAF.decompose(out[0]).unwrap().timestamp_ms,
             T + 501
         );
-        // A refusal, or a lapsed saved lease, does not start.
+        // A refusal does not start it either.
         let mut r =
             SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 500).unwrap();
         let _ = one(&mut r, T + 500);
-        assert!(!r.lease_failed(Some(ErrorCode::ClockSkew), T + 500));
-        let mut r =
-            SnowflakeHolder::restore(HolderConfig::default(), NoRandom, saved, T + 10_000).unwrap();
-        let _ = one(&mut r, T + 10_000);
-        assert!(!r.lease_failed(None, T + 10_000));
+        r.lease_failed(Some(ErrorCode::ClockSkew), T + 500);
+        assert_eq!(r.lease(), None);
     }
 
     #[test]
@@ -974,7 +973,8 @@ mod tests {
         let saved = h.save_request(T).unwrap();
         h.saved(&saved);
         let mut r = SnowflakeHolder::restore(config, NoRandom, saved, T).unwrap();
-        assert!(r.lease_failed(None, T), "starts from the saved lease");
+        let _ = one(&mut r, T);
+        r.granted(grant(2, T), T).unwrap();
         let s = r.save_request(T).unwrap();
         r.saved(&s);
         assert_eq!(
@@ -991,6 +991,33 @@ mod tests {
         assert_eq!(one(&mut r, T + 3_001).unwrap().filled, 1);
         // Restarting again at once finds a reservation at most 3 s ahead.
         assert!(SnowflakeHolder::restore(config, NoRandom, s, T + 1_001).is_ok());
+    }
+
+    #[test]
+    fn a_grant_whose_floor_is_ahead_of_the_clock_is_waited_for() {
+        // The registry may grant another node's freed ID whose floor is a
+        // little ahead of this clock (within its skew bound): wait, do not
+        // fail with the clock "moved backwards".
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        let _ = one(&mut h, T);
+        let g = Grant {
+            issue_after_ms: T + 1_500,
+            ..grant(1, T)
+        };
+        h.granted(g, T).unwrap();
+        assert_eq!(
+            one(&mut h, T).unwrap().next,
+            HolderNext::RetryAfter {
+                ms: 1_501,
+                reason: Wait::ClockBehind
+            }
+        );
+        let mut out = [0u64; 1];
+        assert_eq!(h.poll(T + 1_501, &mut out).unwrap().filled, 1);
+        assert_eq!(
+            Layout::LEAF.decompose(out[0]).unwrap().timestamp_ms,
+            T + 1_501
+        );
     }
 
     #[test]

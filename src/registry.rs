@@ -347,9 +347,12 @@ impl Eq for Registry {}
 /// How a grant of a worker ID came to be chosen.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Chosen {
-    /// The node proved it held the latest grant of this ID: it restarts.
+    /// The node proved it held the latest grant of this ID, no longer live
+    /// (or it is a minter): it restarts.
     Reclaimed,
-    /// A free ID (or the node's own earlier one).
+    /// The node's own earlier ID (same node key and owner), free.
+    Own,
+    /// Another free ID.
     Free,
 }
 
@@ -487,16 +490,19 @@ impl Registry {
     /// Leases a worker ID to a node.
     ///
     /// The node gets, in order of preference: the ID named by `previous` if
-    /// that grant is still the latest one of that ID, even if live, and the
-    /// node proves it holds it (same owner, node key and secret) — it
-    /// restarts; else its own earlier ID if free; else the lowest free ID.
-    /// A node that cannot prove it holds a live grant never shares its ID,
+    /// that grant is still the latest one of that ID, no longer live, and
+    /// the node proves it holds it (same owner, node key and secret) — it
+    /// restarts, issuing after that grant's expiry; else its own earlier ID
+    /// (same node key and owner) if free; else the lowest free ID. A node proving a grant that is
+    /// still live gets another ID: the proof may be a copy (two processes
+    /// sharing one store), and the grant's holder may still be minting. A
+    /// node that cannot prove it holds a live grant never shares its ID,
     /// and naming a live grant without proof is refused, not passed over.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
-    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already holds
-    /// its limit; [`Error::NotLeaseHolder`] when `previous` names a live grant
+    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already keeps
+    /// its limit of worker IDs from the others ([`Registry::withheld`]); [`Error::NotLeaseHolder`] when `previous` names a live grant
     /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
     /// when the node's clock is off from the registry's or from the live
     /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
@@ -508,21 +514,28 @@ impl Registry {
                 prefix: MINTER_KEY_PREFIX,
             });
         }
-        if let (Some(limit), false) = (self.config.per_owner, ask.owner.is_empty()) {
-            let renamed = ask.previous.map(|p| (p.worker_id, p.generation));
-            let held = self
-                .slots()
-                .filter(|s| {
-                    s.owner == ask.owner && self.status(s, registry_now_ms) == SlotStatus::Live
-                })
-                .filter(|s| renamed != Some((s.worker_id, s.generation)))
-                .count();
-            if held >= limit as usize {
-                return Err(Error::WorkerIdLimit { limit });
-            }
-        }
+        let limit = self.config.per_owner.filter(|_| !ask.owner.is_empty());
         let ids = self.config.minters..self.config.capacity;
-        self.grant(ask, registry_now_ms, ids, false)
+        self.grant(ask, registry_now_ms, ids, false, limit)
+    }
+
+    /// Whether `slot` is kept from everyone but its owner at
+    /// `registry_now_ms`: its grant is live, or lapsed and not yet free, or
+    /// it was freed with a floor (`last_timestamp_ms`) further ahead than
+    /// any node's clock may be (the registry's + `max_skew_ms`). Each such
+    /// slot counts toward its owner's [`RegistryConfig::per_owner`], so that
+    /// no credential makes more worker IDs unusable than its share.
+    pub fn withheld(&self, slot: &WorkerSlot, registry_now_ms: u64) -> bool {
+        self.status(slot, registry_now_ms) != SlotStatus::Free
+            || slot.last_timestamp_ms > registry_now_ms.saturating_add(self.config.max_skew_ms)
+    }
+
+    /// How many worker IDs `owner` keeps from the others
+    /// ([`Registry::withheld`]).
+    pub fn withheld_by(&self, owner: &str, registry_now_ms: u64) -> usize {
+        self.slots()
+            .filter(|s| s.owner == owner && self.withheld(s, registry_now_ms))
+            .count()
     }
 
     /// Leases worker ID `index` to minter `index` (node key
@@ -567,7 +580,7 @@ impl Registry {
             previous,
             secret_hash,
         };
-        self.grant(ask, registry_now_ms, index..index + 1, true)
+        self.grant(ask, registry_now_ms, index..index + 1, true, None)
     }
 
     fn grant(
@@ -576,34 +589,78 @@ impl Registry {
         registry_now_ms: u64,
         ids: core::ops::Range<u32>,
         minter: bool,
+        limit: Option<u32>,
     ) -> Result<Lease, Error> {
         let node_now_ms = ask.node_now_ms;
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
         if let Some(avg) = self.live_clock_average(registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
-        let (worker_id, chosen) = self.choose(&ask, registry_now_ms, ids, minter)?;
+        let chosen = self.choose(&ask, registry_now_ms, ids, minter);
+        if let Some(limit) = limit {
+            // Everything the owner keeps from the others counts (a live ID
+            // `previous` proves too: the node gets another), but the ID it
+            // is given now only once.
+            let replaced = chosen.as_ref().ok().map(|&(id, _)| id);
+            let held = self
+                .slots()
+                .filter(|s| {
+                    s.owner == ask.owner
+                        && Some(s.worker_id) != replaced
+                        && self.withheld(s, registry_now_ms)
+                })
+                .count();
+            if held >= limit as usize && !matches!(chosen, Err(Error::NotLeaseHolder { .. })) {
+                return Err(Error::WorkerIdLimit { limit });
+            }
+        }
+        let (worker_id, chosen) = chosen?;
+        if self.slots.len() <= worker_id as usize {
+            self.slots.resize(worker_id as usize + 1, None);
+        }
         let end_ms = self.slot(worker_id).map(|s| self.grant_end_ms(s));
         let generation = self.next_generation;
         let ttl_ms = self.config.ttl_ms;
         let slot = &mut self.slots[worker_id as usize];
         let issue_after_ms = match (slot, end_ms) {
             (Some(s), Some(end_ms)) => {
-                if node_now_ms < s.last_timestamp_ms {
-                    return Err(Error::ClockBehindLastReport {
-                        worker_id: Some(worker_id),
-                        last_timestamp_ms: s.last_timestamp_ms,
-                        node_now_ms,
-                    });
+                // The node's own earlier ID or grant: a clock behind its
+                // last reading on record went back (Leaf's check), and one
+                // further behind the floor than the skew bound would wait
+                // too long for it. A floor a little ahead (a reservation it
+                // reported, a lease's expiry set by a late release) is
+                // waited for, as is another node's ID whose floor is a
+                // little ahead: the node issues after the floor.
+                if chosen != Chosen::Free {
+                    let behind = if node_now_ms < s.reported_clock_ms {
+                        Some(s.reported_clock_ms)
+                    } else if node_now_ms.saturating_add(self.config.max_skew_ms)
+                        < s.last_timestamp_ms
+                    {
+                        Some(s.last_timestamp_ms)
+                    } else {
+                        None
+                    };
+                    if let Some(last_timestamp_ms) = behind {
+                        return Err(Error::ClockBehindLastReport {
+                            worker_id: Some(worker_id),
+                            last_timestamp_ms,
+                            node_now_ms,
+                        });
+                    }
                 }
                 // Given back by its proved holder: it told how far it got.
-                // Reclaimed: the holder's previous incarnation may have issued
-                // up to now, past its last report. Otherwise the earlier grant
-                // may have issued up to its end.
+                // Reclaimed while live (a minter): its previous incarnation
+                // may have issued up to now, past its last report. Reclaimed
+                // after it lapsed: its holder may have issued up to its
+                // expiry (by its own clock, whatever the reclaimer's says).
+                // Otherwise the earlier grant may have issued up to its end.
                 if s.released {
                     s.last_timestamp_ms
-                } else if chosen == Chosen::Reclaimed {
+                } else if chosen == Chosen::Reclaimed && registry_now_ms < s.expires_at_ms {
                     s.last_timestamp_ms.max(node_now_ms.min(s.expires_at_ms))
+                } else if chosen == Chosen::Reclaimed {
+                    s.last_timestamp_ms.max(s.expires_at_ms)
                 } else {
                     s.last_timestamp_ms.max(end_ms)
                 }
@@ -677,7 +734,7 @@ impl Registry {
     }
 
     fn choose(
-        &mut self,
+        &self,
         ask: &GrantRequest<'_>,
         registry_now_ms: u64,
         ids: core::ops::Range<u32>,
@@ -700,7 +757,22 @@ impl Registry {
                     })
                 };
                 match checked {
-                    Ok(()) if s.node_key == ask.node_key => {
+                    // A grant that is no longer live: its holder stopped
+                    // minting at its expiry, so the node takes the ID back
+                    // (issuing after that expiry). A live grant is not taken
+                    // over by an ordinary node: whoever has its saved grant
+                    // may be another process still minting under it (two
+                    // processes from one config and one store), so the node
+                    // gets another ID, and the live grant stays its holder's
+                    // until it lapses. A minter does take its live grant
+                    // back: its store is its Durable Object's own storage,
+                    // which the platform fences (an old instance cannot
+                    // write once a new one has), and its holder resumes
+                    // after the reservation it saved there.
+                    Ok(())
+                        if s.node_key == ask.node_key
+                            && (minter || self.status(s, registry_now_ms) != SlotStatus::Live) =>
+                    {
                         return Ok((p.worker_id, Chosen::Reclaimed))
                     }
                     // Someone names a live grant it cannot prove to hold:
@@ -721,27 +793,36 @@ impl Registry {
             self.slot(*id)
                 .is_none_or(|s| self.status(s, registry_now_ms) == SlotStatus::Free)
         };
-        let own = ids
-            .clone()
-            .find(|id| free(id) && self.slot(*id).is_some_and(|s| s.node_key == ask.node_key));
-        // Another node's old ID whose floor is ahead of this node's clock
-        // would refuse it: take the next one (a node's own ID still refuses
-        // it — its clock went back).
-        let usable = |id: &u32| {
+        // The node's own earlier ID: same node key *and* same owner. Node
+        // keys are guessable (and public to monitors), so another
+        // credential's ID under this key is not this node's: it neither
+        // gets it as its own nor is refused for its floor.
+        let own = ids.clone().find(|id| {
             free(id)
                 && self
                     .slot(*id)
-                    .is_none_or(|s| s.last_timestamp_ms <= ask.node_now_ms)
-        };
-        let Some(id) = own.or_else(|| ids.clone().find(usable)) else {
-            return Err(Error::NoFreeWorkerId {
-                capacity: self.config.capacity,
-            });
-        };
-        if self.slots.len() <= id as usize {
-            self.slots.resize(id as usize + 1, None);
+                    .is_some_and(|s| s.node_key == ask.node_key && s.owner == ask.owner)
+        });
+        if let Some(id) = own {
+            return Ok((id, Chosen::Own));
         }
-        Ok((id, Chosen::Free))
+        // Another node's freed ID: first one whose floor this node's clock
+        // has passed, else one whose floor is at most the skew bound ahead
+        // of the registry's clock (the node waits for it: it issues after
+        // its `issue_after_ms`). A floor further ahead keeps the ID from
+        // everyone, and counts against its owner's share
+        // ([`Registry::withheld`]).
+        let within = |bound: u64| {
+            move |id: &u32| free(id) && self.slot(*id).is_none_or(|s| s.last_timestamp_ms <= bound)
+        };
+        let ahead = registry_now_ms.saturating_add(self.config.max_skew_ms);
+        ids.clone()
+            .find(within(ask.node_now_ms))
+            .or_else(|| ids.clone().find(within(ahead)))
+            .map(|id| (id, Chosen::Free))
+            .ok_or(Error::NoFreeWorkerId {
+                capacity: self.config.capacity,
+            })
     }
 
     fn held(&mut self, owner: &str, proof: &Proof) -> Result<&mut WorkerSlot, Error> {
@@ -845,11 +926,15 @@ impl Registry {
     /// of the grant's secret); it is free at once. The release's
     /// `last_timestamp_ms` is the latest timestamp issued under it, kept so
     /// the next holder issues after it — only the proved holder's word sets
-    /// that floor.
+    /// that floor, and while it lies further ahead than the skew bound the
+    /// ID counts against the owner's share ([`Registry::withheld`]).
     ///
     /// # Errors
     /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] and
-    /// [`Error::NotLeaseHolder`].
+    /// [`Error::NotLeaseHolder`]; [`Error::OutOfRange`] for a
+    /// `last_timestamp_ms` further ahead than its holder could have minted:
+    /// the registry's clock (the grant's expiry, if earlier) + `max_skew_ms`
+    /// + [`MAX_TOLERANCE_MS`].
     pub fn release(
         &mut self,
         owner: &str,
@@ -858,10 +943,11 @@ impl Registry {
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
         let slot = self.held(owner, &release.claim)?;
-        // As in a renewal: at most as far ahead as a holder may borrow, of
-        // the latest clock it could have had.
+        // No further ahead than its holder could have minted: by a clock
+        // within the skew bound of the registry's now (and of the grant's
+        // expiry, once it lapsed), plus the largest borrow or reservation.
         let latest = registry_now_ms
-            .max(slot.expires_at_ms)
+            .min(slot.expires_at_ms)
             .saturating_add(max_skew_ms + MAX_TOLERANCE_MS);
         check_range("last_timestamp_ms", release.last_timestamp_ms, 0, latest)?;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(release.last_timestamp_ms);
@@ -1043,23 +1129,29 @@ mod tests {
     }
 
     #[test]
-    fn a_node_gets_its_previous_id_back() {
+    fn a_node_gets_its_previous_id_back_once_its_grant_is_no_longer_live() {
         let mut r = reg(4);
         lease(&mut r, "x", T, T, None).unwrap();
         let a = lease(&mut r, "a", T, T, None).unwrap();
-        // With proof (its cached grant and secret), even while live: same
-        // ID, new generation.
-        let again = lease(&mut r, "a", T + 1, T + 1, Some(proof(&a))).unwrap();
+        // With proof while the grant is live: another ID (the proof may be
+        // a copy, held by a second process still minting under it), and
+        // the grant stays its holder's.
+        let other = lease(&mut r, "a", T + 1, T + 1, Some(proof(&a))).unwrap();
+        assert_ne!(other.worker_id, a.worker_id);
+        assert!(r.renew(OWNER, &rn(proof(&a), T + 2, T + 1), T + 2).is_ok());
+        // Lapsed, not yet free: the proof takes it back, issuing after its
+        // expiry, though the node's clock lags behind that.
+        let lapsed_at = T + 2 + 10_000;
+        let again = lease(&mut r, "a", lapsed_at - 500, lapsed_at + 1, Some(proof(&a))).unwrap();
         assert_eq!(again.worker_id, a.worker_id);
         assert!(again.generation > a.generation);
-        // Its previous incarnation may have issued up to now: resume after it.
-        assert_eq!(again.issue_after_ms, T + 1);
+        assert_eq!(again.issue_after_ms, lapsed_at);
         // Released: free, and it comes back to the same node.
-        r.release(OWNER, &rn(proof(&again), 0, T + 1), T + 2)
+        r.release(OWNER, &rn(proof(&again), 0, lapsed_at), lapsed_at + 2)
             .unwrap();
-        let third = lease(&mut r, "a", T + 3, T + 3, None).unwrap();
+        let third = lease(&mut r, "a", lapsed_at + 3, lapsed_at + 3, None).unwrap();
         assert_eq!(third.worker_id, a.worker_id);
-        assert_eq!(third.issue_after_ms, T + 1);
+        assert_eq!(third.issue_after_ms, lapsed_at);
     }
 
     #[test]
@@ -1246,11 +1338,21 @@ mod tests {
             r.release(OWNER, &rn(proof(&a), T + 1, far), T + 1),
             Err(Error::OutOfRange { .. })
         ));
-        // The most a release may report: its ID is then passed over by
-        // other nodes (not refused), and only its own node is refused.
-        let most = a.expires_at_ms + 1_000 + MAX_TOLERANCE_MS;
+        // The most a release may report: what its holder could have minted
+        // by a clock within the skew bound of the registry's, borrowing the
+        // most. Its ID is then passed over by other nodes (not refused),
+        // counts against its owner's share while the floor is ahead, and
+        // only its own node is refused.
+        let most = T + 2 + 1_000 + MAX_TOLERANCE_MS;
+        assert!(matches!(
+            r.release(OWNER, &rn(proof(&a), T + 1, most + 1), T + 2),
+            Err(Error::OutOfRange { .. })
+        ));
         r.release(OWNER, &rn(proof(&a), T + 1, most), T + 2)
             .unwrap();
+        assert!(r.withheld(r.slot(a.worker_id).unwrap(), T + 2));
+        assert_eq!(r.withheld_by(OWNER, most - 1_001), 1);
+        assert_eq!(r.withheld_by(OWNER, most - 1_000), 0);
         let b = lease(&mut r, "b", T + 3, T + 3, None).unwrap();
         assert_ne!(b.worker_id, a.worker_id);
         assert!(matches!(
@@ -1265,6 +1367,26 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_freed_id_whose_floor_is_a_little_ahead_is_granted_to_wait_for() {
+        let mut r = reg(1);
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        r.release(OWNER, &rn(proof(&a), T, T + 800), T).unwrap();
+        // Another node, its clock 100 ms behind the registry's: no refusal,
+        // no "no free ID": it issues after the floor.
+        let b = lease(&mut r, "b", T - 100, T + 1, None).unwrap();
+        assert_eq!((b.worker_id, b.issue_after_ms), (0, T + 800));
+        // A floor further ahead than the skew bound keeps it from others.
+        r.release(OWNER, &rn(proof(&b), T + 1, T + 1_002), T + 1)
+            .unwrap();
+        assert!(matches!(
+            lease(&mut r, "c", T + 1, T + 1, None),
+            Err(Error::NoFreeWorkerId { .. })
+        ));
+        assert_eq!(r.withheld_by(OWNER, T + 1), 1);
+        assert_eq!(lease(&mut r, "c", T + 2, T + 2, None).unwrap().worker_id, 0);
     }
 
     #[test]

@@ -16,6 +16,11 @@
 //! reservation) leaves the process down, minting nothing and hearing no
 //! answer, until a later restart succeeds.
 //!
+//! How people deploy it (issue 24): nodes 0 and 1 may be two processes
+//! started from one config — the same credential and node key — sharing one
+//! store (both read and write it), or each restarting from a copy of the
+//! other's store. Each may then hold the other's saved grant, secret and all.
+//!
 //! Invariants: no ID twice; no ID minted by a holder whose lease lapsed by its
 //! own clock or whose refusal it had heard; IDs strictly increasing per holder,
 //! across its restarts; every hostile attempt refused and changing nothing.
@@ -119,9 +124,6 @@ struct Node {
     /// Bumped each time the process dies: answers to an earlier one are
     /// delivered to nobody.
     incarnation: u32,
-    /// What the store holds: written only when the holder asks for a save
-    /// (so usually stale), as the JS client's store is.
-    saved: HolderState,
     /// The last ID minted by any incarnation.
     last_id: u64,
     /// Generations whose refusal this node has heard.
@@ -150,6 +152,21 @@ fn op(nodes: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The schedule of two processes sharing a store: time passing in steps of
+/// up to a few seconds, both minting (answers mostly delivered at once),
+/// saves, small clock steps, and restarts of either from the store.
+fn shared_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => prop_oneof![0u64..500, 0u64..4_000].prop_map(Op::Tick),
+        1 => (0..2usize, -300i64..300).prop_map(|(n, d)| Op::Step(n, d)),
+        10 => (0..2usize, prop_oneof![1usize..50, 1usize..2000], prop::bool::weighted(0.95)).prop_map(|(n, k, ok)| Op::Poll(n, k, ok)),
+        8 => Just(Op::Deliver(0)),
+        1 => any::<usize>().prop_map(Op::Lose),
+        2 => (0..2usize, prop::bool::weighted(0.9)).prop_map(|(n, ok)| Op::Save(n, ok)),
+        2 => (0..2usize, prop_oneof![Just(0i64), -500i64..500]).prop_map(|(n, d)| Op::Restart(n, d)),
+    ]
+}
+
 const RESERVE_MS: u64 = 3_000;
 
 fn config(lease_again: bool) -> HolderConfig {
@@ -160,19 +177,26 @@ fn config(lease_again: bool) -> HolderConfig {
     }
 }
 
-/// The store saves what the holder asks, or fails to.
-fn save(node: &mut Node, at: u64, ok: bool) {
-    let Some(holder) = node.holder.as_mut() else {
-        return;
+/// How nodes 0 and 1 share a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Share {
+    /// Each node has its own store and node key.
+    Nothing,
+    /// Two processes with one node key and one store (a file both write).
+    OneStore,
+    /// Two processes with one node key; node 1's store is copied from node
+    /// 0's each time node 1 restarts (a container image, a copied file).
+    Copies,
+}
+
+/// Node n's node key: nodes 0 and 1 share one unless `share` is `Nothing`.
+fn node_key(share: Share, n: usize) -> String {
+    let n = if share != Share::Nothing && n == 1 {
+        0
+    } else {
+        n
     };
-    if let Some(state) = holder.save_request(at) {
-        if ok {
-            node.saved = state;
-            holder.saved(&state);
-        } else {
-            holder.save_failed();
-        }
-    }
+    format!("node-{n}")
 }
 
 fn clock(now: u64, offset: i64) -> u64 {
@@ -222,10 +246,14 @@ struct World {
     /// The registry's host: draws each grant's secret.
     secrets: SplitMix64,
     granted: HashMap<(u32, u64), LeaseSecret>,
+    share: Share,
+    /// What each node's store holds: written only when the holder asks for
+    /// a save (so usually stale), as the JS client's store is.
+    stores: Vec<HolderState>,
 }
 
 impl World {
-    fn new(capacity: u32, lease_again: bool, offsets: &[i64]) -> World {
+    fn new(capacity: u32, lease_again: bool, offsets: &[i64], share: Share) -> World {
         let reg_cfg = RegistryConfig {
             capacity,
             ttl_ms: 10_000,
@@ -244,7 +272,6 @@ impl World {
                 ),
                 offset,
                 incarnation: 0,
-                saved: HolderState::default(),
                 last_id: 0,
                 refused: HashSet::new(),
             })
@@ -263,6 +290,33 @@ impl World {
             ranges: HashMap::new(),
             secrets: SplitMix64::new(capacity.into()),
             granted: HashMap::new(),
+            share,
+            stores: vec![HolderState::default(); offsets.len()],
+        }
+    }
+
+    /// The store node n reads and writes.
+    fn store_of(&self, n: usize) -> usize {
+        if self.share == Share::OneStore && n == 1 {
+            0
+        } else {
+            n
+        }
+    }
+
+    /// Node n's store saves what its holder asks, or fails to.
+    fn save(&mut self, n: usize, at: u64, ok: bool) {
+        let store = self.store_of(n);
+        let Some(holder) = self.nodes[n].holder.as_mut() else {
+            return;
+        };
+        if let Some(state) = holder.save_request(at) {
+            if ok {
+                self.stores[store] = state;
+                holder.saved(&state);
+            } else {
+                holder.save_failed();
+            }
         }
     }
 
@@ -278,13 +332,18 @@ impl World {
     /// every ID minted.
     fn poll(&mut self, n: usize, k: usize, store_ok: bool) -> Result<Polled, TestCaseError> {
         let at = self.clock(n);
-        let node = &mut self.nodes[n];
-        if node.holder.is_none() {
+        if self.nodes[n].holder.is_none() {
             return Ok(Polled::Down);
         }
-        if node.holder.as_ref().and_then(|h| h.save_due_in(at)) == Some(0) {
-            save(node, at, store_ok);
+        if self.nodes[n]
+            .holder
+            .as_ref()
+            .and_then(|h| h.save_due_in(at))
+            == Some(0)
+        {
+            self.save(n, at, store_ok);
         }
+        let node = &mut self.nodes[n];
         let holder = node.holder.as_mut().expect("up");
         let lease_before = holder.lease().copied();
         let poll = match holder.poll(at, &mut self.out[..k]) {
@@ -370,7 +429,7 @@ impl World {
         }
         if let HolderNext::Lease(ask) = poll.next {
             let secret = random_secret(&mut self.secrets);
-            let (who, key) = (owner(n), format!("node-{n}"));
+            let (who, key) = (owner(n), node_key(self.share, n));
             let answer = self.reg.lease(
                 GrantRequest::from_ask(&ask, &who, &key, &secret, sha256),
                 self.now,
@@ -430,21 +489,26 @@ impl World {
     fn restart(&mut self, n: usize, step: i64) -> Result<bool, TestCaseError> {
         self.nodes[n].offset += step;
         let at = self.clock(n);
+        if self.share == Share::Copies && n == 1 {
+            self.stores[1] = self.stores[0];
+        }
+        let saved = self.stores[self.store_of(n)];
         let node = &mut self.nodes[n];
         node.incarnation += 1;
         node.holder = None;
-        match SnowflakeHolder::restore(
-            config(self.lease_again),
-            SplitMix64::new(at),
-            node.saved,
-            at,
-        ) {
+        if self.share != Share::Nothing && n < 2 {
+            // From a store the other process wrote, a restart resumes after
+            // that process's reservation, not its own last ID: its IDs are
+            // unique, but increase only within one process's life.
+            node.last_id = 0;
+        }
+        match SnowflakeHolder::restore(config(self.lease_again), SplitMix64::new(at), saved, at) {
             Ok(h) => {
                 node.holder = Some(h);
                 Ok(true)
             }
             Err(Error::ClockBehindLastReport { .. }) => {
-                prop_assert!(at + RESERVE_MS < node.saved.last_timestamp_ms);
+                prop_assert!(at + RESERVE_MS < saved.last_timestamp_ms);
                 Ok(false)
             }
             Err(e) => panic!("unexpected {e}"),
@@ -525,6 +589,121 @@ impl World {
     }
 }
 
+impl World {
+    fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
+        match op {
+            Op::Tick(ms) => self.now += ms,
+            Op::Step(n, d) => {
+                if let Some(node) = self.nodes.get_mut(n) {
+                    node.offset += d
+                }
+            }
+            Op::Poll(n, k, store_ok) => {
+                if n < self.nodes.len() {
+                    let _ = self.poll(n, k, store_ok)?;
+                }
+            }
+            Op::Deliver(k) | Op::Lose(k) if self.in_flight.is_empty() => {
+                let _ = k;
+            }
+            Op::Lose(k) => {
+                self.in_flight.remove(k % self.in_flight.len());
+            }
+            Op::Deliver(k) => self.deliver(k),
+            Op::Save(n, ok) => {
+                if n < self.nodes.len() {
+                    let at = self.clock(n);
+                    self.save(n, at, ok);
+                }
+            }
+            Op::Restart(n, step) => {
+                if n < self.nodes.len() {
+                    let _ = self.restart(n, step)?;
+                }
+            }
+            Op::Evict(k) => {
+                let ids: Vec<u32> = self.reg.slots().map(|s| s.worker_id).collect();
+                if !ids.is_empty() {
+                    let _ = self.reg.evict(ids[k % ids.len()], self.now);
+                }
+            }
+            Op::Attack(k, a) => {
+                let now = self.now;
+                let reg = &mut self.reg;
+                let live: Vec<_> = reg
+                    .slots()
+                    .filter(|s| reg.status(s, now) == SlotStatus::Live)
+                    .cloned()
+                    .collect();
+                if live.is_empty() {
+                    return Ok(());
+                }
+                let target = &live[k % live.len()];
+                let before = reg.clone();
+                let (who, secret) = match a.secret {
+                    // A leaked secret is used by another credential.
+                    Secret::Leaked => (
+                        "hostile".to_string(),
+                        self.granted
+                            .get(&(target.worker_id, target.generation))
+                            .copied(),
+                    ),
+                    Secret::None => (
+                        if a.as_owner {
+                            target.owner.clone()
+                        } else {
+                            "hostile".into()
+                        },
+                        None,
+                    ),
+                    Secret::Guess(g) => (
+                        if a.as_owner {
+                            target.owner.clone()
+                        } else {
+                            "hostile".into()
+                        },
+                        Some(random_secret(&mut SplitMix64::new(g))),
+                    ),
+                };
+                let claim = Claim {
+                    worker_id: target.worker_id,
+                    generation: target.generation,
+                    secret,
+                };
+                let renewal = Renewal {
+                    claim,
+                    node_now_ms: now,
+                    last_timestamp_ms: now,
+                }
+                .proof(sha256);
+                let result = match a.kind {
+                    0 => reg.renew(&who, &renewal, now).map(|_| ()),
+                    1 => reg.release(&who, &renewal, now),
+                    _ => {
+                        let ask = GrantRequest {
+                            owner: &who,
+                            node_key: &target.node_key,
+                            node_now_ms: now,
+                            previous: Some(claim.proof(sha256)),
+                            secret_hash: sha256(&random_secret(&mut self.secrets)),
+                        };
+                        reg.lease(ask, now).map(|_| ())
+                    }
+                };
+                prop_assert!(
+                    matches!(result, Err(Error::NotLeaseHolder { .. })),
+                    "attack {:?} on {:?}: {:?}",
+                    a,
+                    target,
+                    result
+                );
+                prop_assert_eq!(&*reg, &before, "a refused attack changed the registry");
+            }
+        }
+        Ok(())
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -534,75 +713,29 @@ proptest! {
         lease_again in any::<bool>(),
         offsets in prop::collection::vec(prop_oneof![-900i64..900, Just(-990i64), Just(990i64)], 2..5),
         ops in prop::collection::vec(op(4), 1..250),
+        share in prop_oneof![2 => Just(Share::Nothing), 1 => Just(Share::OneStore), 1 => Just(Share::Copies)],
     ) {
-        let mut w = World::new(capacity, lease_again, &offsets);
+        let mut w = World::new(capacity, lease_again, &offsets, share);
         for op in ops {
-            match op {
-                Op::Tick(ms) => w.now += ms,
-                Op::Step(n, d) => if let Some(node) = w.nodes.get_mut(n) { node.offset += d },
-                Op::Poll(n, k, store_ok) => {
-                    if n < w.nodes.len() {
-                        let _ = w.poll(n, k, store_ok)?;
-                    }
-                }
-                Op::Deliver(k) | Op::Lose(k) if w.in_flight.is_empty() => { let _ = k; }
-                Op::Lose(k) => { w.in_flight.remove(k % w.in_flight.len()); }
-                Op::Deliver(k) => w.deliver(k),
-                Op::Save(n, ok) => {
-                    if n < w.nodes.len() {
-                        let at = w.clock(n);
-                        save(&mut w.nodes[n], at, ok);
-                    }
-                }
-                Op::Restart(n, step) => {
-                    if n < w.nodes.len() {
-                        let _ = w.restart(n, step)?;
-                    }
-                }
-                Op::Evict(k) => {
-                    let ids: Vec<u32> = w.reg.slots().map(|s| s.worker_id).collect();
-                    if !ids.is_empty() {
-                        let _ = w.reg.evict(ids[k % ids.len()], w.now);
-                    }
-                }
-                Op::Attack(k, a) => {
-                    let now = w.now;
-                    let reg = &mut w.reg;
-                    let live: Vec<_> = reg.slots().filter(|s| reg.status(s, now) == SlotStatus::Live).cloned().collect();
-                    if live.is_empty() {
-                        continue;
-                    }
-                    let target = &live[k % live.len()];
-                    let before = reg.clone();
-                    let (who, secret) = match a.secret {
-                        // A leaked secret is used by another credential.
-                        Secret::Leaked => ("hostile".to_string(), w.granted.get(&(target.worker_id, target.generation)).copied()),
-                        Secret::None => (if a.as_owner { target.owner.clone() } else { "hostile".into() }, None),
-                        Secret::Guess(g) => (
-                            if a.as_owner { target.owner.clone() } else { "hostile".into() },
-                            Some(random_secret(&mut SplitMix64::new(g))),
-                        ),
-                    };
-                    let claim = Claim { worker_id: target.worker_id, generation: target.generation, secret };
-                    let renewal = Renewal { claim, node_now_ms: now, last_timestamp_ms: now }.proof(sha256);
-                    let result = match a.kind {
-                        0 => reg.renew(&who, &renewal, now).map(|_| ()),
-                        1 => reg.release(&who, &renewal, now),
-                        _ => {
-                            let ask = GrantRequest {
-                                owner: &who, node_key: &target.node_key, node_now_ms: now,
-                                previous: Some(claim.proof(sha256)), secret_hash: sha256(&random_secret(&mut w.secrets)),
-                            };
-                            reg.lease(ask, now).map(|_| ())
-                        }
-                    };
-                    prop_assert!(
-                        matches!(result, Err(Error::NotLeaseHolder { .. })),
-                        "attack {:?} on {:?}: {:?}", a, target, result
-                    );
-                    prop_assert_eq!(&*reg, &before, "a refused attack changed the registry");
-                }
-            }
+            w.apply(op)?;
+        }
+        w.calm()?;
+    }
+
+    /// Two processes from one config, their store shared or copied: the
+    /// schedule dwells on what hurts them (restarts while the other holds
+    /// a live grant, minting on both, renewals on time).
+    #[test]
+    fn two_processes_from_one_store_never_mint_an_id_twice(
+        capacity in 1u32..5,
+        lease_again in any::<bool>(),
+        offsets in prop::collection::vec(prop_oneof![-900i64..900, Just(-990i64), Just(990i64)], 2..=2),
+        ops in prop::collection::vec(shared_op(), 1..200),
+        share in prop_oneof![Just(Share::OneStore), Just(Share::Copies)],
+    ) {
+        let mut w = World::new(capacity, lease_again, &offsets, share);
+        for op in ops {
+            w.apply(op)?;
         }
         w.calm()?;
     }
@@ -691,9 +824,14 @@ fn grant_via(
         panic!("expected a lease request")
     };
     let secret = LeaseSecret::from_random([(at % 251) as u8; 16]);
-    let lease = reg
-        .lease(GrantRequest::from_ask(&ask, "o", key, &secret, sha256), now)
-        .unwrap();
+    // "minter:0" is minter 0's node key; every other node leases as "o".
+    let lease = if key == "minter:0" {
+        let previous = ask.previous.map(|c| c.proof(sha256));
+        reg.lease_minter(0, ask.node_now_ms, previous, sha256(&secret), now)
+    } else {
+        reg.lease(GrantRequest::from_ask(&ask, "o", key, &secret, sha256), now)
+    }
+    .unwrap();
     h.granted(Grant::from_lease(&lease, Some(secret), LAYOUT), at)
         .unwrap();
 }
@@ -704,23 +842,25 @@ fn saved_now(h: &mut SnowflakeHolder<SplitMix64>, at: u64) -> HolderState {
     state
 }
 
-/// A node mints for a while after its last save, dies, and restarts under a
-/// clock stepped 2 s back. It proves its grant, so the registry gives the same
-/// worker ID back with an `issue_after_ms` of the (wound-back) clock: only
-/// the saved reservation keeps it from minting over its previous life.
+/// A minter mints for a while after its last save, dies, and restarts under
+/// a clock stepped 2 s back. It proves its live grant (a minter takes its
+/// live grant back: its store is its Durable Object's own), so the registry
+/// gives the same worker ID back with an `issue_after_ms` of the
+/// (wound-back) clock: only the saved reservation keeps it from minting over
+/// its previous life.
 #[test]
 fn a_restart_under_a_wound_back_clock_never_reissues() {
     let cfg = RegistryConfig {
-        capacity: 1,
+        capacity: 2,
         ttl_ms: 10_000,
         grace_ms: 5_000,
         max_skew_ms: 3_000,
-        minters: 0,
+        minters: 1,
         per_owner: None,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let mut a = SnowflakeHolder::with_rand(config(false), SplitMix64::new(1)).unwrap();
-    grant_via(&mut reg, &mut a, "a", T0, T0);
+    grant_via(&mut reg, &mut a, "minter:0", T0, T0);
     let store = saved_now(&mut a, T0);
     let mut last = 0;
     let mut out = [0u64; 1];
@@ -741,7 +881,7 @@ fn a_restart_under_a_wound_back_clock_never_reissues() {
     // Dies; the clock steps back 2 s; restarts from the stale store.
     let at = T0 + 2_001 - 2_000;
     let mut b = SnowflakeHolder::restore(config(false), SplitMix64::new(2), store, at).unwrap();
-    grant_via(&mut reg, &mut b, "a", at, T0 + 2_001);
+    grant_via(&mut reg, &mut b, "minter:0", at, T0 + 2_001);
     assert_eq!(
         b.lease().unwrap().worker_id,
         0,
@@ -789,4 +929,83 @@ fn no_id_past_the_saved_reservation() {
     assert_eq!(h.poll(T0 + 3_001, &mut out).unwrap().filled, 0);
     h.saved(&pending);
     assert_eq!(h.poll(T0 + 3_001, &mut out).unwrap().filled, 1);
+}
+
+/// Two processes started from one config (one credential, one node key)
+/// share one store: the second starts while the first holds a live grant,
+/// and restores the first's saved grant, secret and all. Both then mint for
+/// a TTL and more, renewing and saving as the client does: never one ID
+/// twice, and never under one worker ID at once.
+#[test]
+fn two_processes_sharing_a_store_never_mint_the_same_id() {
+    let cfg = RegistryConfig {
+        capacity: 4,
+        ttl_ms: 10_000,
+        grace_ms: 2_000,
+        max_skew_ms: 1_000,
+        minters: 0,
+        per_owner: None,
+    };
+    let mut reg = Registry::new(cfg).unwrap();
+    let mut store = HolderState::default();
+    let mut secrets = SplitMix64::new(7);
+    let mut a = SnowflakeHolder::restore(config(false), SplitMix64::new(1), store, T0).unwrap();
+    let mut procs: Vec<SnowflakeHolder<SplitMix64>> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut out = [0u64; 64];
+    let mut step = |h: &mut SnowflakeHolder<SplitMix64>,
+                    reg: &mut Registry,
+                    store: &mut HolderState,
+                    at: u64,
+                    seen: &mut HashSet<u64>| {
+        if h.save_due_in(at) == Some(0) {
+            if let Some(s) = h.save_request(at) {
+                *store = s;
+                h.saved(&s);
+            }
+        }
+        let Ok(poll) = h.poll(at, &mut out) else {
+            return;
+        };
+        for &id in &out[..poll.filled] {
+            assert!(seen.insert(id), "ID {id} twice at {at}");
+        }
+        if let Some(r) = poll.renew {
+            match reg.renew("o", &r.proof(sha256), at) {
+                Ok(l) => h.renewed(Grant::from_lease(&l, None, LAYOUT), at),
+                Err(e) => h.renewal_failed(r.claim.generation, Some(e.error_code()), at),
+            }
+        }
+        if let HolderNext::Lease(ask) = poll.next {
+            let secret = random_secret(&mut secrets);
+            match reg.lease(
+                GrantRequest::from_ask(&ask, "o", "host", &secret, sha256),
+                at,
+            ) {
+                Ok(l) => {
+                    let _ = h.granted(Grant::from_lease(&l, Some(secret), LAYOUT), at);
+                }
+                Err(e) => {
+                    h.lease_failed(Some(e.error_code()), at);
+                }
+            }
+        }
+    };
+    for t in (0..30_000).step_by(7) {
+        let at = T0 + t;
+        step(&mut a, &mut reg, &mut store, at, &mut seen);
+        if t == 5_103 {
+            // The second process starts from the store the first writes.
+            procs.push(
+                SnowflakeHolder::restore(config(false), SplitMix64::new(2), store, at).unwrap(),
+            );
+        }
+        for p in &mut procs {
+            step(p, &mut reg, &mut store, at, &mut seen);
+        }
+    }
+    assert!(
+        procs[0].lease().is_some() && a.lease().is_some(),
+        "both still mint"
+    );
 }

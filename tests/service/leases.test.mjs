@@ -5,7 +5,8 @@
 // first's real secret under its own key. Every step is refused, the first
 // keeps its lease, and both mint side by side without a duplicate. Then the
 // operator's eviction (root only) and its fence, and a restart's reclaim
-// with and without the saved secret.
+// with and without the saved secret: a second process started from the same
+// store while the grant is live gets another worker ID.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeleafClient } from 'edgeleaf';
@@ -38,6 +39,12 @@ const call = (path, { method = 'GET', body, token }) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 const client = (token) => new EdgeleafClient({ url: base, token, fetch: send });
+/** A process that can die without releasing: `kill()` cuts it off the service. */
+function mortal(token) {
+  let dead = false;
+  const fetchFn = (url, init) => (dead ? Promise.reject(new Error('ECONNREFUSED')) : send(url, init));
+  return { client: new EdgeleafClient({ url: base, token, fetch: fetchFn }), kill: () => { dead = true; } };
+}
 
 function memoryStore() {
   const s = { state: undefined };
@@ -153,16 +160,21 @@ test('root evicts a live lease: the holder stops at its next renewal, the ID is 
   assert.ok(BigInt(last) > 0n);
 });
 
-test('a restart reclaims its worker ID with the saved secret, and is refused without it', async () => {
+test('a restart while its grant is live gets another worker ID; after the lapse it reclaims its own with the saved secret, and is refused without it', async () => {
   const key = await makeKey('restarts', ['registry']);
   const store = memoryStore();
-  const first = await client(key.token).snowflake({ nodeKey: 'host-r', store });
+  const p1 = mortal(key.token);
+  const p2 = mortal(key.token);
+  const first = await p1.client.snowflake({ nodeKey: 'host-r', store });
   const lastBefore = (await first.nextIds(10)).at(-1);
-  // The process dies without releasing; a new one starts from the store.
-  const again = await client(key.token).snowflake({ nodeKey: 'host-r', store });
-  assert.equal(again.workerId, first.workerId, 'reclaimed with its saved secret');
-  assert.ok(again.lease.generation > first.lease.generation);
-  assert.ok((await again.next()) > lastBefore);
+  // A second process starts from the same store while the first still
+  // holds its grant (one config, one store file): another worker ID, and
+  // both mint without a duplicate.
+  const second = await p2.client.snowflake({ nodeKey: 'host-r', store });
+  assert.notEqual(second.workerId, first.workerId, 'a live grant is not taken over');
+  const [idsA, idsB] = await mintSideBySide([first, second], 500);
+  const all = new Set([lastBefore, ...idsA, ...idsB]);
+  assert.equal(all.size, 1 + idsA.length + idsB.length, 'duplicates');
   // The store lost the secret (or another process copied only the numbers):
   // naming the live grant without it is refused.
   const { secret: _secret, ...withoutSecret } = store.state;
@@ -170,6 +182,16 @@ test('a restart reclaims its worker ID with the saved secret, and is refused wit
   bare.state = withoutSecret;
   await assert.rejects(client(key.token).snowflake({ nodeKey: 'host-r', store: bare }), { code: 'not_lease_holder' });
   // The holder was not disturbed.
-  assert.ok((await again.next()) > 0n);
+  assert.ok((await second.next()) > 0n);
+  // Both processes die without releasing; once the last saved grant has
+  // lapsed (TTL), a restart proves it and takes its worker ID back.
+  p1.kill();
+  p2.kill();
+  const saved = store.state;
+  await sleep(TTL + 200);
+  const again = await client(key.token).snowflake({ nodeKey: 'host-r', store });
+  assert.equal(again.workerId, saved.workerId, 'reclaimed with its saved secret');
+  assert.ok(again.lease.generation > saved.generation);
+  assert.ok((await again.next()) > idsA.concat(idsB).reduce((m, x) => (x > m ? x : m), 0n));
   await again.close();
 });

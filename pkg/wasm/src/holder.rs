@@ -225,12 +225,14 @@ impl HolderCore {
             .map_err(|e| from_core(&e))
     }
 
-    /// The lease request failed with `code` (undefined: no answer). True when
-    /// the holder started from its saved lease instead.
+    /// The lease request failed with `code` (undefined: no answer). The
+    /// holder holds no lease then: a saved one is never minted under
+    /// without the registry's answer.
     #[wasm_bindgen(js_name = leaseFailed)]
-    pub fn lease_failed(&mut self, code_: Option<String>, now: f64) -> Result<bool, JsValue> {
+    pub fn lease_failed(&mut self, code_: Option<String>, now: f64) -> Result<(), JsValue> {
         let now = ms("now()", now)?;
-        Ok(self.holder.lease_failed(code(code_), now))
+        self.holder.lease_failed(code(code_), now);
+        Ok(())
     }
 
     fn mint(&mut self, now: f64, out: &mut [u64]) -> usize {

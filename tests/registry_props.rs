@@ -1,0 +1,313 @@
+//! What one credential can cost the others at the worker-ID registry
+//! (issue 24), tested through the public API with random schedules.
+//!
+//! Invariants:
+//! - no owner ever keeps more worker IDs from the others than its
+//!   `per_owner` limit: live, lapsed (not yet free), or freed with a floor
+//!   (`last_timestamp_ms`) further ahead than a node's clock may be
+//!   (the registry's + `max_skew_ms`) — whatever it leases, renews, proves
+//!   and releases, with the largest timestamps the registry accepts;
+//! - so another owner's lease, from a node whose clock is within the skew
+//!   bound, never fails for want of a worker ID while the hostile owner's
+//!   share and its own leave one, nor for its clock when the hostile owner
+//!   leases under the victim's node key (squatting it): the victim is
+//!   refused only for its own limit;
+//! - a released floor never lies further ahead than a holder could have
+//!   minted: the registry's clock (and the grant's expiry) + `max_skew_ms` +
+//!   the largest borrow.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::BTreeMap;
+
+use edgeleaf::{
+    holder::Renewal, registry::GrantRequest, registry::Lease, registry::Registry,
+    registry::RegistryConfig, registry::SlotStatus, registry::WorkerSlot, secret::Proof,
+    secret::SecretHash, snowflake::MAX_TOLERANCE_MS, Error,
+};
+use proptest::prelude::*;
+
+const T0: u64 = 1_735_689_600_000;
+const CAPACITY: u32 = 8;
+const LIMIT: u32 = 3;
+const SKEW: u64 = 1_000;
+const TTL: u64 = 10_000;
+const GRACE: u64 = 2_000;
+
+fn config() -> RegistryConfig {
+    RegistryConfig {
+        capacity: CAPACITY,
+        ttl_ms: TTL,
+        grace_ms: GRACE,
+        max_skew_ms: SKEW,
+        minters: 0,
+        per_owner: Some(LIMIT),
+    }
+}
+
+fn hash(k: u64) -> SecretHash {
+    let mut b = [0x33; 32];
+    b[..8].copy_from_slice(&k.to_le_bytes());
+    SecretHash(b)
+}
+
+fn proof(l: &Lease, secret_hash: SecretHash) -> Proof {
+    Proof {
+        worker_id: l.worker_id,
+        generation: l.generation,
+        secret_hash: Some(secret_hash),
+    }
+}
+
+/// Kept from everyone but its owner: not free, or freed with a floor ahead
+/// of every clock the registry accepts.
+fn withheld(reg: &Registry, s: &WorkerSlot, now: u64) -> bool {
+    reg.status(s, now) != SlotStatus::Free || s.last_timestamp_ms > now + SKEW
+}
+
+fn withheld_by(reg: &Registry, owner: &str, now: u64) -> usize {
+    reg.slots()
+        .filter(|s| s.owner == owner && withheld(reg, s, now))
+        .count()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Registry time passes.
+    Tick(u64),
+    /// The hostile owner leases under node key `key` (its clock `skew` off,
+    /// within the bound), offering grant `prove` of its own as proof.
+    Lease {
+        key: u8,
+        skew: i64,
+        prove: Option<usize>,
+    },
+    /// It releases its grant `k` with the largest last timestamp accepted.
+    Release(usize),
+    /// It renews its grant `k` with the largest last timestamp accepted.
+    Renew(usize),
+    /// The victim leases, and sometimes keeps what it held.
+    Victim { keep: bool },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let skew = Just(0i64);
+    prop_oneof![
+        3 => prop_oneof![0u64..500, 0u64..20_000].prop_map(Op::Tick),
+        6 => (0u8..4, skew, prop::option::weighted(0.3, any::<usize>()))
+            .prop_map(|(key, skew, prove)| Op::Lease { key, skew, prove }),
+        6 => any::<usize>().prop_map(Op::Release),
+        2 => any::<usize>().prop_map(Op::Renew),
+        3 => prop::bool::weighted(0.3).prop_map(|keep| Op::Victim { keep }),
+    ]
+}
+
+/// The largest `last_timestamp_ms` the registry accepts for this renewal
+/// or release, found by asking (a refusal changes nothing).
+fn largest_accepted(
+    reg: &mut Registry,
+    p: Proof,
+    node_now: u64,
+    now: u64,
+    release: bool,
+) -> Option<u64> {
+    let far = [
+        now + 10 * 60_000,
+        now + TTL + SKEW + MAX_TOLERANCE_MS,
+        now + SKEW + MAX_TOLERANCE_MS,
+        node_now + MAX_TOLERANCE_MS,
+        now + MAX_TOLERANCE_MS,
+        now + SKEW,
+        now,
+    ];
+    for last in far {
+        let r = Renewal {
+            claim: p,
+            node_now_ms: node_now,
+            last_timestamp_ms: last,
+        };
+        let done = if release {
+            reg.release("hostile", &r, now)
+        } else {
+            reg.renew("hostile", &r, now).map(|_| ())
+        };
+        match done {
+            Ok(()) => return Some(last),
+            Err(Error::OutOfRange { .. }) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn one_owner_never_keeps_more_worker_ids_from_the_others_than_its_limit(
+        ops in prop::collection::vec(op(), 1..200),
+        victim_skew in -(SKEW as i64)..=SKEW as i64,
+    ) {
+        let mut reg = Registry::new(config()).unwrap();
+        let mut now = T0;
+        let mut secrets = 0u64;
+        let mut grants: Vec<(Lease, SecretHash)> = Vec::new();
+        let mut victim: BTreeMap<u32, (Lease, SecretHash)> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Tick(ms) => now += ms,
+                Op::Lease { key, skew, prove } => {
+                    secrets += 1;
+                    let previous = prove
+                        .filter(|_| !grants.is_empty())
+                        .map(|k| { let (l, h) = &grants[k % grants.len()]; proof(l, *h) });
+                    // Key 0 is the victim's own (they are guessable, and
+                    // visible to a monitor key).
+                    let key = if key == 0 { "victim-1".to_string() } else { format!("hostile-{key}") };
+                    let ask = GrantRequest {
+                        owner: "hostile", node_key: &key,
+                        node_now_ms: now.saturating_add_signed(skew),
+                        previous, secret_hash: hash(secrets),
+                    };
+                    if let Ok(l) = reg.lease(ask, now) {
+                        grants.push((l, hash(secrets)));
+                    }
+                }
+                Op::Release(k) | Op::Renew(k) if grants.is_empty() => { let _ = k; }
+                Op::Release(k) => {
+                    let (l, h) = grants[k % grants.len()].clone();
+                    if let Some(last) = largest_accepted(&mut reg, proof(&l, h), now, now, true) {
+                        // No further ahead than a holder could have minted.
+                        prop_assert!(
+                            last <= now.min(l.expires_at_ms.max(now)) + SKEW + MAX_TOLERANCE_MS,
+                            "a release at {} set a floor {} ms ahead", now, last - now
+                        );
+                    }
+                }
+                Op::Renew(k) => {
+                    let (l, h) = grants[k % grants.len()].clone();
+                    let _ = largest_accepted(&mut reg, proof(&l, h), now, now, false);
+                }
+                Op::Victim { keep } => {
+                    // The victim's node, its clock `victim_skew` off: what it
+                    // held lapses or is released.
+                    let clock = now.saturating_add_signed(victim_skew);
+                    let mine: Vec<_> = victim.keys().copied().collect();
+                    if !keep {
+                        for id in mine {
+                            let (l, h) = victim.remove(&id).unwrap();
+                            let r = Renewal { claim: proof(&l, h), node_now_ms: clock, last_timestamp_ms: clock };
+                            let _ = reg.release("victim", &r, now);
+                        }
+                    }
+                    let victim_held = withheld_by(&reg, "victim", now);
+                    secrets += 1;
+                    let ask = GrantRequest {
+                        owner: "victim", node_key: "victim-1",
+                        node_now_ms: clock,
+                        previous: None, secret_hash: hash(secrets),
+                    };
+                    match reg.lease(ask, now) {
+                        Ok(l) => {
+                            // It waits at most for the skew bound, twice.
+                            prop_assert!(l.issue_after_ms <= now + SKEW);
+                            victim.insert(l.worker_id, (l, hash(secrets)));
+                        }
+                        Err(Error::WorkerIdLimit { .. }) => {
+                            prop_assert_eq!(victim_held, LIMIT as usize);
+                        }
+                        Err(e) => prop_assert!(
+                            false,
+                            "the victim (holding {}) was refused: {} ({} IDs withheld by the hostile owner)",
+                            victim_held, e, withheld_by(&reg, "hostile", now)
+                        ),
+                    }
+                }
+            }
+            let hostile = withheld_by(&reg, "hostile", now);
+            prop_assert!(hostile <= LIMIT as usize, "the hostile owner withholds {} worker IDs", hostile);
+        }
+    }
+}
+
+/// The attack measured in issue 24, at small scale: one credential leases
+/// and releases in a loop with the largest last timestamp a release
+/// accepts. It makes at most its limit of worker IDs unusable, and another
+/// credential's lease keeps succeeding throughout.
+#[test]
+fn leasing_and_releasing_far_ahead_poisons_at_most_the_owners_limit() {
+    let mut reg = Registry::new(config()).unwrap();
+    let mut now = T0;
+    for round in 0..200u64 {
+        now += 37;
+        let key = format!("host-{round}:8080");
+        let ask = GrantRequest {
+            owner: "hostile",
+            node_key: &key,
+            node_now_ms: now,
+            previous: None,
+            secret_hash: hash(round),
+        };
+        if let Ok(l) = reg.lease(ask, now) {
+            largest_accepted(&mut reg, proof(&l, hash(round)), now + SKEW, now, true)
+                .expect("its own release");
+        }
+        let poisoned = withheld_by(&reg, "hostile", now);
+        assert!(
+            poisoned <= LIMIT as usize,
+            "round {round}: {poisoned} IDs unusable"
+        );
+        let ask = GrantRequest {
+            owner: "victim",
+            node_key: "victim-1",
+            node_now_ms: now,
+            previous: None,
+            secret_hash: hash(1_000 + round),
+        };
+        let l = reg
+            .lease(ask, now)
+            .unwrap_or_else(|e| panic!("round {round}: the victim was refused: {e}"));
+        let r = Renewal {
+            claim: proof(&l, hash(1_000 + round)),
+            node_now_ms: now,
+            last_timestamp_ms: now,
+        };
+        reg.release("victim", &r, now).unwrap();
+    }
+}
+
+/// A squatted node key (issue 24): another credential leases under the
+/// victim's node key and releases with a floor far ahead. The victim's own
+/// fresh lease is not refused: "its own earlier ID" is its own owner's.
+#[test]
+fn a_squatted_node_key_never_refuses_its_node() {
+    let mut reg = Registry::new(config()).unwrap();
+    let now = T0;
+    let lease = |reg: &mut Registry, owner: &str, k: u64, now: u64| {
+        let ask = GrantRequest {
+            owner,
+            node_key: "host-1:8080",
+            node_now_ms: now,
+            previous: None,
+            secret_hash: hash(k),
+        };
+        reg.lease(ask, now)
+    };
+    // The victim ran once and released (its ID free, under its node key).
+    let v = lease(&mut reg, "victim", 1, now).unwrap();
+    let r = Renewal {
+        claim: proof(&v, hash(1)),
+        node_now_ms: now,
+        last_timestamp_ms: now,
+    };
+    reg.release("victim", &r, now).unwrap();
+    // The squatter leases under that node key (and gets that very ID:
+    // free, and not its own), and releases it with the largest floor
+    // accepted.
+    let l = lease(&mut reg, "hostile", 2, now).unwrap();
+    assert_eq!(l.worker_id, v.worker_id);
+    largest_accepted(&mut reg, proof(&l, hash(2)), now, now, true).unwrap();
+    // The victim restarts, its clock a little behind the registry's.
+    let v2 = lease(&mut reg, "victim", 9, now + 5).unwrap();
+    assert!(v2.issue_after_ms <= now + 5 + SKEW);
+}
