@@ -14,8 +14,10 @@ use crate::opaque::OpaqueDomain;
 pub enum ClockReference {
     /// The registry's own clock.
     Registry,
-    /// The average of the clocks the live nodes last reported, moved forward by
-    /// the time elapsed since each report (Leaf paper's start-up check).
+    /// The average of the clocks the live nodes of the same owner last
+    /// reported, moved forward by the time elapsed since each report (Leaf
+    /// paper's start-up check; one vote per owner, so that no credential
+    /// moves another's reference).
     LiveNodesAverage,
 }
 

@@ -472,12 +472,17 @@ impl Registry {
         Ok(())
     }
 
-    /// The live nodes' clocks now, averaged: each last report moved forward by
-    /// the registry time since. `None` when no node is live.
-    pub fn live_clock_average(&self, registry_now_ms: u64) -> Option<u64> {
+    /// The clocks of `owner`'s live nodes now, averaged: each last report
+    /// moved forward by the registry time since. `None` when it has none.
+    /// One vote per owner's fleet, never across owners: every report is
+    /// within the skew bound, so one credential's many leases could
+    /// otherwise walk the reference another credential's nodes are
+    /// checked against. (The service's own — minters and isolates — are
+    /// owner `""`.)
+    pub fn live_clock_average(&self, owner: &str, registry_now_ms: u64) -> Option<u64> {
         let (sum, n) = self
             .slots()
-            .filter(|s| self.status(s, registry_now_ms) == SlotStatus::Live)
+            .filter(|s| s.owner == owner && self.status(s, registry_now_ms) == SlotStatus::Live)
             .map(|s| i128::from(s.reported_clock_ms) - i128::from(s.reported_at_ms))
             .fold((0i128, 0i128), |(sum, n), offset| (sum + offset, n + 1));
         if n == 0 {
@@ -593,7 +598,7 @@ impl Registry {
     ) -> Result<Lease, Error> {
         let node_now_ms = ask.node_now_ms;
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
-        if let Some(avg) = self.live_clock_average(registry_now_ms) {
+        if let Some(avg) = self.live_clock_average(ask.owner, registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
         let chosen = self.choose(&ask, registry_now_ms, ids, minter);
