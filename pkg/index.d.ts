@@ -53,6 +53,7 @@ export type ErrorCode =
   | 'clock_skew'
   | 'clock_behind_last_report'
   | 'reserved_node_key'
+  | 'reserved_worker_id'
   | 'invalid_batch'
   | 'invalid_key_spec'
   | 'worker_id_limit'

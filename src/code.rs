@@ -85,6 +85,9 @@ codes! {
     InvalidKeySpec = "invalid_key_spec";
     /// A credential holds as many live worker IDs as one may.
     WorkerIdLimit = "worker_id_limit";
+    /// A minter's grant named by anyone but that minter (a reclaim, a
+    /// release, an eviction).
+    ReservedWorkerId = "reserved_worker_id";
     /// Segments of a monotonic tag may not leave its store.
     MonotonicTag = "monotonic_tag";
     /// `monotonic` is fixed when a tag is created.

@@ -14,8 +14,10 @@ use crate::opaque::OpaqueDomain;
 pub enum ClockReference {
     /// The registry's own clock.
     Registry,
-    /// The average of the clocks the live nodes last reported, moved forward by
-    /// the time elapsed since each report (Leaf paper's start-up check).
+    /// The average of the clocks the live nodes of the same owner last
+    /// reported, moved forward by the time elapsed since each report (Leaf
+    /// paper's start-up check; one vote per owner, so that no credential
+    /// moves another's reference).
     LiveNodesAverage,
 }
 
@@ -195,6 +197,12 @@ pub enum Error {
         /// The limit.
         limit: u32,
     },
+    /// A minter's grant, named by anyone but that minter: no caller
+    /// reclaims, releases or evicts it (the service's own).
+    ReservedWorkerId {
+        /// The worker ID.
+        worker_id: u32,
+    },
     /// A segment lease asked of a monotonic tag: its store serves every ID
     /// itself, so its segments never leave it.
     MonotonicTag,
@@ -282,6 +290,7 @@ impl Error {
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
             Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
             Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
+            Error::ReservedWorkerId { .. } => ErrorCode::ReservedWorkerId,
             Error::MonotonicTag => ErrorCode::MonotonicTag,
             Error::MonotonicImmutable { .. } => ErrorCode::MonotonicImmutable,
             Error::NotMonotonic => ErrorCode::NotMonotonic,
@@ -432,6 +441,10 @@ impl fmt::Display for Error {
             Error::WorkerIdLimit { limit } => write!(
                 f,
                 "worker id: expected fewer than {limit} live worker IDs held by this credential, found {limit} (release one, or let one lapse)"
+            ),
+            Error::ReservedWorkerId { worker_id } => write!(
+                f,
+                "worker {worker_id}: expected a grant of a node, found a minter's (the service's own: reclaimed, released or evicted by no one else)"
             ),
             Error::MonotonicTag => f.write_str(
                 "biz_tag: expected a tag whose segments may leave its store, found a monotonic tag (its store serves its IDs itself)",

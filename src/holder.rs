@@ -8,7 +8,8 @@
 //!   node gets its worker ID back;
 //! - renew once half the TTL has passed (again at most every second while the
 //!   registry does not answer); a late answer for an older grant is ignored;
-//! - never mint once the lease lapsed by the node's clock, or once a renewal
+//! - never mint once the lease lapsed by the node's clock (less
+//!   `max_borrow_ms`, so no borrowed ID reaches its end), or once a renewal
 //!   was refused; then either lease again or stay stopped (configuration);
 //! - mint only after `max(issue_after_ms, everything this holder issued, the
 //!   epoch)`, so no ID repeats one of an earlier holder or of this one;
@@ -485,7 +486,10 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// when no ID was written.
     pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> Result<HolderPoll, Error> {
         if let Phase::Holding { grant, .. } = &self.phase {
-            if now_ms >= grant.expires_at_ms {
+            // Borrowing mints up to `max_borrow_ms` ahead of the clock, so a
+            // holder that borrows stops that much earlier: no ID at or past
+            // the lease's end, where the next holder's floor may lie.
+            if now_ms.saturating_add(self.config.max_borrow_ms) >= grant.expires_at_ms {
                 // Never mint under a lapsed lease, whatever a late answer says.
                 let why = Error::LeaseExpired {
                     worker_id: grant.worker_id,
@@ -1018,6 +1022,34 @@ mod tests {
             Layout::LEAF.decompose(out[0]).unwrap().timestamp_ms,
             T + 1_501
         );
+    }
+
+    #[test]
+    fn a_holder_that_borrows_stops_before_its_borrowed_ids_pass_the_lapse() {
+        // Borrowing mints up to `max_borrow_ms` ahead of the clock: such a
+        // holder stops once now + borrow reaches the lease's end, so no ID
+        // of it lies at or past the end (the next holder's floor).
+        let config = HolderConfig {
+            max_borrow_ms: 1_000,
+            ..HolderConfig::default()
+        };
+        let mut h = holding(config);
+        let end = T + 10_000;
+        let mut out = [0u64; 4096 * 4];
+        let mut last = 0;
+        for now in [T + 8_990, T + 8_999, T + 9_998] {
+            if let Ok(p) = h.poll(now, &mut out) {
+                for &id in &out[..p.filled] {
+                    last = last.max(Layout::LEAF.decompose(id).unwrap().timestamp_ms);
+                }
+            }
+        }
+        assert!(last > T, "it minted");
+        assert!(last < end, "minted at {last}, the lease ends at {end}");
+        assert!(matches!(
+            one(&mut h, T + 9_000),
+            Err(Error::LeaseExpired { .. })
+        ));
     }
 
     #[test]

@@ -513,6 +513,44 @@ pub fn minter_step(filled: usize, next: HolderNext, leased: bool) -> MinterStep 
     }
 }
 
+/// A minter's holder refused to restore: its clock is behind the
+/// reservation it saved ([`Error::ClockBehindLastReport`] from
+/// [`SnowflakeHolder::restore`](crate::holder::SnowflakeHolder::restore),
+/// after the clock stepped back across a restart). The clock is the
+/// service's, not the caller's: [`MinterStep::Unavailable`] with
+/// `clock_moved_backwards` (a 503) for as long as it is behind. `None`:
+/// another error, answered as it is.
+pub fn minter_restore_refused(e: &Error) -> Option<MinterStep> {
+    match *e {
+        Error::ClockBehindLastReport {
+            last_timestamp_ms,
+            node_now_ms,
+            ..
+        } => Some(MinterStep::Unavailable {
+            code: ErrorCode::ClockMovedBackwards,
+            retry_after_ms: last_timestamp_ms.saturating_sub(node_now_ms).max(1),
+        }),
+        _ => None,
+    }
+}
+
+/// The registry refused a minter's lease with `code`. A refusal of its
+/// clock (`clock_skew`, `clock_behind_last_report`: a step between the
+/// minter's reading and the registry's) is the service's own clock trouble,
+/// not the caller's: [`MinterStep::Unavailable`] with `store_unavailable`,
+/// asked again after [`RENEW_RETRY_MS`] — a 503, not the 409 an outside node
+/// gets for its clock. `None`: any other answer, answered as it is.
+pub fn minter_lease_refused(code: ErrorCode) -> Option<MinterStep> {
+    matches!(
+        code,
+        ErrorCode::ClockSkew | ErrorCode::ClockBehindLastReport
+    )
+    .then_some(MinterStep::Unavailable {
+        code: ErrorCode::StoreUnavailable,
+        retry_after_ms: RENEW_RETRY_MS,
+    })
+}
+
 /// The IDs a minter minted, as the ranges of a batch: runs of consecutive
 /// integers within one time unit and worker ID.
 pub fn batch_ranges(layout: &Layout, ids: &[u64]) -> Vec<(u64, u64)> {
@@ -551,6 +589,33 @@ mod tests {
 
     fn buf() -> MintedBuffer {
         MintedBuffer::new(Layout::LEAF, MintConfig::new(4, 1)).unwrap()
+    }
+
+    #[test]
+    fn a_refusal_of_the_minters_own_clock_is_a_503_with_how_long() {
+        let behind = Error::ClockBehindLastReport {
+            worker_id: Some(0),
+            last_timestamp_ms: T + 2_500,
+            node_now_ms: T,
+        };
+        assert_eq!(
+            minter_restore_refused(&behind),
+            Some(MinterStep::Unavailable {
+                code: ErrorCode::ClockMovedBackwards,
+                retry_after_ms: 2_500
+            })
+        );
+        assert_eq!(minter_restore_refused(&Error::SegmentBufferFull), None);
+        for code in [ErrorCode::ClockSkew, ErrorCode::ClockBehindLastReport] {
+            assert_eq!(
+                minter_lease_refused(code),
+                Some(MinterStep::Unavailable {
+                    code: ErrorCode::StoreUnavailable,
+                    retry_after_ms: RENEW_RETRY_MS
+                })
+            );
+        }
+        assert_eq!(minter_lease_refused(ErrorCode::NoFreeWorkerId), None);
     }
 
     #[test]

@@ -472,12 +472,17 @@ impl Registry {
         Ok(())
     }
 
-    /// The live nodes' clocks now, averaged: each last report moved forward by
-    /// the registry time since. `None` when no node is live.
-    pub fn live_clock_average(&self, registry_now_ms: u64) -> Option<u64> {
+    /// The clocks of `owner`'s live nodes now, averaged: each last report
+    /// moved forward by the registry time since. `None` when it has none.
+    /// One vote per owner's fleet, never across owners: every report is
+    /// within the skew bound, so one credential's many leases could
+    /// otherwise walk the reference another credential's nodes are
+    /// checked against. (The service's own — minters and isolates — are
+    /// owner `""`.)
+    pub fn live_clock_average(&self, owner: &str, registry_now_ms: u64) -> Option<u64> {
         let (sum, n) = self
             .slots()
-            .filter(|s| self.status(s, registry_now_ms) == SlotStatus::Live)
+            .filter(|s| s.owner == owner && self.status(s, registry_now_ms) == SlotStatus::Live)
             .map(|s| i128::from(s.reported_clock_ms) - i128::from(s.reported_at_ms))
             .fold((0i128, 0i128), |(sum, n), offset| (sum + offset, n + 1));
         if n == 0 {
@@ -501,7 +506,8 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
-    /// for a minter's; [`Error::WorkerIdLimit`] when the owner already keeps
+    /// for a minter's; [`Error::ReservedWorkerId`] when `previous` names a
+    /// minter's grant; [`Error::WorkerIdLimit`] when the owner already keeps
     /// its limit of worker IDs from the others ([`Registry::withheld`]); [`Error::NotLeaseHolder`] when `previous` names a live grant
     /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
     /// when the node's clock is off from the registry's or from the live
@@ -514,9 +520,24 @@ impl Registry {
                 prefix: MINTER_KEY_PREFIX,
             });
         }
+        if let Some(p) = ask.previous {
+            self.not_a_minters(p.worker_id)?;
+        }
         let limit = self.config.per_owner.filter(|_| !ask.owner.is_empty());
         let ids = self.config.minters..self.config.capacity;
         self.grant(ask, registry_now_ms, ids, false, limit)
+    }
+
+    /// Refuses a minter's grant named by anyone but that minter: the
+    /// service's own, and no caller's to reclaim, release or evict (refused,
+    /// not passed over, so that the caller learns it named one).
+    fn not_a_minters(&self, worker_id: u32) -> Result<(), Error> {
+        match self.slot(worker_id) {
+            Some(s) if s.node_key.starts_with(MINTER_KEY_PREFIX) => {
+                Err(Error::ReservedWorkerId { worker_id })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether `slot` is kept from everyone but its owner at
@@ -593,7 +614,7 @@ impl Registry {
     ) -> Result<Lease, Error> {
         let node_now_ms = ask.node_now_ms;
         self.check_skew(ClockReference::Registry, node_now_ms, registry_now_ms)?;
-        if let Some(avg) = self.live_clock_average(registry_now_ms) {
+        if let Some(avg) = self.live_clock_average(ask.owner, registry_now_ms) {
             self.check_skew(ClockReference::LiveNodesAverage, node_now_ms, avg)?;
         }
         let chosen = self.choose(&ask, registry_now_ms, ids, minter);
@@ -931,7 +952,8 @@ impl Registry {
     ///
     /// # Errors
     /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] and
-    /// [`Error::NotLeaseHolder`]; [`Error::OutOfRange`] for a
+    /// [`Error::NotLeaseHolder`]; [`Error::ReservedWorkerId`] for a minter's
+    /// grant; [`Error::OutOfRange`] for a
     /// `last_timestamp_ms` further ahead than its holder could have minted:
     /// the registry's clock (the grant's expiry, if earlier) + `max_skew_ms`
     /// + [`MAX_TOLERANCE_MS`].
@@ -942,6 +964,7 @@ impl Registry {
         registry_now_ms: u64,
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
+        self.not_a_minters(release.claim.worker_id)?;
         let slot = self.held(owner, &release.claim)?;
         // No further ahead than its holder could have minted: by a clock
         // within the skew bound of the registry's now (and of the grant's
@@ -972,8 +995,10 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::LeaseNotHeld`] when the ID has no grant to evict (never
-    /// leased, released, already evicted, or free).
+    /// leased, released, already evicted, or free);
+    /// [`Error::ReservedWorkerId`] for a minter's grant (the service's own).
     pub fn evict(&mut self, worker_id: u32, registry_now_ms: u64) -> Result<u64, Error> {
+        self.not_a_minters(worker_id)?;
         let status = self
             .slot(worker_id)
             .map(|s| self.status(s, registry_now_ms));
@@ -1461,6 +1486,56 @@ mod tests {
             .lease_minter(0, later, None, hash_of(0), later)
             .unwrap();
         assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
+    }
+
+    #[test]
+    fn a_minters_grant_is_never_released_reclaimed_or_evicted_by_anyone_else() {
+        let mut r = Registry::new(RegistryConfig {
+            minters: 1,
+            ..*reg(3).config()
+        })
+        .unwrap();
+        let m = r.lease_minter(0, T, None, hash_of(1), T).unwrap();
+        let before = r.clone();
+        let refused = Error::ReservedWorkerId { worker_id: 0 };
+        // Named as `previous`, with the right secret or not, by a node or by
+        // the service's own isolates (owner ""): refused, not passed over.
+        let mut wrong = proof(&m);
+        wrong.secret_hash = Some(hash_of(9));
+        for (owner, p) in [(OWNER, proof(&m)), ("", proof(&m)), (OWNER, wrong)] {
+            let ask = GrantRequest {
+                owner,
+                node_key: "n",
+                node_now_ms: T,
+                previous: Some(p),
+                secret_hash: hash_of(5),
+            };
+            assert_eq!(r.lease(ask, T + 1), Err(refused.clone()));
+            assert_eq!(r.release(owner, &rn(p, T, T), T + 1), Err(refused.clone()));
+        }
+        // Nor does the operator evict it.
+        assert_eq!(r.evict(0, T + 1), Err(refused.clone()));
+        assert_eq!(r, before);
+        // The minter renews and reclaims it as before.
+        assert!(r.renew("", &rn(proof(&m), T + 2, T + 1), T + 2).is_ok());
+        let again = r.lease_minter(0, T + 3, Some(proof(&m)), hash_of(2), T + 3);
+        assert_eq!(again.map(|l| l.worker_id), Ok(0));
+    }
+
+    #[test]
+    fn per_owner_is_never_passed_by_proving_a_live_grant_under_another_key() {
+        let mut r = Registry::new(RegistryConfig {
+            per_owner: Some(1),
+            ..*reg(4).config()
+        })
+        .unwrap();
+        let a = lease(&mut r, "a", T, T, None).unwrap();
+        // Proved, but under another node key: another ID would be a second.
+        assert_eq!(
+            lease(&mut r, "b", T + 1, T + 1, Some(proof(&a))),
+            Err(Error::WorkerIdLimit { limit: 1 })
+        );
+        assert_eq!(r.withheld_by(OWNER, T + 1), 1);
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //!   refused only for its own limit;
 //! - a released floor never lies further ahead than a holder could have
 //!   minted: the registry's clock (and the grant's expiry) + `max_skew_ms` +
-//!   the largest borrow.
+//!   the largest borrow;
+//! - the hostile owner's nodes, each reporting a clock within the bound,
+//!   never move the clock a victim's node is checked against (the clock
+//!   vote is per owner).
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -91,7 +94,7 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let skew = Just(0i64);
+    let skew = prop_oneof![Just(SKEW as i64), -(SKEW as i64)..=SKEW as i64];
     prop_oneof![
         3 => prop_oneof![0u64..500, 0u64..20_000].prop_map(Op::Tick),
         6 => (0u8..4, skew, prop::option::weighted(0.3, any::<usize>()))
@@ -176,7 +179,7 @@ proptest! {
                 Op::Release(k) | Op::Renew(k) if grants.is_empty() => { let _ = k; }
                 Op::Release(k) => {
                     let (l, h) = grants[k % grants.len()].clone();
-                    if let Some(last) = largest_accepted(&mut reg, proof(&l, h), now, now, true) {
+                    if let Some(last) = largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, true) {
                         // No further ahead than a holder could have minted.
                         prop_assert!(
                             last <= now.min(l.expires_at_ms.max(now)) + SKEW + MAX_TOLERANCE_MS,
@@ -186,7 +189,8 @@ proptest! {
                 }
                 Op::Renew(k) => {
                     let (l, h) = grants[k % grants.len()].clone();
-                    let _ = largest_accepted(&mut reg, proof(&l, h), now, now, false);
+                    // Its clock as far ahead as the bound allows.
+                    let _ = largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, false);
                 }
                 Op::Victim { keep } => {
                     // The victim's node, its clock `victim_skew` off: what it
@@ -310,4 +314,55 @@ fn a_squatted_node_key_never_refuses_its_node() {
     // The victim restarts, its clock a little behind the registry's.
     let v2 = lease(&mut reg, "victim", 9, now + 5).unwrap();
     assert!(v2.issue_after_ms <= now + 5 + SKEW);
+}
+
+/// The clock vote (issue 24): one credential's leases, each within the skew
+/// bound, must not move the reference another credential's node is checked
+/// against; its own nodes are still checked against its own fleet.
+#[test]
+fn one_credential_cannot_walk_the_clock_vote_of_another() {
+    let mut reg = Registry::new(RegistryConfig {
+        capacity: 512,
+        per_owner: None,
+        ..RegistryConfig::new(&edgeleaf::Layout::LEAF)
+    })
+    .unwrap();
+    let now = T0;
+    let ask = |owner, key: &str, skew: i64, k: u64| {
+        let key = key.to_string();
+        move |reg: &mut Registry| {
+            reg.lease(
+                GrantRequest {
+                    owner,
+                    node_key: &key,
+                    node_now_ms: now.saturating_add_signed(skew),
+                    previous: None,
+                    secret_hash: hash(k),
+                },
+                now,
+            )
+        }
+    };
+    for i in 0..200u64 {
+        ask("a", &format!("a-{i}"), 1_900, i)(&mut reg).unwrap();
+    }
+    // Owner B's node lags 300 ms: 2.2 s from A's fleet, 0.3 s from the
+    // registry's clock and B's (empty) fleet — accepted.
+    assert!(ask("b", "b-1", -300, 1_000)(&mut reg).is_ok());
+    // A's own node lagging 300 ms is still checked against A's fleet.
+    assert!(matches!(
+        ask("a", "a-late", -300, 1_001)(&mut reg),
+        Err(Error::ClockSkew {
+            reference: edgeleaf::error::ClockReference::LiveNodesAverage,
+            ..
+        })
+    ));
+    // And everyone is checked against the registry's own clock.
+    assert!(matches!(
+        ask("b", "b-2", 2_001, 1_002)(&mut reg),
+        Err(Error::ClockSkew {
+            reference: edgeleaf::error::ClockReference::Registry,
+            ..
+        })
+    ));
 }

@@ -20,7 +20,8 @@ use std::cell::RefCell;
 
 use edgeleaf::{
     code::ErrorCode, holder::HolderConfig, holder::HolderState, holder::SnowflakeHolder,
-    holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_step, minted::MinterStep,
+    holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_lease_refused,
+    minted::minter_restore_refused, minted::minter_step, minted::MinterStep,
     minted::MAX_MINT_BATCH, rand::SplitMix64,
 };
 use edgeleaf_rules::wire::{
@@ -88,7 +89,7 @@ impl SnowflakeMinter {
                     let state: HolderState = serde_json::from_str(&row.v)
                         .map_err(|e| ApiError::store_error(format!("minter: stored state: {e}")))?;
                     SnowflakeHolder::restore(holder_config(config), rand, state, now_ms())
-                        .map_err(service_clock)?
+                        .map_err(|e| own_clock(minter_restore_refused(&e), e.into()))?
                 }
                 None => SnowflakeHolder::with_rand(holder_config(config), rand)?,
             };
@@ -177,7 +178,7 @@ impl SnowflakeMinter {
                     let answer = registry_store::lease_minter(&self.env, request).await;
                     self.with_holder(config, |h| {
                         registry_store::lease_answered(h, answer, layout, now_ms())
-                            .map_err(service_clock_refused)?;
+                            .map_err(|e| own_clock(minter_lease_refused(e.code), e))?;
                         // The grant is proof after a restart: save it now.
                         self.save_if_due(h, now_ms(), true)
                     })?;
@@ -207,37 +208,18 @@ impl SnowflakeMinter {
     }
 }
 
-/// The minter's own clock behind the state it saved (a restart after the
-/// clock stepped back past its reservation) is the service's trouble, not
-/// the caller's: 503 until the clock catches up, with how long that is.
-fn service_clock(e: edgeleaf::Error) -> ApiError {
-    match e {
-        edgeleaf::Error::ClockBehindLastReport {
-            last_timestamp_ms,
-            node_now_ms,
-            ..
-        } => edgeleaf::Error::ClockMovedBackwards {
-            last_ms: last_timestamp_ms,
-            now_ms: node_now_ms,
-        }
-        .into(),
-        e => e.into(),
-    }
-}
-
-/// The registry refusing a minter's clock (skew, or behind its last report)
-/// is the service's own clock trouble (a step between the minter's reading
-/// and the registry's), not the caller's: 503, asked again in a second, not
-/// the 409 an outside node gets for its clock.
-fn service_clock_refused(e: ApiError) -> ApiError {
-    match e.code {
-        ErrorCode::ClockSkew | ErrorCode::ClockBehindLastReport => ApiError::unavailable(
-            ErrorCode::StoreUnavailable,
-            format!(
-                "minter: the registry refused this service's clock: {}",
-                e.message
-            ),
-            1000,
+/// Applies the core's verdict on a refusal of the service's own clock
+/// (`minter_restore_refused`, `minter_lease_refused`): a 503 with
+/// `Retry-After`, not the caller's error; `e` as it is otherwise.
+fn own_clock(verdict: Option<MinterStep>, e: ApiError) -> ApiError {
+    match verdict {
+        Some(MinterStep::Unavailable {
+            code,
+            retry_after_ms,
+        }) => ApiError::unavailable(
+            code,
+            format!("minter: this service's own clock: {}", e.message),
+            retry_after_ms,
         ),
         _ => e,
     }

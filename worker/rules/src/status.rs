@@ -25,6 +25,8 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         // Its own code: "someone else named your lease" is not "your lease
         // is gone" (409 lease_not_held), and must never stop the holder.
         C::Forbidden | C::NotLeaseHolder => (403, true),
+        // The service's own grant: no caller's to reclaim, release or evict.
+        C::ReservedWorkerId => (403, true),
         C::NotFound => (404, true),
         C::MethodNotAllowed => (405, true),
         C::BodyTooLarge => (413, true),
