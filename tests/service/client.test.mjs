@@ -79,7 +79,7 @@ test('snowflake(): leased worker IDs, unique IDs, release and re-lease with the 
   await two.close();
 });
 
-test('snowflake(): stops issuing the moment the lease is lost', async () => {
+test('snowflake(): stops issuing the moment the lease is lost (not when another process proves its grant)', async () => {
   const admin = client(ADMIN);
   const store = memoryStore();
   const sf = await admin.snowflake({ nodeKey: 'host-3', store });
@@ -96,13 +96,22 @@ test('snowflake(): stops issuing the moment the lease is lost', async () => {
   await sf.renew();
   assert.ok(sf.nextId() > 0n, 'a refused stranger does not stop the holder');
   // Another incarnation of host-3, with the secret from the node's own
-  // store, proves the grant and takes it over (new generation).
+  // store, proves the grant: while it is live, that gets another worker ID
+  // (two processes started from one store), and the holder keeps its own.
   assert.match(store.state.secret, /^[0-9a-f]{32}$/);
   const res = await take({ workerId, generation, secret: store.state.secret });
   assert.equal(res.status, 200);
+  const other = await res.json();
+  assert.notEqual(other.workerId, workerId, 'a live grant is never granted twice');
+  await sf.renew();
+  assert.ok(sf.nextId() > 0n, 'the proof of a live grant does not stop its holder');
+  assert.equal(sf.lease.generation, generation);
+  // Evicted by the admin: the next renewal is refused, and it stops at once.
+  assert.equal((await svc.admin(`/v1/workers/${workerId}/evict`, { method: 'POST' })).status, 200);
   await sf.renew();
   assert.throws(() => sf.nextId(), { code: 'lease_lost' });
   await sf.close();
+  await svc.admin(`/v1/workers/${other.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: other.generation, secret: other.secret }) });
 });
 
 test('snowflake(): a lapsed lease is never used; a clock behind the store is refused', async () => {

@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN, ROOT, spawnService, killHard } from '../support/service.mjs';
@@ -36,12 +36,14 @@ after(async () => {
 // One node: opens a leased snowflake on the store named, mints in batches
 // until `until` (Unix ms), writes its IDs to `out` (raw u64s) and prints
 // JSON lines: { started, workerId } once minting, { done, n, errors } at
-// the end, or { failed: code } if it could not start.
+// the end, or { failed: code } if it could not start. \`kind\`: 'user' (the
+// store below) or 'file' (edgeleaf/file-store); \`close: false\` leaves the
+// lease and the store open (for a kill -9).
 const NODE = `
 import { EdgeleafClient } from 'edgeleaf';
 import { fileStore } from 'edgeleaf/file-store';
 import { readFile, writeFile } from 'node:fs/promises';
-const { url, token, nodeKey, path, out, until, kind } = JSON.parse(process.env.SHARED);
+const { url, token, nodeKey, path, out, until, kind, close = true } = JSON.parse(process.env.SHARED);
 // The store a user writes: the state as JSON in a file, read and written whole.
 const userStore = {
   async load() {
@@ -78,8 +80,8 @@ const all = new BigUint64Array(n);
 let at = 0;
 for (const c of chunks) { all.set(c, at); at += c.length; }
 await writeFile(out, all);
-if (process.env.SHARED_CLOSE !== '0') await sf.close().catch(() => {});
-if (kind === 'file') await store.close();
+if (close) await sf.close().catch(() => {});
+if (close && kind === 'file') await store.close();
 say({ done: true, n, errors, workerId: sf.workerId });
 `;
 
@@ -104,6 +106,7 @@ function startNode(params) {
   });
   child.stderr.on('data', (d) => { node.err += d; });
   node.exited = new Promise((r) => child.on('exit', (status, signal) => r({ status, signal })));
+  node.exited.then((e) => onLine({ exited: e }));
   return node;
 }
 
@@ -143,4 +146,30 @@ test('two processes, one node key, one user-written store file: no ID twice, and
     `${JSON.stringify(a.lines.at(-1))} ${JSON.stringify(b.lines.at(-1))}`);
   assert.equal(dups, 0, `${dups} IDs minted twice (workers ${first.workerId} and ${second.workerId})`);
   assert.ok(aIds.length > 20_000 && bIds.length > 20_000, `both minted: ${aIds.length} and ${bIds.length}`);
+});
+
+test('edgeleaf/file-store: a second live process is refused (store_locked); after a kill -9 of the first, the next one starts from the file', async () => {
+  const path = join(dir, 'file-store.json');
+  const until = Date.now() + 8_000;
+  const a = startNode({ nodeKey: 'file-node', path, out: join(dir, 'fa.bin'), until, kind: 'file', close: false });
+  const first = await a.started;
+  assert.ok(first.started, `the first process did not start: ${JSON.stringify(first)} ${a.err}`);
+  const b = startNode({ nodeKey: 'file-node', path, out: join(dir, 'fb.bin'), until, kind: 'file' });
+  assert.deepEqual(await b.started, { failed: 'store_locked' });
+  await b.exited;
+  // The first dies without closing (its lock and live grant left behind).
+  await new Promise((r) => setTimeout(r, 500));
+  a.child.kill('SIGKILL');
+  await a.exited;
+  const c = startNode({ nodeKey: 'file-node', path, out: join(dir, 'fc.bin'), until: Date.now() + 5_000, kind: 'file' }); // it waits out the saved reservation (up to 3 s)
+  const third = await c.started;
+  assert.ok(third.started, `the restart did not start: ${JSON.stringify(third)} ${c.err}`);
+  await c.exited;
+  const cIds = idsOf(join(dir, 'fc.bin'));
+  assert.ok(cIds.length > 1_000, `the restart minted ${cIds.length} IDs`);
+  console.log(`file store: the first on worker ${first.workerId}, the restart (the lock taken over) on worker ${third.workerId}`);
+  assert.notEqual(third.workerId, first.workerId, 'the dead process\'s grant is still live: the restart gets another worker ID');
+  const reread = JSON.parse(readFileSync(path, 'utf8'));
+  assert.equal(reread.workerId, third.workerId, 'the file now holds the restart\'s lease');
+  assert.ok(!readdirSync(dir).some((f) => f.startsWith('file-store.json.lock')), 'the restart released the lock on close');
 });
