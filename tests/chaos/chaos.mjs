@@ -51,7 +51,8 @@
 //   window (its start to LINGER_MS after its end) it fell in; any other
 //   code, an untyped error, or a 5xx other than a 503 with Retry-After fails;
 // - every hostile attempt is refused (403 not_lease_holder, or 409
-//   lease_not_held once the generation moved on; a reclaim may be refused
+//   lease_not_held once the generation moved on; a release or reclaim of a
+//   minter's grant 403 reserved_worker_id; a reclaim may be refused
 //   for the lease route's own reasons, or granted another worker ID, never
 //   the one it named while that grant stood); the
 //   long-lived nodes it attacked kept minting under the same grant after the
@@ -270,6 +271,9 @@ async function frontDoor() {
 // free ID, the clock of the ID it would get when the grant named is gone).
 // Refusals all: nothing granted, nothing changed.
 const LEASE_OWN_REFUSALS = ['clock_skew', 'worker_id_limit', 'no_free_worker_id', 'clock_behind_last_report'];
+// A minter's grant is the service's own: naming it in a release or a
+// lease's `previous` is refused as such.
+const minters = (w, a) => w.nodeKey.startsWith('minter:') && a.status === 403 && a.code === 'reserved_worker_id';
 
 const randomHex = (random, n) => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join('');
 
@@ -537,7 +541,7 @@ export async function runChaos({
             method: 'DELETE', body: JSON.stringify({ ...proof, lastTimestamp: Date.now() + 60_000 }),
           }, as);
           answered(`release, ${label}`, a);
-          if (a && !(a.refused && (a.code === 'not_lease_holder' || (a.status === 409 && a.code === 'lease_not_held')))) {
+          if (a && !(a.refused && (a.code === 'not_lease_holder' || minters(w, a) || (a.status === 409 && a.code === 'lease_not_held')))) {
             violation(`hostile release of worker ${w.workerId} gen ${w.generation} (${label}): ${a.status} ${a.code ?? ''}`);
           }
         } else if (!w.own) {
@@ -560,7 +564,7 @@ export async function runChaos({
               violation(`hostile reclaim of worker ${w.workerId} gen ${w.generation} (${label}, read ${Date.now() - readAt} ms before) was granted it (gen ${got.generation})`);
             }
             await call('hostile', `/v1/workers/${got.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: got.generation, secret: got.secret }) }, as);
-          } else if (a && !(a.refused && (a.code === 'not_lease_holder' || LEASE_OWN_REFUSALS.includes(a.code)))) {
+          } else if (a && !(a.refused && (a.code === 'not_lease_holder' || minters(w, a) || LEASE_OWN_REFUSALS.includes(a.code)))) {
             violation(`hostile reclaim of worker ${w.workerId} gen ${w.generation} (${label}): ${a.status} ${a.code ?? ''}`);
           }
         }
