@@ -86,6 +86,9 @@ test('a name that is not a tag: not_found through every route, and no tables mad
     await expectError(await svc.admin(`/v1/tags/${name}/history`), 404, 'not_found');
     await expectError(await svc.admin(`/v1/tags/${name}/reveal`, { method: 'POST', body: JSON.stringify({ id: '1' }) }), 404, 'not_found');
     await expectError(await svc.admin(`/v1/tags/${name}`, { method: 'DELETE' }), 404, 'not_found');
+    // A PUT the tag refuses makes nothing either.
+    await expectError(await svc.admin(`/v1/tags/${name}`, put({ step: 0 })), 400, 'out_of_range');
+    await expectError(await svc.admin(`/v1/tags/${name}`, put({ expectMaxId: '5' })), 409, 'tag_changed');
   }
   await svc.dispose();
   svc = null;

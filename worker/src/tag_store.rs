@@ -329,7 +329,6 @@ impl TagStore {
             opaque: req.opaque,
             expected: req.expect.map(Into::into),
         };
-        self.tables(true)?;
         let existing = self.load()?;
         // A conditional change (an import's plan) goes through only on the
         // tag as its writer read it.
@@ -343,6 +342,9 @@ impl TagStore {
                 true,
             ),
         };
+        // The tables, once the change is known to be valid: a refused PUT
+        // of a new name writes nothing either.
+        self.tables(true)?;
         let mut opaque_key = existing.and_then(|s| s.opaque_key);
         if let (Some(d), None) = (record.kind.opaque(), &opaque_key) {
             opaque_key = Some(self.save_opaque(d)?);
