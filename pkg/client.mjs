@@ -228,16 +228,22 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     /**
      * A SegmentGenerator for `tag` fed by the service's segment leases: IDs are
-     * generated in this process. Each lease carries a request ID, so a retry
-     * after a lost answer gets the same range (nothing burnt, nothing twice).
+     * generated in this process. With an API key (`elk_…`) each lease carries a
+     * request ID, so a retry after a lost answer gets the same range (nothing
+     * burnt, nothing twice). A request ID belongs to a credential of the
+     * caller's own, so with the client token, the admin token or none the
+     * service refuses one (`request_id_needs_key`) and none is sent: a retry
+     * after a lost answer then gets the next range, and the lost one's IDs are
+     * skipped, never handed out twice.
      */
     segment(tag, opts) {
+      const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
       const fetchSegment = async (t, step) => {
-        const requestId = `${t}-${randomHex(12)}`;
+        const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}` } : { step };
         let last;
         for (let attempt = 0; attempt < 3; attempt++) {
           try {
-            return await this.request('POST', `/v1/segment/${t}/lease`, { step, requestId });
+            return await this.request('POST', `/v1/segment/${t}/lease`, body);
           } catch (e) {
             last = e;
             if (e.code !== 'service_unreachable' && !(e.status >= 500)) throw e;

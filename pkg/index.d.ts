@@ -37,6 +37,8 @@ export type ErrorCode =
   | 'body_too_large'
   | 'invalid_request_id'
   | 'request_id_reused'
+  | 'request_id_needs_key'
+  | 'tag_changed'
   | 'monotonic_tag'
   | 'monotonic_immutable'
   | 'not_monotonic'
@@ -322,14 +324,14 @@ export interface LeafContinuation {
   margin: bigint;
   /** Leaf's max_id + margin: the tag's maxId (its next ID is one above). */
   targetMaxId?: bigint;
-  /** Why not: past the last ID, an opaque tag, or IDs the service allotted below the target. */
-  conflict?: 'past_last_id' | 'opaque' | 'allotted';
+  /** Why not: past the last ID, past 2^62 unforced (a short runway), an opaque tag, or IDs the service allotted below the target. */
+  conflict?: 'past_last_id' | 'short_runway' | 'opaque' | 'allotted';
 }
 /** Decides where a tag moved from Leaf's `leaf_alloc` row continues, given the service's tag (null: none). */
 export declare function continueAfterLeaf(
   leafMaxId: bigint | number | string,
   leafStep: number,
-  options?: { margin?: bigint | number | string; service?: { maxId: bigint | number | string; opaque?: boolean } | null },
+  options?: { margin?: bigint | number | string; service?: { maxId: bigint | number | string; opaque?: boolean } | null; force?: boolean },
 ): LeafContinuation;
 /** Makes an `Error` with a `code`, as edgeleaf's own. */
 export declare function codedError(code: string, message: string, fields?: object): EdgeleafError;

@@ -9,8 +9,9 @@ export function makeLeaf(wasm) {
    * `{ action: 'create' | 'raise' | 'unchanged' | 'conflict', margin,
    * targetMaxId?, conflict? }` for Leaf's row (`leafMaxId`, `leafStep`) and
    * the service's tag (`service`: `{ maxId, opaque }`, or null for none).
+   * `force`: a target past 2^62 (a short runway) is accepted.
    */
-  function continueAfterLeaf(leafMaxId, leafStep, { margin, service = null } = {}) {
+  function continueAfterLeaf(leafMaxId, leafStep, { margin, service = null, force = false } = {}) {
     if (!Number.isSafeInteger(leafStep) || leafStep < 1) {
       throw codedError('out_of_range', `leaf step: expected a whole number of at least 1, found ${describe(leafStep)}`);
     }
@@ -20,6 +21,7 @@ export function makeLeaf(wasm) {
       margin === undefined ? undefined : toId(margin, 'margin'),
       service ? toId(service.maxId, 'service maxId') : undefined,
       Boolean(service?.opaque),
+      Boolean(force),
     );
   }
   return { continueAfterLeaf };

@@ -105,6 +105,10 @@ codes! {
     InvalidRequestId = "invalid_request_id";
     /// A lease request ID sent again with a different request.
     RequestIdReused = "request_id_reused";
+    /// A lease request ID from a caller without a credential of its own.
+    RequestIdNeedsKey = "request_id_needs_key";
+    /// A conditional change of a tag found it other than its writer read it.
+    TagChanged = "tag_changed";
 
     // ---- the service's own
     /// No such route or tag.

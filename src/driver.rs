@@ -14,9 +14,15 @@
 //!
 //! A load in flight for longer than `take_over_ms` is presumed lost with
 //! whoever started it, and the next caller starts another.
+//!
+//! A monotonic tag's store runs it inside a [`MonotonicIssuer`]: every
+//! answer writes its last ID to storage before it leaves, each write
+//! conditional on the record the store last read or wrote, so an old
+//! instance of the store still running beside its replacement never answers
+//! an ID twice nor one below an ID already answered.
 
 use crate::error::Error;
-use crate::segment::{Allocation, SegmentBuffer, SegmentSnapshot};
+use crate::segment::{Allocation, SegmentBuffer, SegmentSnapshot, StepPolicy};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// What the caller does after a [`SegmentDriver::poll`].
@@ -158,10 +164,147 @@ impl SegmentDriver {
     }
 }
 
+/// A monotonic tag's record in its store: `max_id`, the end of the last
+/// segment the store allocated, and `issued`, the last ID it answered (0:
+/// none on record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct IssuedMark {
+    /// The end of the last segment allocated.
+    pub max_id: u64,
+    /// The last ID answered.
+    pub issued: u64,
+}
+
+/// A monotonic tag's IDs as its store serves them from memory, fenced by
+/// its storage.
+///
+/// The store may run twice for a while: the platform replaces it (a deploy,
+/// a partition) and the old instance keeps answering from memory until it
+/// touches storage. So every request starts on the record as read
+/// ([`MonotonicIssuer::begin`]); each segment the driver asks for is
+/// allocated and written (`max_id`) before it is used; and each answer
+/// writes its last ID (`issued`, [`MonotonicIssuer::answer`]) before it
+/// leaves — every write conditional on [`MonotonicIssuer::expected`], the
+/// record as this instance last read or wrote it. A record other than that
+/// means another instance wrote since: the segments in memory are dropped,
+/// and the instance continues above the record. An old instance's write is
+/// refused (another wrote since it read), so its answer never leaves: the
+/// answers, in the order they leave, are strictly increasing.
+///
+/// ```
+/// use edgeleaf::driver::{IssuedMark, MonotonicIssuer, SegmentStep};
+/// use edgeleaf::segment::{Allocation, StepPolicy};
+///
+/// let mut m = MonotonicIssuer::new(StepPolicy::new(10)?);
+/// m.begin(IssuedMark { max_id: 0, issued: 0 });    // the record as read
+/// let mut out = [0u64; 3];
+/// assert_eq!(m.poll(0, &mut out).next, SegmentStep::LoadNow { step: 10 });
+/// // The store allocates 1..=10 and writes max_id 10 (if the record is still `m.expected()`).
+/// m.loaded(Allocation::new(1, 10)?, 0)?;
+/// let p = m.poll(0, &mut out);
+/// assert_eq!((p.filled, out), (3, [1, 2, 3]));
+/// // Before answering, the store writes this (if the record is still `m.expected()`).
+/// let mark = m.answer(3);
+/// assert_eq!(mark, IssuedMark { max_id: 10, issued: 3 });
+/// m.written(mark);
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonotonicIssuer {
+    policy: StepPolicy,
+    driver: SegmentDriver,
+    /// The record as this instance last read or wrote it.
+    known: Option<IssuedMark>,
+}
+
+impl MonotonicIssuer {
+    /// An issuer with nothing in memory.
+    pub fn new(policy: StepPolicy) -> Self {
+        MonotonicIssuer {
+            policy,
+            driver: SegmentDriver::new(policy),
+            known: None,
+        }
+    }
+
+    /// Starts a request on the record `read` from storage. A record other
+    /// than the one this instance last read or wrote means another wrote
+    /// since (another instance, or an admin raising `max_id`): the segments
+    /// in memory are dropped, and only segments above the record are loaded.
+    pub fn begin(&mut self, read: IssuedMark) {
+        if self.known != Some(read) {
+            let floor = read.max_id.max(read.issued);
+            self.driver =
+                SegmentDriver::with_buffer(SegmentBuffer::new(self.policy).starting_above(floor));
+            self.known = Some(read);
+        }
+    }
+
+    /// The record every write of this request is conditional on: the one
+    /// this instance last read or wrote (`None` before [`MonotonicIssuer::begin`]).
+    pub fn expected(&self) -> Option<IssuedMark> {
+        self.known
+    }
+
+    /// Up to `out.len()` IDs, as [`SegmentDriver::poll`]. A load it asks
+    /// for (now, or a prefetch) is allocated from the record and written
+    /// before it is reported with [`MonotonicIssuer::loaded`].
+    pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> SegmentPoll {
+        self.driver.poll(now_ms, out)
+    }
+
+    /// The store allocated `alloc` and wrote `max_id = alloc.end`.
+    ///
+    /// # Errors
+    /// As [`SegmentDriver::loaded`]: a segment at or below what this
+    /// instance loaded, or below the record it started on, is refused.
+    pub fn loaded(&mut self, alloc: Allocation, now_ms: u64) -> Result<(), Error> {
+        self.driver.loaded(alloc, now_ms)?;
+        if let Some(k) = &mut self.known {
+            k.max_id = alloc.end;
+        }
+        Ok(())
+    }
+
+    /// The store refused the allocation (no write was made, e.g. the tag is
+    /// exhausted): the next poll that needs one asks again.
+    pub fn load_failed(&mut self) {
+        self.driver.load_failed();
+    }
+
+    /// The record to write before answering IDs up to `last` (the answer's
+    /// last ID), conditional on [`MonotonicIssuer::expected`]; report it with
+    /// [`MonotonicIssuer::written`] or [`MonotonicIssuer::write_failed`].
+    pub fn answer(&self, last: u64) -> IssuedMark {
+        IssuedMark {
+            max_id: self.known.map_or(0, |k| k.max_id),
+            issued: last,
+        }
+    }
+
+    /// The store wrote `mark`: the answer may leave.
+    pub fn written(&mut self, mark: IssuedMark) {
+        self.known = Some(mark);
+    }
+
+    /// A write was refused (the record was not as this instance knew it) or
+    /// failed: the answer must not leave, and what is in memory is dropped
+    /// (its IDs are skipped, never answered).
+    pub fn write_failed(&mut self) {
+        self.known = None;
+        self.driver = SegmentDriver::new(self.policy);
+    }
+
+    /// The driver's state for monitoring.
+    pub fn snapshot(&self) -> SegmentSnapshot {
+        self.driver.snapshot()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::StepPolicy;
 
     #[test]
     fn one_load_at_a_time_and_a_lost_one_is_taken_over() {

@@ -90,7 +90,8 @@ pub enum Error {
         /// The largest ID the layout can hold.
         max_id: u64,
     },
-    /// Allocating another segment would take `max_id` past 2^63 − 1.
+    /// No ID is left: the tag's `max_id` is its last ID (2^63 − 1, or the
+    /// end of its opaque domain).
     TagExhausted {
         /// The tag's current `max_id`.
         max_id: u64,
@@ -249,6 +250,18 @@ pub enum Error {
         /// The step this request is granted.
         asked: u64,
     },
+    /// A segment lease's request ID from a caller without a credential of
+    /// its own (none, or one others hold too): another caller could send
+    /// the same ID and be answered its segment.
+    RequestIdNeedsKey,
+    /// A conditional change of a tag found it other than its writer read it
+    /// (`None`: no live tag).
+    TagChanged {
+        /// The `max_id` the writer read.
+        expected: Option<u64>,
+        /// The `max_id` the tag has now.
+        found: Option<u64>,
+    },
 }
 
 /// An opaque domain as a `PUT` body names it (`none`: not opaque).
@@ -299,6 +312,8 @@ impl Error {
             Error::OpaqueImmutable { .. } => ErrorCode::OpaqueImmutable,
             Error::InvalidRequestId { .. } => ErrorCode::InvalidRequestId,
             Error::RequestIdReused { .. } => ErrorCode::RequestIdReused,
+            Error::RequestIdNeedsKey => ErrorCode::RequestIdNeedsKey,
+            Error::TagChanged { .. } => ErrorCode::TagChanged,
         }
     }
 }
@@ -350,8 +365,7 @@ impl fmt::Display for Error {
             }
             Error::TagExhausted { max_id, step } => write!(
                 f,
-                "tag exhausted: expected max_id + step <= {}, found {max_id} + {step}",
-                i64::MAX
+                "tag exhausted: expected an ID left above max_id, found max_id {max_id} at the tag's last ID (asked for {step})"
             ),
             Error::InvalidSegment { start, end } => write!(
                 f,
@@ -478,6 +492,20 @@ impl fmt::Display for Error {
                 f,
                 "requestId: expected the request it was first sent with (step {granted}), found one for step {asked}"
             ),
+            Error::RequestIdNeedsKey => f.write_str(
+                "requestId: expected a caller with a credential of its own (an API key), found a shared token or none: another caller could send the same request ID and be answered this segment; lease without a requestId (a retry after a lost answer then skips a range), or with an API key",
+            ),
+            Error::TagChanged { expected, found } => {
+                let tag = |f: &mut fmt::Formatter<'_>, m: Option<u64>| match m {
+                    Some(m) => write!(f, "the tag at max_id {m}"),
+                    None => f.write_str("no tag"),
+                };
+                f.write_str("tag changed: expected ")?;
+                tag(f, expected)?;
+                f.write_str(" (as read before this write), found ")?;
+                tag(f, found)?;
+                f.write_str(": IDs were drawn or the tag was made in between; read it again")
+            }
         }
     }
 }

@@ -8,6 +8,9 @@
 //! margin covers segments Leaf nodes still take after the dump. The
 //! service's `max_id` is the last ID allotted (the next segment starts above
 //! it), and a tag's `max_id` only grows.
+//!
+//! So a bad or hostile dump could leave a tag exhausted for good (a row at
+//! 2^63 − 1): a target above [`MAX_IMPORT_TARGET`] is refused unless forced.
 
 use crate::error::Error;
 use crate::segment::MAX_SEGMENT_ID;
@@ -27,6 +30,12 @@ pub const fn default_margin(step: u64) -> u64 {
     };
     load.saturating_mul(2)
 }
+
+/// The highest `max_id` an import leaves a tag at unless forced: 2^62,
+/// which leaves the tag 2^62 − 1 IDs (half the space). No Leaf installation
+/// comes near it (a million IDs a second take 146,000 years to reach it); a
+/// dump that does is bad or hostile, and a tag's `max_id` never goes back.
+pub const MAX_IMPORT_TARGET: u64 = 1 << 62;
 
 /// The service's tag as it stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +63,12 @@ pub enum Conflict {
     /// Leaf's `max_id` plus the margin passes the last ID: nothing is left
     /// above them.
     PastLastId,
+    /// Leaf's `max_id` plus the margin passes [`MAX_IMPORT_TARGET`], and the
+    /// import is not forced: the tag would be left with a short runway.
+    ShortRunway {
+        /// Leaf's `max_id` plus the margin.
+        target: u64,
+    },
     /// The service's tag is opaque.
     Opaque,
     /// The service's tag allotted IDs below the target (up to this
@@ -68,7 +83,8 @@ pub enum Conflict {
 /// Where the service's tag continues after Leaf's row (`leaf_max_id`, with
 /// `margin`), and what to do with the tag `service` says exists (`None`:
 /// none): `Ok((target_max_id, move))`, where `target_max_id` is
-/// `leaf_max_id + margin`, or why it cannot.
+/// `leaf_max_id + margin`, or why it cannot. A target above
+/// [`MAX_IMPORT_TARGET`] is a conflict unless `force`.
 ///
 /// # Errors
 /// [`Error::OutOfRange`] for a `leaf_max_id` above the last ID.
@@ -76,6 +92,7 @@ pub fn continue_after(
     leaf_max_id: u64,
     margin: u64,
     service: Option<ServiceTag>,
+    force: bool,
 ) -> Result<Result<(u64, Move), Conflict>, Error> {
     crate::error::check_range("leaf max_id", leaf_max_id, 0, MAX_SEGMENT_ID)?;
     let Some(target) = leaf_max_id
@@ -84,6 +101,9 @@ pub fn continue_after(
     else {
         return Ok(Err(Conflict::PastLastId));
     };
+    if target > MAX_IMPORT_TARGET && !force {
+        return Ok(Err(Conflict::ShortRunway { target }));
+    }
     Ok(match service {
         None => Ok((target, Move::Create)),
         Some(s) if s.opaque => Err(Conflict::Opaque),

@@ -233,6 +233,14 @@ impl SegmentBuffer {
         Ok(buf)
     }
 
+    /// The same buffer, refusing every segment at or below `floor` (IDs
+    /// another holder may have handed out): a holder that starts over on a
+    /// store's record loads only above it.
+    pub fn starting_above(mut self, floor: u64) -> Self {
+        self.high_water = self.high_water.max(floor);
+        self
+    }
+
     /// The step to ask the store for now, by Leaf's dynamic rule from how long
     /// the last segment lasted (`now_ms` minus the last load).
     pub fn step_for_next_load(&self, now_ms: u64) -> u64 {

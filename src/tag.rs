@@ -2,8 +2,9 @@
 //! that advances it, and the rules of its store: a tag's kind (plain,
 //! monotonic or opaque), fixed when it is created, says who may take its
 //! segments; a segment lease sent again under its request ID is answered the
-//! same segment. A Durable Object runs this over its storage; the record
-//! returned must be durable before the allocation is handed out.
+//! same segment, and only a caller with a credential of its own may send one.
+//! A Durable Object runs this over its storage; the record returned must be
+//! durable before the allocation is handed out.
 
 use alloc::string::String;
 
@@ -141,6 +142,72 @@ pub struct TagChange<'a> {
     pub monotonic: Option<bool>,
     /// An opaque tag's domain.
     pub opaque: Option<OpaqueDomain>,
+    /// What the writer read of the tag (`None`: unconditional): the change
+    /// goes through only if the tag is still so ([`TagChange::check_expected`]).
+    pub expected: Option<TagExpected>,
+}
+
+/// What a conditional change read of its tag before it was sent (a plan made
+/// from that reading, such as an import from Leaf): the change goes through
+/// only if the tag is still so when it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagExpected {
+    /// No live tag (none, or a deleted one).
+    Absent,
+    /// A live tag whose `max_id` is this.
+    MaxId(u64),
+}
+
+impl TagChange<'_> {
+    /// Checks the change's precondition against the tag as it is now
+    /// (`live`: `None` for no tag or a deleted one).
+    ///
+    /// # Errors
+    /// [`Error::TagChanged`] when the tag is not as the writer read it
+    /// (created, deleted, or its `max_id` moved: IDs were drawn in between).
+    pub fn check_expected(&self, live: Option<&TagRecord>) -> Result<(), Error> {
+        let found = live.map(|r| r.max_id);
+        let holds = match self.expected {
+            None => true,
+            Some(TagExpected::Absent) => found.is_none(),
+            Some(TagExpected::MaxId(m)) => found == Some(m),
+        };
+        if holds {
+            return Ok(());
+        }
+        Err(Error::TagChanged {
+            expected: match self.expected {
+                Some(TagExpected::MaxId(m)) => Some(m),
+                _ => None,
+            },
+            found,
+        })
+    }
+}
+
+/// Who asks for a segment lease, as its request IDs see it (by default:
+/// [`Asker::Shared`], which may send none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Asker<'a> {
+    /// A credential of the caller's own, by name (an API key's ID): the
+    /// request IDs it sends are remembered within its own names.
+    Own(&'a str),
+    /// A credential others hold too, or none (no token, a token every
+    /// client is given): another caller could send the same request ID and
+    /// be answered this caller's segment, so it may not send one.
+    #[default]
+    Shared,
+}
+
+/// A segment remembered under a lease's request ID: the segment answered,
+/// and the step its request was granted (the segment is shorter when it was
+/// the tag's last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remembered {
+    /// The segment first answered.
+    pub segment: Allocation,
+    /// The step the request was granted.
+    pub granted: u64,
 }
 
 /// A segment lease, as a tag's store is asked for it.
@@ -151,9 +218,10 @@ pub struct SegmentAsk<'a> {
     /// The caller's name for the request: sent again (a retry) by the same
     /// caller, it is answered the same segment.
     pub request_id: Option<&'a str>,
-    /// Who asks (the credential): request IDs are the caller's own, so
-    /// another caller naming the same one gets a segment of its own.
-    pub caller: &'a str,
+    /// Who asks: request IDs are the caller's own, so another caller naming
+    /// the same one gets a segment of its own; a caller without a credential
+    /// of its own may send none.
+    pub caller: Asker<'a>,
     /// From one of the service's own isolates: they alone take an opaque
     /// tag's segments (with its key).
     pub for_isolate: bool,
@@ -161,12 +229,15 @@ pub struct SegmentAsk<'a> {
 
 impl SegmentAsk<'_> {
     /// What the store remembers this ask's segment under: the request ID
-    /// within its caller's own names (`None` without a request ID). Two asks
-    /// share it exactly when both their caller and their request ID are the
-    /// same.
+    /// within its caller's own names (`None` without a request ID, or from
+    /// a caller without a credential of its own). Two asks share it exactly
+    /// when both their caller and their request ID are the same.
     pub fn remembered_as(&self) -> Option<String> {
+        let Asker::Own(caller) = self.caller else {
+            return None;
+        };
         self.request_id
-            .map(|id| alloc::format!("{}:{}:{}", self.caller.len(), self.caller, id))
+            .map(|id| alloc::format!("{}:{}:{}", caller.len(), caller, id))
     }
 }
 
@@ -177,7 +248,8 @@ pub enum SegmentAnswer {
     /// neither burnt nor handed out twice.
     Again(Allocation),
     /// A new segment of `step` IDs: allocate it ([`TagRecord::allocate`]),
-    /// and remember it under the request ID if the lease has one.
+    /// and remember it under the request ID if the lease has one (as a
+    /// [`Remembered`] granted `step`).
     Allocate {
         /// The step granted.
         step: u64,
@@ -329,20 +401,25 @@ impl TagRecord {
     /// # Errors
     /// [`Error::OpaqueTag`] or [`Error::MonotonicTag`] for a tag whose
     /// segments may not go to the caller ([`TagKind`]);
+    /// [`Error::RequestIdNeedsKey`] for a request ID from a caller without a
+    /// credential of its own ([`Asker::Shared`]);
     /// [`Error::InvalidRequestId`] for a request ID outside
     /// 1..=[`MAX_REQUEST_ID_LEN`] bytes; [`Error::RequestIdReused`] when the
-    /// segment remembered under it is not of the step this ask is granted
-    /// (not a retry of the same request).
+    /// request remembered under it was granted another step than this ask
+    /// is (not a retry of the same request).
     pub fn lease_segment(
         &self,
         ask: &SegmentAsk<'_>,
-        remembered: Option<&Allocation>,
+        remembered: Option<&Remembered>,
     ) -> Result<SegmentAnswer, Error> {
         self.kind.check_lease(ask.for_isolate)?;
         let step = self.grant_step(ask.step);
         let Some(id) = ask.request_id else {
             return Ok(SegmentAnswer::Allocate { step });
         };
+        if ask.caller == Asker::Shared {
+            return Err(Error::RequestIdNeedsKey);
+        }
         if id.is_empty() || id.len() > MAX_REQUEST_ID_LEN {
             return Err(Error::InvalidRequestId {
                 len: id.len(),
@@ -351,11 +428,11 @@ impl TagRecord {
         }
         match remembered {
             None => Ok(SegmentAnswer::Allocate { step }),
-            Some(a) if a.step == step => Ok(SegmentAnswer::Again(*a)),
+            Some(r) if r.granted == step => Ok(SegmentAnswer::Again(r.segment)),
             // Not a retry of the same request: say so, rather than hand
             // back a segment of another size.
-            Some(a) => Err(Error::RequestIdReused {
-                granted: a.step,
+            Some(r) => Err(Error::RequestIdReused {
+                granted: r.granted,
                 asked: step,
             }),
         }
@@ -383,25 +460,26 @@ impl TagRecord {
 
     /// The next segment of `step` IDs (the record's own step when `None`),
     /// and the record as it must be stored before the segment is handed out.
+    /// The tag's last segment is shorter: the IDs left up to
+    /// [`TagRecord::last_id`].
     ///
     /// # Errors
     /// [`Error::OutOfRange`] for a step outside 1..=1,000,000;
-    /// [`Error::TagExhausted`] when the segment would pass
-    /// [`TagRecord::last_id`].
+    /// [`Error::TagExhausted`] when no ID is left (`max_id` is
+    /// [`TagRecord::last_id`]).
     pub fn allocate(
         &self,
         step: Option<u64>,
         now_ms: u64,
     ) -> Result<(Allocation, TagRecord), Error> {
         let step = check_range("step", step.unwrap_or(self.step), 1, MAX_STEP)?;
-        let end = self
-            .max_id
-            .checked_add(step)
-            .filter(|end| *end <= self.last_id())
-            .ok_or(Error::TagExhausted {
+        if self.max_id >= self.last_id() {
+            return Err(Error::TagExhausted {
                 max_id: self.max_id,
                 step,
-            })?;
+            });
+        }
+        let end = self.max_id.saturating_add(step).min(self.last_id());
         let alloc = Allocation::new(self.max_id + 1, end)?;
         let next = TagRecord {
             max_id: end,
@@ -461,7 +539,7 @@ mod tests {
     }
 
     #[test]
-    fn allocation_stops_at_i64_max() {
+    fn allocation_stops_at_i64_max_with_a_shorter_last_segment() {
         let r = TagRecord::new("t", 10, MAX_SEGMENT_ID - 10, "", 0).unwrap();
         let (a, r2) = r.allocate(None, 0).unwrap();
         assert_eq!(a.end, MAX_SEGMENT_ID);
@@ -472,14 +550,18 @@ mod tests {
                 step: 1
             })
         );
+        // Fewer IDs left than the step: the last segment has them all.
         let r = TagRecord::new("t", 10, MAX_SEGMENT_ID - 5, "", 0).unwrap();
+        let (a, r2) = r.allocate(Some(1_000), 0).unwrap();
         assert_eq!(
-            r.allocate(None, 0),
-            Err(Error::TagExhausted {
-                max_id: MAX_SEGMENT_ID - 5,
-                step: 10
-            })
+            (a.start, a.end, a.step),
+            (MAX_SEGMENT_ID - 4, MAX_SEGMENT_ID, 5)
         );
+        assert_eq!(r2.max_id, MAX_SEGMENT_ID);
+        assert!(matches!(
+            r2.allocate(None, 0),
+            Err(Error::TagExhausted { .. })
+        ));
     }
 
     #[test]
@@ -495,6 +577,13 @@ mod tests {
             r2.allocate(Some(1), 0),
             Err(Error::TagExhausted { .. })
         ));
+        // A step grown past the IDs left: the last segment, short.
+        let near = TagRecord::new("o", 10, d.max_id() - 7, "", 0)
+            .unwrap()
+            .with_kind(TagKind::Opaque(d))
+            .unwrap();
+        let (a, _) = near.allocate(Some(20), 0).unwrap();
+        assert_eq!((a.start, a.end, a.step), (d.max_id() - 6, d.max_id(), 7));
         assert!(TagRecord::new("o", 10, d.max_id() + 1, "", 0)
             .unwrap()
             .with_kind(TagKind::Opaque(d))
@@ -599,12 +688,60 @@ mod tests {
             caller,
             for_isolate: false,
         };
-        let key = |c, r| ask(c, Some(r)).remembered_as();
-        assert_eq!(key("lease:a", "1"), key("lease:a", "1"));
-        assert_ne!(key("lease:a", "1"), key("lease:b", "1"));
+        let key = |c, r| ask(Asker::Own(c), Some(r)).remembered_as();
+        assert_eq!(key("a", "1"), key("a", "1"));
+        assert_ne!(key("a", "1"), key("b", "1"));
         // No caller and request ID may be cut another way into the same key.
-        assert_ne!(key("lease:a:1", "2"), key("lease:a", "1:2"));
-        assert_eq!(ask("lease:a", None).remembered_as(), None);
+        assert_ne!(key("a:1", "2"), key("a", "1:2"));
+        assert_eq!(ask(Asker::Own("a"), None).remembered_as(), None);
+        // A caller without a credential of its own has no names: nothing
+        // is remembered for it, and its request IDs are refused.
+        assert_eq!(ask(Asker::Shared, Some("1")).remembered_as(), None);
+        let plain = TagRecord::new("p", 100, 0, "", 0).unwrap();
+        assert_eq!(
+            plain.lease_segment(&ask(Asker::Shared, Some("1")), None),
+            Err(Error::RequestIdNeedsKey)
+        );
+        assert_eq!(
+            plain.lease_segment(&ask(Asker::Shared, None), None),
+            Ok(SegmentAnswer::Allocate { step: 100 })
+        );
+    }
+
+    #[test]
+    fn a_conditional_change_goes_through_only_on_the_tag_its_writer_read() {
+        let r = TagRecord::new("t", 10, 500, "", 0).unwrap();
+        let when = |expected| TagChange {
+            expected,
+            ..TagChange::default()
+        };
+        assert_eq!(when(None).check_expected(Some(&r)), Ok(()));
+        assert_eq!(when(None).check_expected(None), Ok(()));
+        let absent = when(Some(TagExpected::Absent));
+        assert_eq!(absent.check_expected(None), Ok(()));
+        assert_eq!(
+            absent.check_expected(Some(&r)),
+            Err(Error::TagChanged {
+                expected: None,
+                found: Some(500)
+            })
+        );
+        let at = |m| when(Some(TagExpected::MaxId(m)));
+        assert_eq!(at(500).check_expected(Some(&r)), Ok(()));
+        assert_eq!(
+            at(0).check_expected(Some(&r)),
+            Err(Error::TagChanged {
+                expected: Some(0),
+                found: Some(500)
+            })
+        );
+        assert_eq!(
+            at(0).check_expected(None),
+            Err(Error::TagChanged {
+                expected: Some(0),
+                found: None
+            })
+        );
     }
 
     #[test]
@@ -618,7 +755,7 @@ mod tests {
         let ask = |step, request_id, for_isolate| SegmentAsk {
             step,
             request_id,
-            caller: "lease:a",
+            caller: Asker::Own("a"),
             for_isolate,
         };
         let new = |step| Ok(SegmentAnswer::Allocate { step });
@@ -634,7 +771,10 @@ mod tests {
         );
         // A request ID: new, then a retry of the same request (the step as
         // granted: 50 is granted 100), then another request under it.
-        let first = Allocation::new(1, 100).unwrap();
+        let first = Remembered {
+            segment: Allocation::new(1, 100).unwrap(),
+            granted: 100,
+        };
         let id = Some("r-1");
         assert_eq!(
             plain.lease_segment(&ask(Some(5), id, false), None),
@@ -642,7 +782,17 @@ mod tests {
         );
         assert_eq!(
             plain.lease_segment(&ask(Some(50), id, false), Some(&first)),
-            Ok(SegmentAnswer::Again(first))
+            Ok(SegmentAnswer::Again(first.segment))
+        );
+        // The tag's last segment, shorter than its step: a retry is still
+        // the same request.
+        let short = Remembered {
+            segment: Allocation::new(1, 30).unwrap(),
+            granted: 100,
+        };
+        assert_eq!(
+            plain.lease_segment(&ask(Some(100), id, false), Some(&short)),
+            Ok(SegmentAnswer::Again(short.segment))
         );
         assert_eq!(
             plain.lease_segment(&ask(Some(500), id, false), Some(&first)),

@@ -9,6 +9,7 @@ use edgeleaf::{
     registry::RegistryConfig, registry::WorkerSlot, tag::TagKind, tag::TagRecord, Layout,
 };
 use proptest::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn spec() -> impl Strategy<Value = LayoutSpec> {
     (
@@ -105,10 +106,20 @@ proptest! {
         }
     }
 
+    /// Stored rows are checked, not trusted: exactly the valid ones load.
+    /// The generators reach both sides (valid worker IDs, generations below
+    /// the next, steps of 1..=1,000,000, tags of the allowed characters),
+    /// and the test counts that they did.
     #[test]
     fn stored_rows_are_checked_not_trusted(
-        worker in any::<u32>(), generation in any::<u64>(), next in any::<u64>(),
-        max_id in any::<u64>(), step in any::<u64>(), tag in "\\PC{0,10}",
+        worker in prop_oneof![0u32..1024, any::<u32>()],
+        (next, generation) in prop_oneof![
+            (1u64..1_000).prop_flat_map(|next| (Just(next), 0..next)),
+            (any::<u64>(), any::<u64>()),
+        ],
+        max_id in prop_oneof![Just(0u64), 0..=i64::MAX as u64, any::<u64>()],
+        step in prop_oneof![1u64..=1_000_000, Just(1_000_000), any::<u64>()],
+        tag in prop_oneof!["[A-Za-z0-9._:-]{1,10}", "\\PC{0,10}"],
     ) {
         let cfg = RegistryConfig::new(&Layout::LEAF);
         let slot = WorkerSlot {
@@ -116,14 +127,38 @@ proptest! {
             last_timestamp_ms: 0, reported_clock_ms: 0, reported_at_ms: 0, owner: String::new(),
             secret: None, evicted: false,
         };
-        if let Ok(reg) = Registry::from_parts(cfg, next, [slot]) {
-            prop_assert!(worker < cfg.capacity);
-            prop_assert!(generation < reg.next_generation());
+        let slot_valid = worker < cfg.capacity && generation < next.max(1);
+        match Registry::from_parts(cfg, next, [slot]) {
+            Ok(reg) => {
+                prop_assert!(slot_valid, "loaded worker {} generation {} (next {})", worker, generation, next);
+                prop_assert!(generation < reg.next_generation());
+                VALID_SLOTS.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => prop_assert!(!slot_valid, "refused worker {} generation {} (next {})", worker, generation, next),
         }
         let record = TagRecord { biz_tag: tag.clone(), max_id, step, description: String::new(), update_time: 0, kind: TagKind::Plain, max_step: None };
-        if record.validate().is_ok() {
-            prop_assert!(max_id <= i64::MAX as u64 && (1..=1_000_000).contains(&step));
-            prop_assert!(check_name("biz_tag", &tag).is_ok());
+        let record_valid = max_id <= i64::MAX as u64 && (1..=1_000_000).contains(&step) && check_name("biz_tag", &tag).is_ok();
+        prop_assert_eq!(record.validate().is_ok(), record_valid, "{:?}", record);
+        if record_valid {
+            VALID_RECORDS.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+static VALID_SLOTS: AtomicUsize = AtomicUsize::new(0);
+static VALID_RECORDS: AtomicUsize = AtomicUsize::new(0);
+
+/// The generators above reach valid rows, not only refusals: run after the
+/// property (the counts are shared), and on its own it runs it first.
+#[test]
+fn the_row_generators_reach_valid_rows() {
+    stored_rows_are_checked_not_trusted();
+    let (slots, records) = (
+        VALID_SLOTS.load(Ordering::Relaxed),
+        VALID_RECORDS.load(Ordering::Relaxed),
+    );
+    assert!(
+        slots >= 200 && records >= 200,
+        "valid slots {slots}, valid records {records} of 2000 cases"
+    );
 }

@@ -1,13 +1,20 @@
 //! Properties of segment mode: the store never hands out overlapping ranges,
-//! and a buffer fed from it never yields an ID twice or outside what it loaded.
+//! and a buffer fed from it never yields an ID twice or outside what it loaded;
+//! the tag's last segment is the IDs left (shorter than the step), and only
+//! then is the tag exhausted. A monotonic tag's store running twice (an old
+//! instance beside its replacement, over one storage, each write a
+//! compare-and-set on the record that instance read, reads possibly stale)
+//! never answers an ID twice, and its answers, in the order they leave, are
+//! strictly increasing; a request on a fresh read always answers.
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::HashSet;
 
 use edgeleaf::{
+    driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep, opaque::OpaqueDomain,
     segment::Allocation, segment::SegmentBuffer, segment::SegmentNext, segment::StepPolicy,
-    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::TagRecord,
+    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::TagKind, tag::TagRecord, Error,
 };
 use proptest::prelude::*;
 
@@ -155,4 +162,175 @@ proptest! {
             }
         }
     }
+
+    /// Near a tag's end, any step: the segment is the step's IDs or, when
+    /// fewer are left, all of them; exhausted exactly when none is left.
+    #[test]
+    fn the_last_segment_is_the_ids_left(
+        opaque in any::<bool>(),
+        left in 0u64..3_000,
+        steps in prop::collection::vec(1u64..=MAX_STEP, 1..20),
+    ) {
+        let kind = if opaque { TagKind::Opaque(OpaqueDomain::Digits(6)) } else { TagKind::Plain };
+        let last = if opaque { 999_999 } else { MAX_SEGMENT_ID };
+        let mut rec = TagRecord::new("end", 1, last - left, "", 0).unwrap().with_kind(kind).unwrap();
+        for step in steps {
+            let before = rec.max_id;
+            match rec.allocate(Some(step), 0) {
+                Ok((a, next)) => {
+                    prop_assert_eq!(a.start, before + 1);
+                    prop_assert_eq!(a.step, step.min(last - before));
+                    prop_assert!(a.end <= last);
+                    prop_assert_eq!(next.max_id, a.end);
+                    rec = next;
+                }
+                Err(e) => {
+                    prop_assert_eq!(e, Error::TagExhausted { max_id: last, step });
+                    prop_assert_eq!(before, last, "exhausted with IDs left");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_monotonic_store_running_twice_never_answers_twice_nor_out_of_order(
+        step in 1u64..20,
+        ops in prop::collection::vec(mono_op(), 1..200),
+    ) {
+        let mut store = MonoStore {
+            record: TagRecord::new("mono", step, 0, "", 0).unwrap().with_kind(TagKind::Monotonic).unwrap(),
+            issued: 0,
+        };
+        let policy = StepPolicy::new(step).unwrap();
+        let mut instances = [MonotonicIssuer::new(policy), MonotonicIssuer::new(policy)];
+        let mut answered: Vec<u64> = Vec::new();
+        let mut now = 0u64;
+        let (mut fresh_asks, mut fresh_answers) = (0, 0);
+        for op in ops {
+            match op {
+                MonoOp::Serve { instance, count, fresh } => {
+                    let issuer = &mut instances[instance];
+                    // A stale read: what this instance last saw (an old
+                    // instance does not see its replacement's writes).
+                    let read = match issuer.expected() {
+                        Some(seen) if !fresh => seen,
+                        _ => store.mark(),
+                    };
+                    let fresh = read == store.mark();
+                    if let Some(ids) = serve(&mut store, issuer, read, count, now) {
+                        for id in ids {
+                            prop_assert!(answered.last().is_none_or(|prev| id > *prev),
+                                "{} answered after {:?}", id, answered.last());
+                            answered.push(id);
+                        }
+                        fresh_answers += usize::from(fresh);
+                    }
+                    fresh_asks += usize::from(fresh);
+                }
+                // An admin raises max_id (skipping IDs), through the current instance.
+                MonoOp::Raise(by) => store.record.max_id += by,
+                MonoOp::Advance(ms) => now += ms,
+            }
+        }
+        // Liveness: a request on the record as it stands always answers.
+        prop_assert_eq!(fresh_answers, fresh_asks);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum MonoOp {
+    /// A request of `count` IDs to instance `instance` (of two), reading the
+    /// record from storage (`fresh`) or from its own last view.
+    Serve {
+        instance: usize,
+        count: usize,
+        fresh: bool,
+    },
+    Raise(u64),
+    Advance(u64),
+}
+
+fn mono_op() -> impl Strategy<Value = MonoOp> {
+    prop_oneof![
+        10 => (0usize..2, 1usize..40, prop::bool::weighted(0.6))
+            .prop_map(|(instance, count, fresh)| MonoOp::Serve { instance, count, fresh }),
+        1 => (1u64..500).prop_map(MonoOp::Raise),
+        2 => (0u64..2_000_000).prop_map(MonoOp::Advance),
+    ]
+}
+
+/// One storage under both instances.
+struct MonoStore {
+    record: TagRecord,
+    issued: u64,
+}
+
+impl MonoStore {
+    fn mark(&self) -> IssuedMark {
+        IssuedMark {
+            max_id: self.record.max_id,
+            issued: self.issued,
+        }
+    }
+
+    /// Compare-and-set: `write` only if the record is still `expected`.
+    fn cas(&mut self, expected: Option<IssuedMark>, write: impl FnOnce(&mut Self)) -> bool {
+        if expected != Some(self.mark()) {
+            return false;
+        }
+        write(self);
+        true
+    }
+}
+
+/// One request as the Durable Object serves it: the IDs answered, or
+/// `None` when a write was refused (nothing leaves).
+fn serve(
+    store: &mut MonoStore,
+    issuer: &mut MonotonicIssuer,
+    read: IssuedMark,
+    count: usize,
+    now: u64,
+) -> Option<Vec<u64>> {
+    issuer.begin(read);
+    // The record as this instance read it.
+    let mut record = TagRecord {
+        max_id: read.max_id,
+        ..store.record.clone()
+    };
+    let mut out = vec![0u64; count];
+    let mut filled = 0;
+    loop {
+        let poll = issuer.poll(now, &mut out[filled..]);
+        filled += poll.filled;
+        let step = match poll.next {
+            SegmentStep::Done { prefetch: None } => break,
+            SegmentStep::Done {
+                prefetch: Some(step),
+            }
+            | SegmentStep::LoadNow { step } => step,
+            SegmentStep::Wait => unreachable!("a load in flight in a synchronous store"),
+        };
+        let Ok((alloc, next)) = record.allocate(Some(step), now) else {
+            issuer.load_failed();
+            return None;
+        };
+        let expected = issuer.expected();
+        let max_id = next.max_id;
+        if !store.cas(expected, |s| s.record.max_id = max_id) {
+            issuer.write_failed();
+            return None;
+        }
+        record = next;
+        issuer
+            .loaded(alloc, now)
+            .expect("a segment the store allocated above the record");
+    }
+    let mark = issuer.answer(out[count - 1]);
+    if !store.cas(issuer.expected(), |s| s.issued = mark.issued) {
+        issuer.write_failed();
+        return None;
+    }
+    issuer.written(mark);
+    Some(out)
 }

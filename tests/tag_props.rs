@@ -11,6 +11,11 @@
 //!   granted), the same segment comes back and nothing is allocated; with
 //!   another, it is refused and nothing is allocated; an ID outside
 //!   1..=128 bytes is refused;
+//! - a request ID belongs to a credential of the caller's own: two callers
+//!   never share a segment through one, and a caller without a credential of
+//!   its own (none, or a shared token) may send none (`RequestIdNeedsKey`);
+//! - a conditional change goes through exactly when the tag is as its
+//!   writer read it (`TagChanged` otherwise, and nothing changes);
 //! - no two segments handed out overlap.
 
 #![cfg(not(target_arch = "wasm32"))]
@@ -18,8 +23,8 @@
 use std::collections::HashMap;
 
 use edgeleaf::{
-    opaque::OpaqueDomain, segment::Allocation, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange,
-    tag::TagKind, tag::TagRecord, tag::MAX_REQUEST_ID_LEN, Error,
+    opaque::OpaqueDomain, tag::Asker, tag::Remembered, tag::SegmentAnswer, tag::SegmentAsk,
+    tag::TagChange, tag::TagExpected, tag::TagKind, tag::TagRecord, tag::MAX_REQUEST_ID_LEN, Error,
 };
 use proptest::prelude::*;
 
@@ -33,9 +38,13 @@ enum Op {
         raise_max_id: Option<u64>,
         monotonic: Option<bool>,
         opaque: Option<usize>,
+        /// Conditional on the tag as read: `Some(true)` as it is,
+        /// `Some(false)` as it was before it changed.
+        expect: Option<bool>,
     },
-    /// A segment lease by caller `caller` (of two). `request_id`: an index
-    /// into the IDs below.
+    /// A segment lease by caller `caller` (of three: two with a credential
+    /// of their own, one without). `request_id`: an index into the IDs
+    /// below.
     Lease {
         step: Option<u64>,
         request_id: Option<usize>,
@@ -48,8 +57,8 @@ enum Op {
     Reveal,
 }
 
-/// Two credentials, whose request IDs are their own.
-const CALLERS: [&str; 2] = ["lease:a", "lease:b"];
+/// Two credentials whose request IDs are their own, and callers without one.
+const CALLERS: [Asker<'static>; 3] = [Asker::Own("a"), Asker::Own("b"), Asker::Shared];
 
 /// Three valid request IDs (the longest allowed among them) and two invalid.
 fn request_ids() -> [String; 5] {
@@ -69,8 +78,9 @@ fn op() -> impl Strategy<Value = Op> {
             prop::option::weighted(0.3, 0u64..10_000),
             prop::option::weighted(0.5, any::<bool>()),
             prop::option::weighted(0.3, 0..DOMAINS.len()),
+            prop::option::weighted(0.4, any::<bool>()),
         )
-            .prop_map(|(step, raise_max_id, monotonic, opaque)| Op::Put { step, raise_max_id, monotonic, opaque }),
+            .prop_map(|(step, raise_max_id, monotonic, opaque, expect)| Op::Put { step, raise_max_id, monotonic, opaque, expect }),
         5 => (
             prop::option::of(1u64..3_000),
             prop::option::weighted(0.7, prop_oneof![8 => 0usize..3, 1 => 3usize..5]),
@@ -87,9 +97,8 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Store {
     record: Option<TagRecord>,
-    /// The segment first answered under each request ID.
     /// Segments by the key the core remembers them under, with their caller.
-    remembered: HashMap<String, (Allocation, usize)>,
+    remembered: HashMap<String, (Remembered, usize)>,
     /// The highest ID of any segment handed out.
     high_water: u64,
     now: u64,
@@ -102,11 +111,23 @@ impl Store {
             raise_max_id,
             monotonic,
             opaque,
+            expect,
         } = *op
         else {
             unreachable!()
         };
         let opaque = opaque.map(|i| DOMAINS[i]);
+        // What the writer read: the tag as it is, or as it was before.
+        let now_read = match &self.record {
+            None => TagExpected::Absent,
+            Some(r) => TagExpected::MaxId(r.max_id),
+        };
+        let stale_read = match &self.record {
+            None => TagExpected::MaxId(0),
+            Some(r) if r.max_id > 0 => TagExpected::MaxId(r.max_id - 1),
+            Some(_) => TagExpected::Absent,
+        };
+        let expected = expect.map(|fresh| if fresh { now_read } else { stale_read });
         let change = |max_id| TagChange {
             step,
             max_id,
@@ -114,7 +135,22 @@ impl Store {
             description: None,
             monotonic,
             opaque,
+            expected,
         };
+        let precondition = change(None).check_expected(self.record.as_ref());
+        if expect == Some(false) {
+            prop_assert!(
+                matches!(precondition, Err(Error::TagChanged { .. })),
+                "a stale read went through: {:?}",
+                precondition
+            );
+            return Ok(());
+        }
+        prop_assert_eq!(
+            precondition,
+            Ok(()),
+            "a read of the tag as it is was refused"
+        );
         match &self.record {
             None => {
                 let made = TagRecord::create("t", &change(raise_max_id), 100, self.now);
@@ -173,10 +209,11 @@ impl Store {
         };
         let Some(r) = &self.record else { return Ok(()) };
         let id = request_id.map(|i| ids[i].as_str());
+        let asker = CALLERS[caller];
         let ask = SegmentAsk {
             step,
             request_id: id,
-            caller: CALLERS[caller],
+            caller: asker,
             for_isolate,
         };
         // The store looks the segment up where the core says; the core
@@ -192,7 +229,7 @@ impl Store {
                 "a caller found another's segment under its request ID"
             );
         }
-        let remembered = found.map(|(alloc, _)| alloc);
+        let remembered = found.map(|(r, _)| r);
         let answer = r.lease_segment(&ask, remembered.as_ref());
         let granted = r.grant_step(step);
         let refused = match r.kind {
@@ -202,6 +239,11 @@ impl Store {
         };
         if let Some(e) = refused {
             prop_assert_eq!(answer, Err(e));
+            return Ok(());
+        }
+        if id.is_some() && asker == Asker::Shared {
+            prop_assert_eq!(answer, Err(Error::RequestIdNeedsKey));
+            prop_assert_eq!(ask.remembered_as(), None);
             return Ok(());
         }
         if let Some(id) = id.filter(|id| id.is_empty() || id.len() > MAX_REQUEST_ID_LEN) {
@@ -217,12 +259,16 @@ impl Store {
         match (remembered, answer) {
             // A retry: the first answer again, and nothing allocated.
             (Some(first), Ok(SegmentAnswer::Again(again))) => {
-                prop_assert_eq!(first.step, granted);
-                prop_assert_eq!(again, first, "a retry got another segment");
+                prop_assert_eq!(first.granted, granted);
+                prop_assert_eq!(again, first.segment, "a retry got another segment");
             }
             (Some(first), Err(Error::RequestIdReused { granted: g, asked })) => {
-                prop_assert_eq!((g, asked), (first.step, granted));
-                prop_assert_ne!(first.step, granted, "a retry of the same request refused");
+                prop_assert_eq!((g, asked), (first.granted, granted));
+                prop_assert_ne!(
+                    first.granted,
+                    granted,
+                    "a retry of the same request refused"
+                );
             }
             (None, Ok(SegmentAnswer::Allocate { step: s })) => {
                 prop_assert_eq!(s, granted);
@@ -236,7 +282,11 @@ impl Store {
                     );
                     self.high_water = alloc.end;
                     if let Some(key) = ask.remembered_as() {
-                        self.remembered.insert(key, (alloc, caller));
+                        let r = Remembered {
+                            segment: alloc,
+                            granted: s,
+                        };
+                        self.remembered.insert(key, (r, caller));
                     }
                     self.record = Some(next);
                 }

@@ -79,13 +79,20 @@ const tagPath = (tag) => `/v1/tags/${checkTag(tag)}`;
 
 const iso = (ms) => (ms === null || ms === undefined ? '—' : new Date(ms).toISOString());
 
-/** Columns padded to their widest cell; numbers right-aligned. */
-/** `text` with control characters (but line breaks) written as JSON escapes. */
-const printable = (text) => text.replace(/[\x00-\x09\x0b-\x1f\x7f]/g, (ch) => JSON.stringify(ch).slice(1, -1));
+/**
+ * A control character written as an escape: C0 as JSON writes it (`\n`,
+ * `\u001b`), DEL and C1 (U+0080..U+009F, which terminals also read as
+ * commands: U+009B is CSI) as `\u007f`..`\u009f` (JSON leaves them raw).
+ */
+const escapeControl = (ch) => (ch < '\x7f' ? JSON.stringify(ch).slice(1, -1) : `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
+/** `text` with control characters (but line breaks) written as escapes. */
+const printable = (text) => text.replace(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/g, escapeControl);
+
+/** Columns padded to their widest cell; numbers right-aligned. */
 export function table(headers, rows) {
   // A control character (a description's line break) is shown escaped: one row, one line.
-  const cell = (c) => (c === null || c === undefined ? '—' : String(c).replace(/[\x00-\x1f\x7f]/g, (ch) => JSON.stringify(ch).slice(1, -1)));
+  const cell = (c) => (c === null || c === undefined ? '—' : String(c).replace(/[\x00-\x1f\x7f-\x9f]/g, escapeControl));
   const cells = [headers, ...rows.map((r) => r.map(cell))];
   const right = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || typeof r[i] === 'bigint' || /^[0-9]+$/.test(String(r[i] ?? ''))));
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
@@ -306,6 +313,7 @@ const COMMANDS = {
       step: { type: 'string', help: "the step of the tags it creates (default: each row's; the margin counts Leaf's step either way)" },
       format: { type: 'string', help: 'sql or csv (default: from the file name, else its first line)' },
       table: { type: 'string', help: "the table's name in the dump (default leaf_alloc)" },
+      force: { type: 'boolean', help: 'accept a row that leaves a tag past 2^62 (a short runway; refused by default: a bad or hostile dump would exhaust the tag for good)' },
     },
     positionals: [1, 1],
     run: importLeaf,
@@ -382,7 +390,7 @@ async function importLeaf([file], v) {
       throw about(tag, e);
     }
   };
-  const entries = await plan(rows, { margin, step, getTag });
+  const entries = await plan(rows, { margin, step, getTag, force: Boolean(v.force) });
   const conflicts = entries.filter((e) => e.action === 'conflict');
   let done = entries;
   if (!v['dry-run'] && !conflicts.length) {

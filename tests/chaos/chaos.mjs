@@ -414,6 +414,8 @@ export async function runChaos({
   };
   const hostileKey = await makeKey('chaos hostile', ['registry']);
   const monitorKey = await makeKey('chaos monitor', ['monitor']);
+  // Request IDs are an API key's own (the shared client token may send none).
+  const leaseKey = await makeKey('chaos lease', ['ids']);
 
   let stopping = false;
   const loop = async (body) => { while (!stopping) { await body(); await sleep(2); } };
@@ -439,14 +441,14 @@ export async function runChaos({
     }),
     loop(async () => {
       const body = JSON.stringify({ step: 10 + Math.floor(random() * 190), requestId: `chaos-${random().toString(36).slice(2)}` });
-      const a = await call('segmentLease', `/v1/segment/${TAG}/lease`, { method: 'POST', body });
+      const a = await call('segmentLease', `/v1/segment/${TAG}/lease`, { method: 'POST', body }, leaseKey.token);
       if (!ok(a)) return;
       const { start, end } = JSON.parse(a.text);
       stats.leaseRanges++;
       for (let id = BigInt(start); id <= BigInt(end); id++) segmentId(id, 'segment lease');
       // The answer "lost": the same request again must answer the same range.
       if (random() < 0.2) {
-        const again = await call('segmentLease', `/v1/segment/${TAG}/lease`, { method: 'POST', body });
+        const again = await call('segmentLease', `/v1/segment/${TAG}/lease`, { method: 'POST', body }, leaseKey.token);
         if (ok(again) && again.text !== a.text) violation(`lease retried with its requestId: ${a.text} then ${again.text}`);
       }
     }),

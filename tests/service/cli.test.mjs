@@ -115,3 +115,30 @@ test('a service that answers 5xx: exit 4 with its code', async () => {
     await bad.dispose();
   }
 });
+
+test('control characters in what the service or a dump says are printed escaped: C0, DEL and C1 (U+0080..U+009F)', async () => {
+  // U+009B is CSI: a terminal reads "\x9b31m" as "\x1b[31m".
+  const description = 'red\x1b[31m csi\x9b31m nel\x85 del\x7f tab\tend';
+  await json(['tag', 'put', 'cli-ctl', '--description', description]);
+  const raw = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+  for (const args of [['tags'], ['tag', 'put', 'cli-ctl', '--description', description]]) {
+    const r = await cli(args);
+    assert.equal(r.code, 0, r.stderr);
+    const line = r.stdout.split('\n').find((l) => l.startsWith('cli-ctl'));
+    assert.ok(line, r.stdout);
+    assert.ok(!raw.test(line), `raw control characters: ${JSON.stringify(line)}`);
+    assert.ok(line.endsWith('red\\u001b[31m csi\\u009b31m nel\\u0085 del\\u007f tab\\tend'), line);
+  }
+  // --json keeps the text as it is (JSON escapes what it must).
+  assert.equal((await json(['tags'])).tags.find((t) => t.bizTag === 'cli-ctl').description, description);
+  // An error message quoting a dump's bytes.
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const csv = join(mkdtempSync(join(tmpdir(), 'edgeleaf-ctl-')), 'c1.csv');
+  writeFileSync(csv, 'order,1\x9b[2J,10,x\n');
+  const bad = await cli(['import-leaf', csv, '--dry-run']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.ok(!raw.test(bad.stderr.replace(/\n/g, '')), JSON.stringify(bad.stderr));
+  assert.match(bad.stderr, /found "1\\u009b\[2J"/);
+});

@@ -3,7 +3,10 @@
 // tags that continue strictly above Leaf's max_id — plus the margin for
 // segments Leaf nodes may still take — idempotently. IDs drawn afterwards
 // through every route (Leaf's `/api/segment/get/{tag}`, `/v1/segment`, a
-// client's segment lease) are all above them.
+// client's segment lease) are all above them. An opaque tag is refused; each
+// write is conditional on what the plan read (a tag drawn from or made in
+// between is refused with 409 tag_changed, never raised over IDs it handed
+// out); a row that would leave a tag past 2^62 is refused unless --force.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -12,6 +15,7 @@ import { join } from 'node:path';
 import { runCli } from '../support/cli.mjs';
 import { start, ADMIN, CLIENT } from '../support/service.mjs';
 import { mysqldump, leafCsv, LEAF_ROWS } from '../support/leafdump.mjs';
+import { plan, apply } from '../../pkg/cli/import-leaf.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeleaf-import-'));
 let svc;
@@ -201,4 +205,98 @@ test('import-leaf needs the admin scope: a monitor key may plan, not import', as
   assert.equal(JSON.parse(run.stderr).error.code, 'forbidden');
   assert.equal(JSON.parse(run.stderr).error.status, 403);
   assert.equal(await tagView('scoped'), null);
+});
+
+test('an opaque tag on the service: refused by the CLI (exit 3), and by the service if it became opaque after the plan', async () => {
+  await svc.admin('/v1/tags/leaf-opaque', { method: 'PUT', body: JSON.stringify({ step: 10, opaque: { digits: 9 } }) });
+  const before = await tagView('leaf-opaque');
+  const dump = file('opaque.sql', mysqldump([{ bizTag: 'leaf-opaque', maxId: 5000, step: 100, description: 'x' }]));
+  const r = await cli(['import-leaf', dump, '--json']);
+  assert.equal(r.code, 3, r.stderr);
+  assert.equal(JSON.parse(r.stderr).error.code, 'import_conflict');
+  assert.match(JSON.parse(r.stderr).error.message, /leaf-opaque is an opaque tag on the service/);
+  assert.deepEqual(JSON.parse(r.stdout).tags.map((t) => t.action), ['conflict']);
+  assert.deepEqual(await tagView('leaf-opaque'), before, 'unchanged');
+  // --force does not make an opaque tag's permutation continue above Leaf's IDs.
+  assert.equal((await cli(['import-leaf', dump, '--force'])).code, 3);
+
+  // The plan saw no tag; before its write the tag is made opaque: the
+  // write (create, conditional on no tag) is refused.
+  const rows = [{ bizTag: 'late-opaque', maxId: 5000n, step: 100, description: '', line: 1 }];
+  const getTag = async (t) => { const v = await tagView(t); return v; };
+  const putTag = async (t, body) => {
+    const res = await svc.admin(`/v1/tags/${t}`, { method: 'PUT', body: JSON.stringify(body) });
+    const json = await res.json();
+    if (!res.ok) throw Object.assign(new Error(json.error.message), { code: json.error.code, status: res.status });
+    return json;
+  };
+  const entries = await plan(rows, { getTag });
+  assert.deepEqual(entries.map((e) => e.action), ['create']);
+  await svc.admin('/v1/tags/late-opaque', { method: 'PUT', body: JSON.stringify({ step: 10, opaque: { bits: 40 } }) });
+  await assert.rejects(apply(entries, { putTag }), { code: 'tag_changed', status: 409 });
+  assert.equal((await tagView('late-opaque')).maxId, '0', 'not raised');
+});
+
+test('a tag drawn from between the plan and the write: the write is refused (409 tag_changed), never raised over the IDs drawn', async () => {
+  const getTag = async (t) => tagView(t);
+  const written = [];
+  const putTag = async (t, body) => {
+    written.push(body);
+    const res = await svc.admin(`/v1/tags/${t}`, { method: 'PUT', body: JSON.stringify(body) });
+    const json = await res.json();
+    if (!res.ok) throw Object.assign(new Error(json.error.message), { code: json.error.code, status: res.status });
+    return json;
+  };
+  // A tag that never allotted an ID: the plan raises it.
+  await svc.admin('/v1/tags/race-raise', { method: 'PUT', body: JSON.stringify({ step: 10 }) });
+  const raise = await plan([{ bizTag: 'race-raise', maxId: 4000n, step: 100, description: '', line: 1 }], { getTag });
+  assert.deepEqual(raise.map((e) => e.action), ['raise']);
+  // In between, a client draws an ID (1): raising the tag now would hide it below the target.
+  assert.equal(await (await svc.fetch('/api/segment/get/race-raise')).text(), '1');
+  await assert.rejects(apply(raise, { putTag }), (e) => {
+    assert.equal(e.code, 'tag_changed');
+    assert.equal(e.status, 409);
+    assert.match(e.message, /expected the tag at max_id 0 .*found the tag at max_id \d+/);
+    return true;
+  });
+  assert.deepEqual(written.at(-1), { maxId: '2004000', expectMaxId: '0' }, 'the write carried what the plan read');
+  const kept = BigInt((await tagView('race-raise')).maxId);
+  assert.ok(kept > 0n && kept < 2_004_000n, `not raised: ${kept}`);
+  // Run again, the plan sees the IDs drawn: a conflict, exit 3.
+  const again = await cli(['import-leaf', file('race.sql', mysqldump([{ bizTag: 'race-raise', maxId: 4000, step: 100, description: '' }]))]);
+  assert.equal(again.code, 3, again.stderr);
+  assert.match(again.stderr, /race-raise already allotted IDs/);
+
+  // No tag at plan time; in between it is made and drawn from: the create is refused.
+  const create = await plan([{ bizTag: 'race-create', maxId: 4000n, step: 100, description: '', line: 1 }], { getTag });
+  assert.deepEqual(create.map((e) => e.action), ['create']);
+  await svc.admin('/v1/tags/race-create', { method: 'PUT', body: JSON.stringify({ step: 10 }) });
+  assert.equal(await (await svc.fetch('/api/segment/get/race-create')).text(), '1');
+  await assert.rejects(apply(create, { putTag }), { code: 'tag_changed', status: 409 });
+  assert.ok(BigInt((await tagView('race-create')).maxId) < 2_004_000n, 'not raised');
+});
+
+test('a row that would leave a tag past 2^62 (a short runway): refused, nothing created; --force imports it', async () => {
+  const MAX = 2n ** 63n - 1n;
+  const rows = [
+    { bizTag: 'runway-ok', maxId: 2n ** 62n - 2_000_000n, step: 100, description: '' },
+    { bizTag: 'runway-end', maxId: MAX - 2_000_000n, step: 100, description: 'hostile' },
+  ];
+  const dump = file('runway.sql', mysqldump(rows));
+  const refused = await cli(['import-leaf', dump]);
+  assert.equal(refused.code, 3, refused.stderr);
+  assert.match(refused.stderr, /^import_conflict: nothing changed: runway-end: Leaf's max_id 9223372036852775807 \+ the margin 2000000 passes 2\^62.*--force/);
+  assert.equal(await tagView('runway-ok'), null, 'nothing changed');
+  assert.equal(await tagView('runway-end'), null);
+  // The first alone ends exactly at 2^62: accepted.
+  const ok = await cli(['import-leaf', file('runway-ok.sql', mysqldump([rows[0]]))]);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.equal((await tagView('runway-ok')).maxId, (2n ** 62n).toString());
+  // Forced, the last row is imported as it says (the tag then has no ID left).
+  const forced = await cli(['import-leaf', dump, '--force', '--json']);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.equal((await tagView('runway-end')).maxId, MAX.toString());
+  const res = await svc.fetch('/v1/segment/runway-end?count=1');
+  assert.equal(res.status, 409);
+  assert.equal((await res.json()).error.code, 'tag_exhausted');
 });

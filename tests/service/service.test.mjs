@@ -14,6 +14,9 @@ before(async () => { svc = await start({ persist }); });
 after(async () => { await svc?.dispose(); });
 
 const body = (value) => ({ method: 'POST', body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
+/** A new API key's token with `scopes`: a credential of its own (request IDs are a key's). */
+const apiKey = async (name, scopes = ['ids']) =>
+  (await (await svc.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name, scopes }) })).json()).token;
 const put = (value) => ({ method: 'PUT', body: JSON.stringify(value) });
 
 async function expectError(res, status, code) {
@@ -75,10 +78,12 @@ test('ID routes: Leaf text, JSON batches with string IDs, decode, leases', async
   assert.equal(parts.id, sf);
   assert.ok(Math.abs(parts.timestamp - Date.now()) < 60_000);
   assert.equal(new Date(parts.date).getTime(), parts.timestamp);
-  const lease = await (await svc.fetch('/v1/segment/routes/lease', body({ step: 5000, requestId: 'lease-1' }))).json();
+  // Request IDs are an API key's.
+  const key = await apiKey('routes');
+  const lease = await (await svc.fetch('/v1/segment/routes/lease', body({ step: 5000, requestId: 'lease-1' }), key)).json();
   assert.equal(BigInt(lease.end) - BigInt(lease.start) + 1n, 5000n);
   // A retry under the same request ID returns the same range: nothing burnt, nothing twice.
-  const retry = await (await svc.fetch('/v1/segment/routes/lease', body({ step: 5000, requestId: 'lease-1' }))).json();
+  const retry = await (await svc.fetch('/v1/segment/routes/lease', body({ step: 5000, requestId: 'lease-1' }), key)).json();
   assert.deepEqual(retry, lease);
   const small = await (await svc.fetch('/v1/segment/routes/lease', body({ step: 1 }))).json();
   assert.equal(small.step, 100, 'never below the tag step');
@@ -112,7 +117,7 @@ test('bad input answers the documented 4xx with a JSON error', async () => {
     [svc.fetch('/v1/segment/bad/lease', body({ step: 'big' })), 400, 'invalid_json'],
     [svc.fetch('/v1/segment/bad/lease', body({ unknown: 1 })), 400, 'invalid_json'],
     [svc.fetch('/v1/segment/bad/lease', { method: 'POST', body: 'x'.repeat(100_000) }), 413, 'body_too_large'],
-    [svc.fetch('/v1/segment/bad/lease', body({ requestId: '' })), 400, 'invalid_request_id'],
+    [svc.fetch('/v1/segment/bad/lease', body({ requestId: 'r' })), 400, 'request_id_needs_key'],
     [svc.admin('/v1/tags/bad', put({ step: 0 })), 400, 'out_of_range'],
     [svc.admin('/v1/tags/bad', put({ step: 1_000_001 })), 400, 'out_of_range'],
     [svc.admin('/v1/tags/bad', put({ maxId: 'ten' })), 400, 'out_of_range'],
@@ -139,6 +144,7 @@ test('bad input answers the documented 4xx with a JSON error', async () => {
 
 test('16 concurrent clients, 200,000+ IDs across Leaf routes, JSON batches and leases: no duplicates', async () => {
   await svc.admin('/v1/tags/load', put({ step: 500 }));
+  const key = await apiKey('load');
   const segment = new Set();
   const snowflake = new Set();
   let dup = 0;
@@ -168,7 +174,7 @@ test('16 concurrent clients, 200,000+ IDs across Leaf routes, JSON batches and l
           break;
         }
         default: {
-          const lease = await (await svc.fetch('/v1/segment/load/lease', body({ step: 2000, requestId: `c${c}-${i}` }))).json();
+          const lease = await (await svc.fetch('/v1/segment/load/lease', body({ step: 2000, requestId: `c${c}-${i}` }), key)).json();
           const start = BigInt(lease.start);
           assert.ok(start > lastLease, `client ${c}: leases increase`);
           lastLease = BigInt(lease.end);
@@ -477,16 +483,22 @@ test('maxStep pins a tag\'s segments: the dynamic step never grants more', async
 
 test('a lease requestId is one request: another body under it is a conflict; over 128 characters is refused', async () => {
   await svc.admin('/v1/tags/reqid', put({ step: 100 }));
-  const first = await (await svc.fetch('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json();
-  assert.deepEqual(await (await svc.fetch('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json(), first);
-  await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ step: 5000, requestId: 'r-1' })), 409, 'request_id_reused');
-  await expectError(await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(129) })), 400, 'invalid_request_id');
-  assert.equal((await svc.fetch('/v1/segment/reqid/lease', body({ requestId: 'x'.repeat(128) }))).status, 200);
-  // A request ID is its caller's own: another credential naming it gets a
-  // segment of its own, never the first caller's.
-  const other = await (await svc.admin('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json();
+  const [a, b] = [await apiKey('reqid a'), await apiKey('reqid b')];
+  const lease = (value, token) => svc.fetch('/v1/segment/reqid/lease', body(value), token);
+  const first = await (await lease({ step: 200, requestId: 'r-1' }, a)).json();
+  assert.deepEqual(await (await lease({ step: 200, requestId: 'r-1' }, a)).json(), first);
+  await expectError(await lease({ step: 5000, requestId: 'r-1' }, a), 409, 'request_id_reused');
+  await expectError(await lease({ requestId: 'x'.repeat(129) }, a), 400, 'invalid_request_id');
+  await expectError(await lease({ requestId: '' }, a), 400, 'invalid_request_id');
+  assert.equal((await lease({ requestId: 'x'.repeat(128) }, a)).status, 200);
+  // A request ID is its caller's own: another key naming it gets a segment
+  // of its own, never the first caller's.
+  const other = await (await lease({ step: 200, requestId: 'r-1' }, b)).json();
   assert.ok(BigInt(other.start) > BigInt(first.end), `${JSON.stringify(other)} overlaps ${JSON.stringify(first)}`);
-  assert.deepEqual(await (await svc.admin('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' }))).json(), other);
+  assert.deepEqual(await (await lease({ step: 200, requestId: 'r-1' }, b)).json(), other);
+  // A credential others share (the client token, the admin token) may send none.
+  await expectError(await lease({ step: 200, requestId: 'r-1' }), 400, 'request_id_needs_key');
+  await expectError(await svc.admin('/v1/segment/reqid/lease', body({ step: 200, requestId: 'r-1' })), 400, 'request_id_needs_key');
 });
 
 test('under LAYOUT=jsSafe every snowflake ID over HTTP is exact as a JS number', async () => {

@@ -6,8 +6,13 @@
 // Checked: no ID issued twice, across the isolates and the restart; the tag's
 // max_id (a decimal string) never falls, read through either isolate, and
 // bounds every segment ID issued before it was read; IDs issued after the
-// restart. Once with the service's minters (SNOWFLAKE_MINTERS=16), once with
-// each isolate leasing its own worker ID (SNOWFLAKE_MINTERS=0).
+// restart. An opaque tag drawn the same way: its IDs unique across the
+// isolates and the restart, and every one revealable afterwards (the tag's
+// object reloaded its key, the new isolates got the same). A monotonic tag:
+// an answer received before another was sent holds only smaller IDs, across
+// the isolates and the restart. Once with the service's minters
+// (SNOWFLAKE_MINTERS=16), once with each isolate leasing its own worker ID
+// (SNOWFLAKE_MINTERS=0).
 //
 // `node tests/service/two-isolates.test.mjs serve <persist-dir> <vars-json>` is the
 // service itself: both Workers behind one 127.0.0.1 port, /a/... to the first
@@ -24,6 +29,9 @@ import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import { v4Options, killHard, ADMIN, CLIENT } from '../support/service.mjs';
 
 const TAG = 'two-isolates';
+const OPAQUE = 'two-opaque';
+const MONO = 'two-mono';
+const KINDS = ['segment', 'snowflake', 'opaque'];
 const ISOLATES = ['a', 'b'];
 const SELF = fileURLToPath(import.meta.url);
 
@@ -73,15 +81,17 @@ async function spawnTwo(persist, vars) {
 
 /**
  * The checks, on what the run recorded: `ids` (every ID answered, as
- * `{ id: BigInt, kind: 'segment' | 'snowflake', isolate, epoch }`, epoch 0
- * before the kill and 1 after), `maxIds` (every max_id read, as `{ maxId:
+ * `{ id: BigInt, kind: 'segment' | 'snowflake' | 'opaque', isolate, epoch }`,
+ * epoch 0 before the kill and 1 after), `maxIds` (every max_id read, as `{ maxId:
  * string, segMaxBefore: BigInt, isolate, sent, answered }`: the largest
  * segment ID answered before it was sent, and when it was sent and answered,
- * performance.now()). Returns the failures.
+ * performance.now()), `mono` (each answer of the monotonic tag, as `{ ids:
+ * [BigInt], isolate, epoch, sent, answered }`) and `revealed` (opaque IDs
+ * revealed after the run: `{ id, belongs, counter }`). Returns the failures.
  */
-export function check({ ids, maxIds }) {
+export function check({ ids, maxIds, mono = [], revealed = [] }) {
   const failures = [];
-  for (const kind of ['segment', 'snowflake']) {
+  for (const kind of KINDS) {
     const seen = new Map();
     for (const r of ids.filter((x) => x.kind === kind)) {
       const first = seen.get(r.id);
@@ -103,13 +113,44 @@ export function check({ ids, maxIds }) {
     if (fell) failures.push(`max_id fell: ${fell.v} (via ${fell.isolate}) → ${later.v} (via ${later.isolate}, read after)`);
   }
   for (const isolate of ISOLATES) {
-    for (const kind of ['segment', 'snowflake']) {
+    for (const kind of [...KINDS, 'monotonic']) {
       for (const epoch of [0, 1]) {
-        if (!ids.some((r) => r.isolate === isolate && r.kind === kind && r.epoch === epoch)) {
-          failures.push(`isolate ${isolate}: no ${kind} IDs ${epoch ? 'after' : 'before'} the restart`);
-        }
+        const some = kind === 'monotonic'
+          ? mono.some((r) => r.isolate === isolate && r.epoch === epoch)
+          : ids.some((r) => r.isolate === isolate && r.kind === kind && r.epoch === epoch);
+        if (!some) failures.push(`isolate ${isolate}: no ${kind} IDs ${epoch ? 'after' : 'before'} the restart`);
       }
     }
+  }
+  // The monotonic tag: increasing within an answer, and an answer received
+  // before another was sent holds only smaller IDs (sorted by sending, a
+  // running maximum of the answers received before each).
+  for (const r of mono) {
+    for (let i = 1; i < r.ids.length; i++) {
+      if (r.ids[i] <= r.ids[i - 1]) failures.push(`monotonic: ${r.ids[i]} after ${r.ids[i - 1]} in one answer (via ${r.isolate})`);
+    }
+  }
+  const byAnswer = [...mono].sort((a, b) => a.answered - b.answered);
+  const bySent = [...mono].sort((a, b) => a.sent - b.sent);
+  let k = 0;
+  let highest = null;
+  for (const later of bySent) {
+    while (k < byAnswer.length && byAnswer[k].answered < later.sent) {
+      const top = byAnswer[k].ids.at(-1);
+      if (highest === null || top > highest.top) highest = { top, r: byAnswer[k] };
+      k++;
+    }
+    if (highest && later.ids[0] <= highest.top) {
+      failures.push(`monotonic: ${later.ids[0]} (via ${later.isolate}, epoch ${later.epoch}) answered after ${highest.top} (via ${highest.r.isolate}, epoch ${highest.r.epoch}) was received`);
+    }
+  }
+  // Every opaque ID revealed after the run is the tag's, each its own counter.
+  const counters = new Map();
+  for (const r of revealed) {
+    if (r.belongs !== true) failures.push(`opaque ${r.id}: not revealed as the tag's (belongs ${r.belongs}, counter ${r.counter})`);
+    const other = counters.get(r.counter);
+    if (other !== undefined && other !== r.id) failures.push(`opaque ${r.id} and ${other}: one counter ${r.counter}`);
+    counters.set(r.counter, r.id);
   }
   return failures;
 }
@@ -122,6 +163,7 @@ async function twoIsolates(vars) {
   let service = await spawnTwo(persist, vars);
   const ids = [];
   const maxIds = [];
+  const mono = [];
   const refusals = {};
   let epoch = 0;
   let up = true;
@@ -142,6 +184,8 @@ async function twoIsolates(vars) {
   };
   try {
     assert.ok(await call('a', `/v1/tags/${TAG}`, { method: 'PUT', body: JSON.stringify({ step: 20 }) }, ADMIN), JSON.stringify(refusals));
+    assert.ok(await call('b', `/v1/tags/${OPAQUE}`, { method: 'PUT', body: JSON.stringify({ step: 20, opaque: { bits: 40 } }) }, ADMIN), JSON.stringify(refusals));
+    assert.ok(await call('a', `/v1/tags/${MONO}`, { method: 'PUT', body: JSON.stringify({ step: 20, monotonic: true }) }, ADMIN), JSON.stringify(refusals));
     let stopping = false;
     const drawers = ISOLATES.flatMap((isolate) => [
       (async () => {
@@ -154,6 +198,23 @@ async function twoIsolates(vars) {
             if (v > segMax) segMax = v;
           }
           if (!a) await sleep(20);
+        }
+      })(),
+      (async () => {
+        while (!stopping) {
+          const at = epoch;
+          const a = await call(isolate, `/v1/segment/${OPAQUE}?count=${1 + Math.floor(Math.random() * 50)}`);
+          for (const id of a?.ids ?? []) ids.push({ id: BigInt(id), kind: 'opaque', isolate, epoch: at });
+          if (!a) await sleep(20);
+        }
+      })(),
+      (async () => {
+        while (!stopping) {
+          const at = epoch;
+          const sent = performance.now();
+          const a = await call(isolate, `/v1/segment/${MONO}?count=${1 + Math.floor(Math.random() * 20)}`);
+          if (a) mono.push({ ids: a.ids.map(BigInt), isolate, epoch: at, sent, answered: performance.now() });
+          else await sleep(20);
         }
       })(),
       (async () => {
@@ -187,9 +248,21 @@ async function twoIsolates(vars) {
     const after = await monitors();
     stopping = true;
     await Promise.all(drawers);
-    const counts = Object.fromEntries(ISOLATES.flatMap((i) => ['segment', 'snowflake'].flatMap((k) => [0, 1].map((e) => [
+    // Opaque IDs from each isolate, before and after the restart, revealed
+    // by the tag's object as it is now (its key reloaded from storage).
+    const revealed = [];
+    for (const isolate of ISOLATES) {
+      for (const at of [0, 1]) {
+        const sample = ids.filter((r) => r.kind === 'opaque' && r.isolate === isolate && r.epoch === at).slice(-25);
+        for (const r of sample) {
+          const v = await call(at ? 'a' : 'b', `/v1/tags/${OPAQUE}/reveal`, { method: 'POST', body: JSON.stringify({ id: r.id.toString() }) }, ADMIN);
+          revealed.push({ id: r.id, belongs: v?.belongs, counter: v?.counter });
+        }
+      }
+    }
+    const counts = Object.fromEntries(ISOLATES.flatMap((i) => KINDS.flatMap((k) => [0, 1].map((e) => [
       `${i} ${k} ${e ? 'after' : 'before'}`, ids.filter((r) => r.isolate === i && r.kind === k && r.epoch === e).length]))));
-    return { ids, maxIds, refusals, before, after, killedAt, counts };
+    return { ids, maxIds, mono, revealed, refusals, before, after, killedAt, counts };
   } finally {
     await killHard(service.child);
     rmSync(persist, { recursive: true, force: true });
@@ -203,7 +276,7 @@ if (process.argv[2] === 'serve') {
     test(`two isolates over the same Durable Objects (SNOWFLAKE_MINTERS=${minters}), kill -9 of the service in the middle: nothing issued twice, max_id only grows, IDs after the restart`, async () => {
       const run = await twoIsolates({ SNOWFLAKE_MINTERS: minters });
       runs[minters] = run;
-      console.log(`SNOWFLAKE_MINTERS=${minters}: ${run.ids.length} IDs (${JSON.stringify(run.counts)}), ${run.maxIds.length} max_id reads, refusals ${JSON.stringify(run.refusals)}`);
+      console.log(`SNOWFLAKE_MINTERS=${minters}: ${run.ids.length} IDs (${JSON.stringify(run.counts)}), ${run.mono.length} monotonic answers, ${run.revealed.length} opaque IDs revealed, ${run.maxIds.length} max_id reads, refusals ${JSON.stringify(run.refusals)}`);
       // Two isolates indeed: with minters 0 each leased a worker ID of its own.
       if (minters === '0') {
         for (const m of [run.before, run.after]) {
@@ -215,15 +288,28 @@ if (process.argv[2] === 'serve') {
       const afterRestart = run.ids.filter((r) => r.epoch === 1).length;
       assert.ok(afterRestart > 0, 'IDs issued after the restart');
       assert.ok(run.maxIds.length > 10 && run.maxIds.some((m) => m.isolate === 'b'));
+      assert.ok(run.revealed.length >= 40, `${run.revealed.length} opaque IDs revealed`);
     });
   }
 
-  test('the check fails on a planted duplicate, a falling max_id, an ID above max_id, and no IDs after the restart', () => {
+  test('the check fails on a planted duplicate, a falling max_id, an ID above max_id, no IDs after the restart, a monotonic answer out of order, an opaque ID not revealed', () => {
     const run = runs['0'] ?? runs['16'];
     assert.ok(run, 'needs a run above');
     const seg = run.ids.find((r) => r.kind === 'segment' && r.isolate === 'a');
     const flake = run.ids.find((r) => r.kind === 'snowflake' && r.isolate === 'a' && r.epoch === 0);
-    const planted = (change) => { const copy = { ids: [...run.ids], maxIds: [...run.maxIds] }; change(copy); return check(copy); };
+    const opaque = run.ids.find((r) => r.kind === 'opaque' && r.isolate === 'b' && r.epoch === 0);
+    const planted = (change) => {
+      const copy = { ids: [...run.ids], maxIds: [...run.maxIds], mono: [...run.mono], revealed: [...run.revealed] };
+      change(copy);
+      return check(copy);
+    };
+    assert.deepEqual(planted(() => {}), []);
+    assert.match(planted((c) => c.ids.push({ ...opaque, isolate: 'a', epoch: 1 })).join('\n'), /opaque \d+ issued twice/);
+    const first = run.mono[0];
+    assert.match(planted((c) => c.mono.push({ ...first, isolate: 'b', epoch: 1, sent: Infinity, answered: Infinity })).join('\n'), /monotonic: \d+ \(via b, epoch 1\) answered after/);
+    assert.match(planted((c) => c.mono.push({ ...first, ids: [first.ids[0] + 2n, first.ids[0] + 1n] })).join('\n'), /in one answer/);
+    assert.match(planted((c) => { c.revealed[0] = { ...c.revealed[0], belongs: false }; }).join('\n'), /not revealed as the tag's/);
+    assert.match(planted((c) => c.revealed.push({ ...c.revealed[1], id: c.revealed[0].id })).join('\n'), /one counter/);
     assert.match(planted((c) => c.ids.push({ ...seg, isolate: 'b', epoch: 1 })).join('\n'), /segment \d+ issued twice: isolate a/);
     assert.match(planted((c) => c.ids.push({ ...flake, isolate: 'b', epoch: 1 })).join('\n'), /snowflake \d+ issued twice/);
     const late = { segMaxBefore: 0n, isolate: 'b', sent: Infinity, answered: Infinity };

@@ -6,15 +6,27 @@
 //! platform's output gate holds the reply until that write is durable: a
 //! segment a restart could hand out again is never handed out.
 //!
+//! Every answer that hands out IDs writes to storage in its own request, so
+//! an old instance of this object still running beside its replacement (the
+//! platform fails its storage operations once another exists) cannot answer
+//! from memory: a segment writes `max_id`; a monotonic tag's IDs, served
+//! from this object's memory, write the last ID answered (`issued`) before
+//! they leave (the core's `MonotonicIssuer`; docs/design.md, "Segment IDs").
+//!
+//! Its tables are made when the tag is first created (`PUT`), never before:
+//! a request naming a tag that does not exist is answered `not_found`
+//! without writing anything, so random names cost no storage.
+//!
 //! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
 //! below 2^53, and IDs go to 2^63 − 1.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use edgeleaf::{
-    code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, opaque::OpaqueDomain,
-    opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy, tag::SegmentAnswer,
-    tag::SegmentAsk, tag::TagChange, tag::TagKind, tag::TagRecord, tag::REQUEST_ID_TTL_MS,
+    code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
+    opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
+    tag::Remembered, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagKind,
+    tag::TagRecord, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use edgeleaf_rules::wire::{
@@ -101,7 +113,35 @@ struct MaxStepRow {
 struct LeaseRow {
     start: String,
     end: String,
+    step: i64,
 }
+
+#[derive(Deserialize)]
+struct IssuedRow {
+    last: String,
+}
+
+#[derive(Deserialize)]
+struct TableRow {
+    #[allow(dead_code)] // only its presence is read
+    name: String,
+}
+
+/// The tables of a tag's object, made when the tag is first created.
+const TABLES: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS tag(id INTEGER PRIMARY KEY CHECK (id = 1), biz_tag TEXT NOT NULL,
+       max_id TEXT NOT NULL, step INTEGER NOT NULL, description TEXT NOT NULL,
+       update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
+       end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS max_step(id INTEGER PRIMARY KEY CHECK (id = 1), max_step INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS opaque(id INTEGER PRIMARY KEY CHECK (id = 1),
+       radix INTEGER NOT NULL, numerals INTEGER NOT NULL, key TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS history(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL,
+       start TEXT NOT NULL, end TEXT NOT NULL, by TEXT NOT NULL)",
+    // A monotonic tag's last ID answered (decimal): written before each answer.
+    "CREATE TABLE IF NOT EXISTS issued(id INTEGER PRIMARY KEY CHECK (id = 1), last TEXT NOT NULL)",
+];
 
 #[derive(Deserialize)]
 struct OpaqueRow {
@@ -121,14 +161,39 @@ struct Stored {
 #[durable_object]
 pub struct TagStore {
     sql: SqlStorage,
-    /// Set when the tables could not be created: every call answers it.
-    broken: Option<ApiError>,
+    /// The tables are known to exist (made by this instance, or found).
+    tables: Cell<bool>,
     /// Monotonic tags only: the IDs this object serves itself.
-    driver: RefCell<Option<SegmentDriver>>,
+    issuer: RefCell<Option<MonotonicIssuer>>,
 }
 
 impl TagStore {
+    /// Whether the tag's tables exist; with `create`, made if not. Without,
+    /// nothing is written: an object for a name never created stays empty.
+    fn tables(&self, create: bool) -> ApiResult<bool> {
+        if self.tables.get() {
+            return Ok(true);
+        }
+        let found: Vec<TableRow> = self
+            .sql
+            .exec(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tag'",
+                None,
+            )?
+            .to_array()?;
+        if found.is_empty() && !create {
+            return Ok(false);
+        }
+        // Also for a tag made before a table was added (IF NOT EXISTS).
+        create_tables(&self.sql, TABLES)?;
+        self.tables.set(true);
+        Ok(true)
+    }
+
     fn load(&self) -> ApiResult<Option<Stored>> {
+        if !self.tables(false)? {
+            return Ok(None);
+        }
         let rows: Vec<Row> = self
             .sql
             .exec("SELECT * FROM tag WHERE id = 1", None)?
@@ -262,8 +327,12 @@ impl TagStore {
             description: req.description.as_deref(),
             monotonic: req.monotonic,
             opaque: req.opaque,
+            expected: req.expect.map(Into::into),
         };
         let existing = self.load()?;
+        // A conditional change (an import's plan) goes through only on the
+        // tag as its writer read it.
+        change.check_expected(existing.as_ref().filter(|s| !s.deleted).map(|s| &s.record))?;
         let (record, created) = match &existing {
             // A deleted tag keeps its max_id (and its kind): re-creating it
             // continues after every ID it ever handed out.
@@ -273,6 +342,9 @@ impl TagStore {
                 true,
             ),
         };
+        // The tables, once the change is known to be valid: a refused PUT
+        // of a new name writes nothing either.
+        self.tables(true)?;
         let mut opaque_key = existing.and_then(|s| s.opaque_key);
         if let (Some(d), None) = (record.kind.opaque(), &opaque_key) {
             opaque_key = Some(self.save_opaque(d)?);
@@ -354,12 +426,12 @@ impl TagStore {
     }
 
     /// The segment remembered under a lease's request ID (as its caller's:
-    /// `SegmentAsk::remembered_as`).
-    fn remembered(&self, request_id: &str) -> ApiResult<Option<Allocation>> {
+    /// `SegmentAsk::remembered_as`), with the step its request was granted.
+    fn remembered(&self, request_id: &str) -> ApiResult<Option<Remembered>> {
         let rows: Vec<LeaseRow> = self
             .sql
             .exec(
-                "SELECT start, end FROM lease WHERE request_id = ?",
+                "SELECT start, end, step FROM lease WHERE request_id = ?",
                 vec![request_id.into()],
             )?
             .to_array()?;
@@ -371,8 +443,10 @@ impl TagStore {
         rows.into_iter()
             .next()
             .map(|row| {
-                Allocation::new(bound(&row.start)?, bound(&row.end)?)
-                    .map_err(|e| ApiError::store_error(format!("store: lease row: {e}")))
+                let segment = Allocation::new(bound(&row.start)?, bound(&row.end)?)
+                    .map_err(|e| ApiError::store_error(format!("store: lease row: {e}")))?;
+                let granted = stored_u64("lease step", row.step)?;
+                Ok(Remembered { segment, granted })
             })
             .transpose()
     }
@@ -382,7 +456,7 @@ impl TagStore {
         let ask = SegmentAsk {
             step: req.step,
             request_id: req.request_id.as_deref(),
-            caller: &req.by,
+            caller: req.asker(),
             for_isolate: req.for_isolate,
         };
         let remembered_as = ask.remembered_as();
@@ -397,7 +471,7 @@ impl TagStore {
             SegmentAnswer::Allocate { step } => {
                 let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
                 if let Some(key) = &remembered_as {
-                    self.remember_lease(key, &alloc)?;
+                    self.remember_lease(key, &alloc, step)?;
                 }
                 alloc
             }
@@ -422,9 +496,10 @@ impl TagStore {
         )
     }
 
-    /// Remembers a lease's segment under its request ID, forgetting those
-    /// older than `REQUEST_ID_TTL_MS`.
-    fn remember_lease(&self, request_id: &str, alloc: &Allocation) -> ApiResult<()> {
+    /// Remembers a lease's segment under its request ID, with the step its
+    /// request was `granted` (the segment is shorter when it was the tag's
+    /// last), forgetting those older than `REQUEST_ID_TTL_MS`.
+    fn remember_lease(&self, request_id: &str, alloc: &Allocation, granted: u64) -> ApiResult<()> {
         let now = now_ms();
         #[allow(clippy::cast_possible_wrap)] // Unix ms and steps are far below 2^63
         {
@@ -438,7 +513,7 @@ impl TagStore {
                     request_id.into(),
                     alloc.start.to_string().into(),
                     alloc.end.to_string().into(),
-                    (alloc.step as i64).into(),
+                    (granted as i64).into(),
                     (now as i64).into(),
                 ],
             )?;
@@ -484,84 +559,123 @@ impl TagStore {
         )
     }
 
+    /// A monotonic tag's last ID answered, as stored (0: none yet).
+    fn issued(&self) -> ApiResult<u64> {
+        let rows: Vec<IssuedRow> = self
+            .sql
+            .exec("SELECT last FROM issued WHERE id = 1", None)?
+            .to_array()?;
+        rows.first().map_or(Ok(0), |r| {
+            r.last.parse().map_err(|_| {
+                ApiError::store_error(format!("store: issued {:?} is not a number", r.last))
+            })
+        })
+    }
+
+    /// Writes `mark.issued` if the stored one is still `expected`'s (the
+    /// core's compare-and-set; within one instance the read and this write
+    /// are one synchronous turn, across two the platform fails the old
+    /// instance's write).
+    fn write_issued(&self, expected: Option<IssuedMark>, mark: IssuedMark) -> ApiResult<()> {
+        let expected = expected.map_or(0, |e| e.issued).to_string();
+        let rows: Vec<IssuedRow> = self
+            .sql
+            .exec(
+                "INSERT INTO issued(id, last) VALUES (1, ?) ON CONFLICT(id)
+                 DO UPDATE SET last = excluded.last WHERE issued.last = ? RETURNING last",
+                vec![mark.issued.to_string().into(), expected.into()],
+            )?
+            .to_array()?;
+        if rows.is_empty() {
+            return Err(ApiError::unavailable(
+                ErrorCode::StoreUnavailable,
+                "monotonic tag: expected the last ID answered as this object read it, found another (another instance of the object answered in between): nothing was answered",
+                100,
+            ));
+        }
+        Ok(())
+    }
+
     /// Monotonic tags: IDs from this object alone, so each is greater than
-    /// every one issued before, whoever asked.
+    /// every one issued before, whoever asked. Each answer writes its last
+    /// ID before it leaves.
     fn ids(&self, count: u64) -> ApiResult<Response> {
         let count = checked_count(count)?;
         let stored = self.live()?;
         stored.record.kind.check_monotonic()?;
-        let mut driver = self.driver.borrow_mut();
-        let driver = match driver.as_mut() {
-            Some(d) => d,
-            None => driver.insert(SegmentDriver::new(StepPolicy::new(stored.record.step)?)),
+        let read = IssuedMark {
+            max_id: stored.record.max_id,
+            issued: self.issued()?,
         };
+        let mut cell = self.issuer.borrow_mut();
+        let issuer = match cell.as_mut() {
+            Some(i) => i,
+            None => cell.insert(MonotonicIssuer::new(StepPolicy::new(stored.record.step)?)),
+        };
+        issuer.begin(read);
         let mut out = vec![0u64; count];
         let mut filled = 0;
         let mut record = stored;
         loop {
-            let poll = driver.poll(now_ms(), &mut out[filled..]);
+            let poll = issuer.poll(now_ms(), &mut out[filled..]);
             filled += poll.filled;
-            match poll.next {
-                // The store is this object's own storage: loads are
-                // synchronous, so a prefetch is done at once too.
+            // The store is this object's own storage: loads are
+            // synchronous, so a prefetch is done at once too.
+            let (step, needed) = match poll.next {
                 SegmentStep::Done { prefetch: None } => break,
                 SegmentStep::Done {
                     prefetch: Some(step),
-                }
-                | SegmentStep::LoadNow { step } => {
-                    let loaded =
-                        self.allocate(&record, Some(step), "store")
-                            .and_then(|(alloc, next)| {
-                                record.record = next;
-                                Ok(driver.loaded(alloc, now_ms())?)
-                            });
-                    if let Err(e) = loaded {
-                        driver.load_failed();
-                        return Err(e);
-                    }
-                }
+                } => (step, false),
+                SegmentStep::LoadNow { step } => (step, true),
                 SegmentStep::Wait => {
                     return Err(ApiError::new(
                         ErrorCode::StoreError,
                         "monotonic tag: a load marked in flight in a synchronous store",
                     ))
                 }
+            };
+            match self.allocate(&record, Some(step), "store") {
+                Ok((alloc, next)) => {
+                    record.record = next;
+                    issuer.loaded(alloc, now_ms())?;
+                }
+                Err(e) => {
+                    issuer.load_failed();
+                    // A prefetch that failed (the tag's last IDs are in
+                    // memory) does not fail the answer it follows.
+                    if needed {
+                        return Err(e);
+                    }
+                    break;
+                }
             }
         }
+        let mark = issuer.answer(out[count - 1]);
+        if let Err(e) = self.write_issued(issuer.expected(), mark) {
+            issuer.write_failed();
+            return Err(e);
+        }
+        issuer.written(mark);
         json(200, &IdList::of(&out))
     }
 }
 
 impl DurableObject for TagStore {
     fn new(state: State, _env: Env) -> Self {
-        let sql = state.storage().sql();
-        let broken = create_tables(&sql, &[
-            "CREATE TABLE IF NOT EXISTS tag(id INTEGER PRIMARY KEY CHECK (id = 1), biz_tag TEXT NOT NULL,
-               max_id TEXT NOT NULL, step INTEGER NOT NULL, description TEXT NOT NULL,
-               update_time INTEGER NOT NULL, monotonic INTEGER NOT NULL, deleted INTEGER NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS lease(request_id TEXT PRIMARY KEY, start TEXT NOT NULL,
-               end TEXT NOT NULL, step INTEGER NOT NULL, created INTEGER NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS max_step(id INTEGER PRIMARY KEY CHECK (id = 1), max_step INTEGER NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS opaque(id INTEGER PRIMARY KEY CHECK (id = 1),
-               radix INTEGER NOT NULL, numerals INTEGER NOT NULL, key TEXT NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS history(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL,
-               start TEXT NOT NULL, end TEXT NOT NULL, by TEXT NOT NULL)",
-        ])
-        .err();
         TagStore {
-            sql,
-            broken,
-            driver: RefCell::new(None),
+            sql: state.storage().sql(),
+            tables: Cell::new(false),
+            issuer: RefCell::new(None),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &mut req, async |r| match r {
+        serve(None, &mut req, async |r| match r {
             TagRequest::Put(b) => self.upsert(b),
             TagRequest::Get => self.live().and_then(|s| json(200, &Self::view(&s))),
             TagRequest::History => self.history(),
             TagRequest::Delete => self.live().and_then(|s| {
-                *self.driver.borrow_mut() = None;
+                *self.issuer.borrow_mut() = None;
                 self.save(&s.record, true)?;
                 json(200, &Self::view(&s))
             }),

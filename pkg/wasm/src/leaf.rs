@@ -11,6 +11,7 @@ use edgeleaf::leaf::{continue_after, default_margin, Conflict, Move, ServiceTag}
 /// `{ action, margin, targetMaxId?, conflict?, serviceMaxId? }` for Leaf's
 /// row (`leafMaxId`, `leafStep`) and the service's tag (`serviceMaxId`
 /// absent: none). `margin` absent: the core's default for `leafStep`.
+/// `force`: a target past the core's `MAX_IMPORT_TARGET` is accepted.
 #[wasm_bindgen(js_name = leafContinuation)]
 pub fn leaf_continuation(
     leaf_max_id: u64,
@@ -18,13 +19,14 @@ pub fn leaf_continuation(
     margin: Option<u64>,
     service_max_id: Option<u64>,
     service_opaque: bool,
+    force: bool,
 ) -> Result<Object, JsValue> {
     let margin = margin.unwrap_or(default_margin(leaf_step));
     let service = service_max_id.map(|max_id| ServiceTag {
         max_id,
         opaque: service_opaque,
     });
-    let plan = continue_after(leaf_max_id, margin, service).map_err(|e| from_core(&e))?;
+    let plan = continue_after(leaf_max_id, margin, service, force).map_err(|e| from_core(&e))?;
     let out = Object::new();
     set(&out, "margin", margin);
     match plan {
@@ -41,6 +43,7 @@ pub fn leaf_continuation(
             set(&out, "action", "conflict");
             let name = match conflict {
                 Conflict::PastLastId => "past_last_id",
+                Conflict::ShortRunway { .. } => "short_runway",
                 Conflict::Opaque => "opaque",
                 Conflict::Allotted { .. } => "allotted",
             };

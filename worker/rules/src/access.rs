@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::AccessError;
 use edgeleaf::name::check_name;
 use edgeleaf::secret::constant_time_eq;
+use edgeleaf::tag::Asker;
 
 /// What a credential may do. A route needs one scope (or none: open).
 #[derive(
@@ -329,6 +330,30 @@ pub fn token_key_id(token: &str) -> Option<&str> {
     (is_hex(id, 12) && is_hex(secret, 64)).then_some(id)
 }
 
+/// Whether `owner` (a caller's name: an API key's ID, or `root`, `client`,
+/// `anonymous` for `ADMIN_TOKEN`, `CLIENT_TOKEN` and no token) names a key.
+fn is_key_id(owner: &str) -> bool {
+    owner.len() == 12
+        && owner
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Who asks for a segment lease, as the core's rule of request IDs sees it
+/// (`TagRecord::lease_segment`): a request ID belongs to a credential of the
+/// caller's own, and only an API key is one. No token (`anonymous`), the
+/// `CLIENT_TOKEN` every client is given and the one `ADMIN_TOKEN` are each
+/// held by whoever was given them: two unrelated callers sending the same
+/// request ID would be answered the same range, so they may send none
+/// (`request_id_needs_key`). Any owner name that is not a key's ID is shared.
+pub fn lease_asker(owner: &str) -> Asker<'_> {
+    if is_key_id(owner) {
+        Asker::Own(owner)
+    } else {
+        Asker::Shared
+    }
+}
+
 /// SHA-256 of a token, hex: what the key store keeps.
 pub fn token_hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
@@ -499,6 +524,23 @@ mod tests {
         assert_eq!(check_token(None, &token), Err(AccessError::KeyRefused));
         assert_eq!(token_key_id("elk_abc_def"), None);
         assert_eq!(token_key_id("test-admin-token"), None);
+    }
+
+    #[test]
+    fn only_an_api_key_owns_its_request_ids() {
+        let (id, _) = new_key(&[9; KEY_RANDOM_BYTES]);
+        assert_eq!(lease_asker(&id), Asker::Own(id.as_str()));
+        for shared in [
+            "anonymous",
+            "client",
+            "root",
+            "",
+            "ABCDEF012345",
+            "abcdef01234",
+            "abcdef0123456",
+        ] {
+            assert_eq!(lease_asker(shared), Asker::Shared, "{shared}");
+        }
     }
 
     #[test]

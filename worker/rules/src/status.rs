@@ -18,6 +18,7 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::InvalidSegment
         | C::InvalidJson
         | C::InvalidRequestId
+        | C::RequestIdNeedsKey
         | C::ReservedNodeKey
         | C::InvalidId
         | C::InvalidKeySpec => (400, true),
@@ -44,6 +45,7 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::NotMonotonic
         | C::OpaqueTag
         | C::RequestIdReused
+        | C::TagChanged
         | C::NotOpaque
         | C::OpaqueImmutable => (409, true),
         // Waiting mends these, or they are the service's own trouble (its

@@ -18,7 +18,7 @@ use edgeleaf::{
     registry::Lease,
     secret::{Claim, LeaseSecret},
     segment::{Allocation, MAX_STEP},
-    tag::{TagChange, TagRecord},
+    tag::{Asker, TagChange, TagRecord},
     Layout,
 };
 use edgeleaf_rules::{
@@ -38,9 +38,9 @@ use edgeleaf_rules::{
             WorkerList, WorkerView,
         },
         tag::{
-            AllocateRequest, Deleted, GivenId, HistoryEvent, LeaseBody, LeasedSegment, OpaqueGrant,
-            RevealBody, Revealed, SegmentLease, TagHistory, TagPut, TagRequest, TagUpsert, TagView,
-            TagViews,
+            AllocateRequest, Deleted, Expect, GivenId, HistoryEvent, LeaseBody, LeasedSegment,
+            OpaqueGrant, RevealBody, Revealed, SegmentLease, TagHistory, TagPut, TagRequest,
+            TagUpsert, TagView, TagViews,
         },
         WireError,
     },
@@ -139,6 +139,7 @@ fn every_tag_request_round_trips() {
             opaque: Some(OpaqueDomain::Digits(12)),
             max_step: Some(500),
             default_step: 1000,
+            expect: Some(Expect::MaxId(9_007_199_254_740_993)),
         }),
         TagRequest::Get,
         TagRequest::Delete,
@@ -148,6 +149,14 @@ fn every_tag_request_round_trips() {
             request_id: Some("r-1".into()),
             for_isolate: true,
             by: "isolate:abc".into(),
+            own_credential: false,
+        }),
+        TagRequest::Allocate(AllocateRequest {
+            step: None,
+            request_id: Some("r-1".into()),
+            for_isolate: false,
+            by: "lease:0123456789ab".into(),
+            own_credential: true,
         }),
         TagRequest::Allocate(AllocateRequest::default()),
         TagRequest::Reveal {
@@ -769,8 +778,13 @@ fn a_client_allocation_is_never_an_isolates() {
             request_id: Some("lease-1".into()),
             for_isolate: false,
             by: "lease:client".into(),
+            own_credential: false,
         }
     );
+    assert_eq!(r.asker(), Asker::Shared, "the client token is shared");
+    let key = AllocateRequest::for_client(LeaseBody::default(), "0123456789ab");
+    assert!(key.own_credential);
+    assert_eq!(key.asker(), Asker::Own("lease:0123456789ab"));
 }
 
 #[test]
@@ -815,8 +829,42 @@ fn a_tag_put_becomes_the_objects_upsert() {
             opaque: None,
             max_step: Some(500),
             default_step: 1000,
+            expect: None,
         }
     );
+    // A conditional PUT: null is "no live tag", a decimal string its maxId.
+    let when = |j: &str| parse::<TagPut>(j).unwrap().upsert("t".into(), 1);
+    assert_eq!(
+        when(r#"{"expectMaxId":null}"#).unwrap().expect,
+        Some(Expect::Absent)
+    );
+    assert_eq!(
+        when(r#"{"expectMaxId":"9223372036854775807"}"#)
+            .unwrap()
+            .expect,
+        Some(Expect::MaxId(9_223_372_036_854_775_807))
+    );
+    assert_eq!(
+        when(r#"{"expectMaxId":7}"#).unwrap().expect,
+        Some(Expect::MaxId(7))
+    );
+    assert_eq!(when("{}").unwrap().expect, None);
+    for bad in [
+        r#""""#,
+        r#""x1""#,
+        r#""18446744073709551616""#,
+        "-1",
+        "true",
+        "[]",
+    ] {
+        assert!(
+            matches!(
+                when(&format!(r#"{{"expectMaxId":{bad}}}"#)),
+                Err(WireError::Invalid(ErrorCode::OutOfRange, _))
+            ),
+            "{bad}"
+        );
+    }
     // A whole number becomes a decimal string; a string is the store's to check.
     let num: TagPut = parse(r#"{"maxId":7}"#).unwrap();
     assert_eq!(

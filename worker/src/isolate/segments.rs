@@ -79,6 +79,7 @@ async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
         request_id: None,
         for_isolate: true,
         by: format!("isolate:{}", isolate_id()),
+        own_credential: false,
     };
     let answer = tag_store::allocate(&env, &tag, request).await;
     with(|i| {

@@ -7,11 +7,12 @@ use alloc::vec::Vec;
 
 use edgeleaf::{
     code::ErrorCode, opaque::key_from_hex, opaque::OpaqueDomain, opaque::OpaqueIds,
-    segment::Allocation, segment::MAX_STEP, tag::TagRecord,
+    segment::Allocation, segment::MAX_STEP, tag::Asker, tag::TagExpected, tag::TagRecord,
 };
 use serde::{ser::Error as _, Deserialize, Serialize, Serializer};
 
 use super::{decimal, WireError};
+use crate::access::lease_asker;
 use crate::history::AllocationEvent;
 
 /// What a tag's object is asked.
@@ -103,6 +104,29 @@ pub struct TagUpsert {
     pub max_step: Option<u64>,
     /// The step of a tag created without one (`DEFAULT_STEP`).
     pub default_step: u64,
+    /// Conditional: what the writer read of the tag (`expectMaxId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+}
+
+/// What a conditional `PUT` read of its tag (`expectMaxId`): the core's
+/// [`TagExpected`], on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Expect {
+    /// No live tag (`"expectMaxId": null`).
+    Absent,
+    /// A live tag at this `max_id` (`"expectMaxId": "<decimal>"`).
+    MaxId(u64),
+}
+
+impl From<Expect> for TagExpected {
+    fn from(e: Expect) -> Self {
+        match e {
+            Expect::Absent => TagExpected::Absent,
+            Expect::MaxId(m) => TagExpected::MaxId(m),
+        }
+    }
 }
 
 /// `PUT /v1/tags/{tag}`'s body.
@@ -121,6 +145,16 @@ pub struct TagPut {
     pub opaque: Option<OpaqueDomain>,
     /// The largest step granted: `step..=1,000,000`.
     pub max_step: Option<u64>,
+    /// Only if the tag is as the writer read it: `null` (no live tag) or its
+    /// `maxId`, a decimal string (or a whole number below 2^53); else 409
+    /// `tag_changed`. Absent: unconditional.
+    #[serde(default, deserialize_with = "present")]
+    pub expect_max_id: Option<serde_json::Value>,
+}
+
+/// A field that may be `null`: present (even as `null`) is `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
 }
 
 impl TagPut {
@@ -139,6 +173,25 @@ impl TagPut {
                 ));
             }
         };
+        let bad = |found: &dyn core::fmt::Display| {
+            WireError::Invalid(
+                ErrorCode::OutOfRange,
+                format!("expectMaxId: expected null or a decimal string, found {found}"),
+            )
+        };
+        let expect = match self.expect_max_id {
+            None => None,
+            Some(serde_json::Value::Null) => Some(Expect::Absent),
+            Some(serde_json::Value::String(s)) => {
+                let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                match s.parse::<u64>() {
+                    Ok(m) if digits => Some(Expect::MaxId(m)),
+                    _ => return Err(bad(&format_args!("{s:?}"))),
+                }
+            }
+            Some(serde_json::Value::Number(n)) if n.is_u64() => n.as_u64().map(Expect::MaxId),
+            Some(other) => return Err(bad(&other)),
+        };
         Ok(TagUpsert {
             biz_tag,
             step: self.step,
@@ -148,6 +201,7 @@ impl TagPut {
             opaque: self.opaque.map(OpaqueDomain::validate).transpose()?,
             max_step: self.max_step,
             default_step,
+            expect,
         })
     }
 }
@@ -184,7 +238,8 @@ fn alphabetical<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S
 pub struct LeaseBody {
     /// The step wanted (never below the tag's).
     pub step: Option<u64>,
-    /// Asked again under the same ID, the same segment.
+    /// Asked again under the same ID, the same segment (only with a
+    /// credential of the caller's own: an API key).
     pub request_id: Option<String>,
 }
 
@@ -203,6 +258,15 @@ pub struct AllocateRequest {
     /// Who asked, for the history: `isolate:<id>` or `lease:<key or token>`.
     #[serde(default)]
     pub by: String,
+    /// `by` is a credential of the caller's own (an API key), whose request
+    /// IDs are its own ([`lease_asker`]); otherwise it may send none.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub own_credential: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl AllocateRequest {
@@ -214,6 +278,16 @@ impl AllocateRequest {
             request_id: body.request_id,
             for_isolate: false,
             by: format!("lease:{owner}"),
+            own_credential: matches!(lease_asker(owner), Asker::Own(_)),
+        }
+    }
+
+    /// Who asks, as the core's rule of request IDs sees it.
+    pub fn asker(&self) -> Asker<'_> {
+        if self.own_credential {
+            Asker::Own(&self.by)
+        } else {
+            Asker::Shared
         }
     }
 }
