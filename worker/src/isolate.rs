@@ -69,7 +69,9 @@ async fn run<A>(
         filled += n;
         let wait = match turn {
             Turn::Done => return Ok(out),
-            Turn::Send(_) if budget.remaining_ms() == 0 => return Err(late(filled, 0)),
+            // Sent even with nothing left: the buffer has marked it in
+            // flight, and only its answer (here, at once, that the budget
+            // ran out) frees it for the other requests.
             Turn::Send(ask) => match send(ask, budget.remaining_ms()).await? {
                 Then::Poll => continue,
                 Then::Wait(ms) => ms,

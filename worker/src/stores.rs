@@ -162,7 +162,7 @@ async fn send_within_budget(env: &Env, store: Store<'_>, text: &str) -> ApiResul
         let left = budget.remaining_ms();
         let late = || {
             let e = format!(
-                "{}: expected an answer within {} ms, found none",
+                "{}: expected an answer within what is left of the request's {} ms, found none",
                 store.name(),
                 budget.max_ms()
             );
