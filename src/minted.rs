@@ -20,7 +20,10 @@
 //!   eighth of the bound), shrinking at most by half per window; halve it
 //!   when IDs went stale;
 //! - a failed fetch moves to the next minter; a request tries at most
-//!   [`MINTERS_PER_REQUEST`] of them.
+//!   [`MINTERS_PER_REQUEST`] of them. A batch whose IDs are all stale on
+//!   arrival is a failed fetch ([`Fetched::Stale`]): its minter's clock lags
+//!   this one by more than the bound, and asking it again would starve the
+//!   isolate.
 //!
 //! Like the rest of the core it reads no clock and does no I/O.
 
@@ -325,13 +328,16 @@ impl MintedBuffer {
         }
     }
 
-    /// A minter answered `ranges` (`[start, end)` each) at `now_ms`.
+    /// A minter answered `ranges` (`[start, end)` each) at `now_ms`: kept,
+    /// or, when every ID of a batch is already older than the staleness
+    /// bound, dropped and counted as a failed fetch ([`Fetched::Stale`]: the
+    /// next fetch goes to the next minter).
     ///
     /// # Errors
     /// [`Error::InvalidBatch`] for a range that is empty, beyond the layout,
     /// spans two time units or worker IDs, or overlaps IDs held; nothing of
     /// the batch is kept then.
-    pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<(), Error> {
+    pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<Fetched, Error> {
         self.fetching.done();
         let mut add = Vec::with_capacity(ranges.len());
         for &(start, end) in ranges {
@@ -353,8 +359,16 @@ impl MintedBuffer {
                 unit_ms: first.timestamp_ms,
             });
         }
-        self.fetches += 1;
         let bound = self.config.staleness_ms;
+        if !add.is_empty() && add.iter().all(|h| now_ms.saturating_sub(h.unit_ms) > bound) {
+            // Its minter's clock lags this one's by more than the bound:
+            // whatever it mints next is as stale, so asking it again would
+            // starve this buffer. Its rate tells nothing of ours.
+            self.dropped += add.iter().map(|h| h.end - h.start).sum::<u64>();
+            self.fetch_failed();
+            return Ok(Fetched::Stale);
+        }
+        self.fetches += 1;
         let start = *self.window_start_ms.get_or_insert(now_ms);
         let window = now_ms.saturating_sub(start);
         if self.dropped_since_fetch {
@@ -378,7 +392,7 @@ impl MintedBuffer {
             .fold(self.minted_up_to_ms, u64::max);
         self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
         self.held.extend(add);
-        Ok(())
+        Ok(Fetched::Kept)
     }
 
     /// The minter answered at `now_ms` that it has nothing for now, with
@@ -443,6 +457,16 @@ impl MintedBuffer {
     pub fn staleness(&self) -> &StalenessHistogram {
         &self.staleness
     }
+}
+
+/// What [`MintedBuffer::fetched`] made of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetched {
+    /// Its IDs are held, to be served.
+    Kept,
+    /// Every ID was older than the staleness bound on arrival: dropped, and
+    /// counted as a failed fetch (the next goes to the next minter).
+    Stale,
 }
 
 /// What a request does after a minter answered that it has nothing.
@@ -727,6 +751,31 @@ mod tests {
         b.fetch_failed();
         b.fetch_failed();
         assert_eq!(b.minter(), 0);
+    }
+
+    #[test]
+    fn a_batch_stale_on_arrival_is_a_failed_fetch() {
+        let mut b = buf();
+        let mut out = [0u64; 1];
+        let _ = b.poll(T, &mut out);
+        // Minter 1's clock lags by more than the bound (1 s): every ID of
+        // its batch is stale at once.
+        let stale = [(id(T - 1_001, 1, 0), id(T - 1_001, 1, 10))];
+        assert_eq!(b.fetched(&stale, T), Ok(Fetched::Stale));
+        assert_eq!((b.available(), b.dropped(), b.fetches()), (0, 10, 0));
+        let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(ask.minter, 2, "the next fetch goes to the next minter");
+        // A batch with some fresh IDs is kept; its stale ones are dropped.
+        let mixed = [
+            (id(T - 1_001, 2, 0), id(T - 1_001, 2, 5)),
+            (id(T - 1_000, 2, 0), id(T - 1_000, 2, 5)),
+        ];
+        assert_eq!(b.fetched(&mixed, T), Ok(Fetched::Kept));
+        assert_eq!(b.poll(T, &mut out).filled, 1);
+        assert_eq!(out[0], id(T - 1_000, 2, 0));
+        assert_eq!(b.minter(), 2);
     }
 
     #[test]

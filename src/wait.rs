@@ -11,6 +11,12 @@
 //!   and may be sent again — also when the clock stepped back further than
 //!   that since it was sent, because then the clock cannot say how long it
 //!   has been.
+//! - A call to a store (a Durable Object) is raced against what is left of
+//!   the request's budget; when it fails, [`after_call_failed`] says whether
+//!   to call again and after how long: a store that says it is overloaded is
+//!   never asked again at once (that adds to its load), a failure the
+//!   platform marks retryable is, within the budget, after a jittered
+//!   backoff, and the request answers 503 with `Retry-After` otherwise.
 
 /// The longest one request waits in all (for the sequence, a clock a little
 /// behind, another request's load or fetch) before it answers 503 with
@@ -19,6 +25,21 @@ pub const MAX_WAIT_MS: u64 = 1_000;
 
 /// A request marked in flight this long is presumed lost and may be sent again.
 pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
+
+/// How long a request that could not be answered in time, or whose store
+/// failed, tells its caller to wait before asking again (`Retry-After`).
+pub const RETRY_AFTER_MS: u64 = 1_000;
+
+/// A request calls a store at most this many times for one answer.
+pub const MAX_CALL_ATTEMPTS: u32 = 4;
+
+/// The backoff before the first retry is 1/2 to 1 times this; it doubles
+/// with each retry.
+pub const RETRY_BACKOFF_MS: u64 = 25;
+
+/// A call is sent again only if at least this much of the budget is left
+/// once its backoff is waited: less would end in a 503 anyway.
+pub const MIN_CALL_MS: u64 = 50;
 
 /// One request's waiting so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +50,13 @@ pub struct WaitBudget {
 }
 
 impl WaitBudget {
+    /// The budget of one request to the service, started at `now_ms`:
+    /// [`MAX_WAIT_MS`] in all, for everything it waits for (its stores'
+    /// answers included).
+    pub const fn for_request(now_ms: u64) -> Self {
+        Self::new(now_ms, MAX_WAIT_MS)
+    }
+
     /// A request that started at `now_ms` and may wait `max_ms` in all.
     pub const fn new(now_ms: u64, max_ms: u64) -> Self {
         WaitBudget {
@@ -58,6 +86,84 @@ impl WaitBudget {
         self.waited_ms = self.spent_ms(now_ms) + ms;
         true
     }
+
+    /// The most this request may wait in all.
+    pub fn max_ms(&self) -> u64 {
+        self.max_ms
+    }
+}
+
+/// How a call to a store failed, as far as calling again goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The store is overloaded (Cloudflare's `overloaded` error property):
+    /// calling again would add to the load that made it fail.
+    Overloaded,
+    /// A failure the platform marks `retryable` (the call did not reach the
+    /// store, or its connection dropped): calling again may work.
+    Retryable,
+    /// Anything else: not known to mend by calling again at once.
+    Other,
+}
+
+/// What a request does after a call to a store failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum AfterFailure {
+    /// Wait `after_ms` (counted in the budget), then call again.
+    Retry {
+        /// The backoff, ms.
+        after_ms: u64,
+    },
+    /// Answer now: 503 with this `Retry-After`.
+    GiveUp {
+        /// When asking again may help, ms.
+        retry_after_ms: u64,
+    },
+}
+
+/// After the `attempts`-th call (1 for the first) to a store failed with
+/// `failure`, with `remaining_ms` of the request's budget left and `rand`
+/// random bits: call again, or answer now.
+///
+/// - [`CallFailure::Overloaded`]: never called again; the request answers at
+///   once, with a `Retry-After` of 1 to 3 × [`RETRY_AFTER_MS`] (drawn from
+///   `rand`, so that the callers turned away do not all come back at once).
+/// - [`CallFailure::Retryable`]: called again after a backoff of 1/2 to 1
+///   times `RETRY_BACKOFF_MS · 2^(attempts−1)` (drawn from `rand`), if fewer
+///   than [`MAX_CALL_ATTEMPTS`] calls were made and at least [`MIN_CALL_MS`]
+///   of the budget is left after the backoff; else the request answers.
+/// - [`CallFailure::Other`]: the request answers at once.
+pub fn after_call_failed(
+    failure: CallFailure,
+    attempts: u32,
+    remaining_ms: u64,
+    rand: u64,
+) -> AfterFailure {
+    let give_up = |retry_after_ms| AfterFailure::GiveUp { retry_after_ms };
+    match failure {
+        CallFailure::Overloaded => give_up(RETRY_AFTER_MS + rand % (2 * RETRY_AFTER_MS + 1)),
+        CallFailure::Other => give_up(RETRY_AFTER_MS),
+        CallFailure::Retryable => {
+            if attempts >= MAX_CALL_ATTEMPTS {
+                return give_up(RETRY_AFTER_MS);
+            }
+            let ceiling = retry_backoff_ceiling_ms(attempts);
+            let floor = ceiling / 2;
+            let after_ms = floor + rand % (ceiling - floor + 1);
+            if after_ms.saturating_add(MIN_CALL_MS) > remaining_ms {
+                give_up(RETRY_AFTER_MS)
+            } else {
+                AfterFailure::Retry { after_ms }
+            }
+        }
+    }
+}
+
+/// The longest backoff after the `attempts`-th call failed (1 for the
+/// first): `RETRY_BACKOFF_MS · 2^(attempts−1)`.
+pub fn retry_backoff_ceiling_ms(attempts: u32) -> u64 {
+    RETRY_BACKOFF_MS << attempts.clamp(1, MAX_CALL_ATTEMPTS).saturating_sub(1)
 }
 
 /// Something sent and not yet answered.
@@ -122,6 +228,60 @@ mod tests {
         assert!(b.wait(T, 1));
         assert!(!b.wait(T + 999, 2));
         assert_eq!(b.remaining_ms(T + 999), 1);
+    }
+
+    #[test]
+    fn an_overloaded_store_is_never_called_again_and_a_retryable_failure_is_within_the_budget() {
+        use AfterFailure::{GiveUp, Retry};
+        // Overloaded: at once, whatever is left, with 1 to 3 s.
+        assert_eq!(
+            after_call_failed(CallFailure::Overloaded, 1, 1_000, 0),
+            GiveUp {
+                retry_after_ms: 1_000
+            }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Overloaded, 1, 1_000, 2_000),
+            GiveUp {
+                retry_after_ms: 3_000
+            }
+        );
+        // Retryable: 12..=25 ms, then 25..=50, 50..=100; not a 4th retry.
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 1, 1_000, 0),
+            Retry { after_ms: 12 }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 1, 1_000, 13),
+            Retry { after_ms: 25 }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 3, 1_000, 50),
+            Retry { after_ms: 100 }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 4, 1_000, 0),
+            GiveUp {
+                retry_after_ms: 1_000
+            }
+        );
+        // Not when the budget could not also hold the call.
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 1, 12 + MIN_CALL_MS, 0),
+            Retry { after_ms: 12 }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Retryable, 1, 11 + MIN_CALL_MS, 0),
+            GiveUp {
+                retry_after_ms: 1_000
+            }
+        );
+        assert_eq!(
+            after_call_failed(CallFailure::Other, 1, 1_000, 0),
+            GiveUp {
+                retry_after_ms: 1_000
+            }
+        );
     }
 
     #[test]

@@ -3,13 +3,19 @@
 //! add up past its budget, and it is never refused while waits it asked for
 //! and the time its clock showed both stay within the budget; a minter never
 //! waits and leases at most once; something in flight is taken over after
-//! its time or a large clock step, and never before.
+//! its time or a large clock step, and never before; a store that says it is
+//! overloaded is never called again within a request, a retryable failure is
+//! called again only after a jittered, growing backoff that the budget holds
+//! with room for the call, at most `MAX_CALL_ATTEMPTS` calls in all — and it
+//! is called again whenever that fits (liveness).
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgeleaf::{
     holder::HolderNext, holder::LeaseAsk, minted::minter_step, minted::MinterStep, snowflake::Wait,
-    wait::InFlight, wait::WaitBudget, wait::MAX_WAIT_MS,
+    wait::after_call_failed, wait::retry_backoff_ceiling_ms, wait::AfterFailure, wait::CallFailure,
+    wait::InFlight, wait::WaitBudget, wait::MAX_CALL_ATTEMPTS, wait::MAX_WAIT_MS,
+    wait::MIN_CALL_MS, wait::RETRY_AFTER_MS,
 };
 use proptest::prelude::*;
 
@@ -87,5 +93,69 @@ proptest! {
         prop_assert!(f.claim(T0 + sent_at, take_over_ms));
         let now = (T0 + sent_at).saturating_add_signed(later);
         prop_assert_eq!(f.claim(now, take_over_ms), later.unsigned_abs() >= take_over_ms);
+    }
+
+    #[test]
+    fn a_failed_call_is_called_again_only_when_it_may_mend_and_fits(
+        failure in prop_oneof![Just(CallFailure::Overloaded), Just(CallFailure::Retryable), Just(CallFailure::Other)],
+        attempts in 1u32..8,
+        remaining in prop_oneof![0u64..200, 0u64..=MAX_WAIT_MS],
+        rand in any::<u64>(),
+    ) {
+        match after_call_failed(failure, attempts, remaining, rand) {
+            AfterFailure::Retry { after_ms } => {
+                prop_assert_eq!(failure, CallFailure::Retryable, "only a retryable failure is called again");
+                prop_assert!(attempts < MAX_CALL_ATTEMPTS);
+                let ceiling = retry_backoff_ceiling_ms(attempts);
+                prop_assert!(after_ms >= 1 && after_ms >= ceiling / 2 && after_ms <= ceiling, "backoff {} of {}", after_ms, ceiling);
+                prop_assert!(after_ms + MIN_CALL_MS <= remaining, "backoff {} with {} left", after_ms, remaining);
+            }
+            AfterFailure::GiveUp { retry_after_ms } => {
+                prop_assert!(retry_after_ms >= RETRY_AFTER_MS);
+                if failure == CallFailure::Overloaded {
+                    prop_assert!(retry_after_ms <= 3 * RETRY_AFTER_MS);
+                }
+                // Liveness: a retryable failure is called again whenever that fits.
+                let fits = attempts < MAX_CALL_ATTEMPTS
+                    && retry_backoff_ceiling_ms(attempts) + MIN_CALL_MS <= remaining;
+                prop_assert!(failure != CallFailure::Retryable || !fits, "gave up with {} left after {} calls", remaining, attempts);
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_calling_a_failing_store_ends_within_its_budget(
+        calls in prop::collection::vec((0u64..400, 0u8..4, any::<u64>()), 1..20),
+    ) {
+        // Each call takes some time, then fails (or is answered: kind 3);
+        // the request follows the rule with its one budget.
+        let mut budget = WaitBudget::for_request(T0);
+        let mut clock = T0;
+        let mut attempts = 0u32;
+        for (took, kind, rand) in calls {
+            // A call is raced against what is left: it ends by then.
+            let left = budget.remaining_ms(clock);
+            prop_assert!(attempts == 0 || left >= MIN_CALL_MS, "called again with {} ms left", left);
+            attempts += 1;
+            clock += took.min(left);
+            if took >= left {
+                break;
+            }
+            let failure = match kind {
+                0 => CallFailure::Overloaded,
+                1 => CallFailure::Retryable,
+                2 => CallFailure::Other,
+                _ => break,
+            };
+            match after_call_failed(failure, attempts, budget.remaining_ms(clock), rand) {
+                AfterFailure::Retry { after_ms } => {
+                    prop_assert!(budget.wait(clock, after_ms), "a backoff the budget refuses");
+                    clock += after_ms;
+                }
+                AfterFailure::GiveUp { .. } => break,
+            }
+        }
+        prop_assert!(attempts <= MAX_CALL_ATTEMPTS);
+        prop_assert!(clock - T0 <= MAX_WAIT_MS, "answered after {} ms", clock - T0);
     }
 }

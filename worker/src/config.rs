@@ -26,6 +26,16 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     pub admin_token: Option<String>,
     pub client_token: Option<String>,
+    /// TESTS ONLY (`TEST_OBJECT_DELAY_MS`, default 0): every Durable Object
+    /// call of a request makes the object wait this long before it answers,
+    /// so tests can check that every route answers within its budget. It
+    /// applies only to requests whose URL names a loopback host (localhost,
+    /// 127.0.0.0/8, ::1: `stores::RequestScope::for_request`), as under
+    /// Miniflare or `wrangler dev`. Cloudflare routes a request to a deployed
+    /// Worker by a hostname of its zone or of workers.dev, never by a
+    /// loopback one, so a deployed Worker never applies it, even if the
+    /// variable was set there by mistake.
+    pub test_object_delay_ms: u64,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -130,6 +140,10 @@ impl Config {
             return Err(invalid("MAX_BACKWARD_MS", "at most 60000"));
         }
         let cors_origins = cors_origins(var(env, "CORS_ORIGINS").as_deref().unwrap_or(""))?;
+        let test_object_delay_ms = number(env, "TEST_OBJECT_DELAY_MS", 0)?;
+        if test_object_delay_ms > 60_000 {
+            return Err(invalid("TEST_OBJECT_DELAY_MS", "at most 60000"));
+        }
         Ok(Config {
             layout,
             default_step,
@@ -140,6 +154,7 @@ impl Config {
             cors_origins,
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
+            test_object_delay_ms,
         })
     }
 }

@@ -11,19 +11,21 @@
 //!
 //! A request may not await I/O that another request started (Workers refuse
 //! it), so a load or lease is done by the request the core asked; the others
-//! wait on short timers and poll again.
+//! wait on short timers and poll again. Every wait, and every Durable Object
+//! call (`stores::call`), draws on the request's one budget
+//! (`stores::budget`, the core's `WaitBudget`).
 
 mod leased;
 mod minted;
 mod segments;
 mod state;
 
-use edgeleaf::wait::WaitBudget;
 use worker::{Context, Env};
 
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, sleep_ms};
 use crate::config::Config;
+use crate::stores;
 
 pub use segments::segment_ids;
 pub(crate) use state::{count_error, forget_tag, isolate_id, with, Isolate};
@@ -51,31 +53,33 @@ enum Then {
 /// The one wait loop: `count` IDs from polls of this isolate's buffer
 /// (`poll` fills what it can at `now` and says what next), sending what it
 /// asks from this request (`send`, given the ms left) and waiting within the
-/// core's `WaitBudget` of `max_wait_ms`; past it, `late(filled, wait)`.
+/// request's budget; past it, `late(filled, wait)`.
 async fn run<A>(
     count: usize,
-    max_wait_ms: u64,
     mut poll: impl FnMut(&mut Isolate, u64, &mut [u64]) -> ApiResult<(usize, Turn<A>)>,
     mut send: impl AsyncFnMut(A, u64) -> ApiResult<Then>,
     late: impl FnOnce(usize, u64) -> ApiError,
 ) -> ApiResult<Vec<u64>> {
     let mut out = vec![0u64; count];
     let mut filled = 0;
-    let mut budget = WaitBudget::new(now_ms(), max_wait_ms);
+    let budget = stores::budget();
     loop {
         let now = now_ms();
         let (n, turn) = with(|i| poll(i, now, &mut out[filled..]))?;
         filled += n;
         let wait = match turn {
             Turn::Done => return Ok(out),
-            Turn::Send(ask) => match send(ask, budget.remaining_ms(now).max(1)).await? {
+            // Sent even with nothing left: the buffer has marked it in
+            // flight, and only its answer (here, at once, that the budget
+            // ran out) frees it for the other requests.
+            Turn::Send(ask) => match send(ask, budget.remaining_ms()).await? {
                 Then::Poll => continue,
                 Then::Wait(ms) => ms,
                 Then::Late => return Err(late(filled, 0)),
             },
             Turn::Wait(ms) => ms,
         };
-        if !budget.wait(now_ms(), wait) {
+        if !budget.wait(wait) {
             return Err(late(filled, wait));
         }
         // Date.now() moves only across I/O and timers: await one.

@@ -18,6 +18,7 @@ use worker::{Context, Env, Method, Request, Response};
 use crate::api::{checked_count, ApiError, ApiResult, MAX_IDS_PER_REQUEST};
 use crate::auth::{self, Caller};
 use crate::config::Config;
+use crate::stores;
 
 /// What a route needs before its handler runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -219,8 +220,14 @@ fn methods(pattern: &str) -> Vec<String> {
         .collect()
 }
 
-/// Finds the request's route, checks what it needs and runs its handler.
+/// Finds the request's route, checks what it needs and runs its handler,
+/// all within the request's one budget (`stores::RequestScope`).
 pub async fn handle(req: Request, env: Env, ctx: Context) -> ApiResult<Response> {
+    let scope = stores::RequestScope::for_request(&req, &env);
+    scope.run(route(req, env, ctx)).await
+}
+
+async fn route(req: Request, env: Env, ctx: Context) -> ApiResult<Response> {
     let path = req.path();
     let parts = segments(&path);
     let Some((pattern, args)) = ROUTES

@@ -2,12 +2,33 @@
 //! Object: one typed request (each object's own enum, as JSON) to one path,
 //! and a JSON answer; an error answer comes back as the same `ApiError` the
 //! object made.
+//!
+//! Every request answers within a bound: [`RequestScope::run`] gives the
+//! handling of each request one budget, the core's `WaitBudget` (sized by
+//! the core), and every call to an object (`call`, the only way the Worker
+//! reaches one) is raced against what is left of it; so is every wait of
+//! the isolate's loop (`isolate::run`). A call that fails is made again or
+//! not as the core's `after_call_failed` says (an overloaded object never
+//! is). Out of budget, or given up, the request answers 503
+//! `store_unavailable` with `Retry-After`. A call abandoned at its deadline
+//! may still be carried out by its object; each object request is one the
+//! service can afford to lose the answer of (a range or a worker ID left
+//! unused until its lease lapses, never an ID handed out twice).
 
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+
+use edgeleaf::code::ErrorCode;
+use edgeleaf::wait::{after_call_failed, AfterFailure, CallFailure, WaitBudget, RETRY_AFTER_MS};
+use futures::future::{self, Either, FutureExt};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, SqlStorage, SqlStorageValue};
 
 use crate::api::{body_within, ApiError, ApiResult, MAX_STORE_BODY_BYTES};
+use crate::clock::{now_ms, random_u64, sleep_ms};
+use crate::config::Config;
 
 /// Which object to call.
 #[derive(Clone, Copy)]
@@ -24,8 +45,101 @@ pub enum Store<'a> {
     Keys,
 }
 
+/// The header that carries a test's object delay to the object (only ever
+/// set by `send`, for a request with a `RequestScope` that has one).
+const TEST_DELAY_HEADER: &str = "Edgeleaf-Test-Delay-Ms";
+
+/// What one request to the Worker may still wait, shared by everything its
+/// handling awaits.
+pub struct RequestScope {
+    budget: Cell<WaitBudget>,
+    /// TESTS ONLY: how long each object it calls waits before answering
+    /// (`Config::test_object_delay_ms`; 0 but on a loopback host).
+    test_delay_ms: u64,
+}
+
+thread_local! {
+    /// The scope of the request being polled (`RequestScope::run`).
+    static CURRENT: RefCell<Option<Rc<RequestScope>>> = const { RefCell::new(None) };
+}
+
+impl RequestScope {
+    /// The scope of `req`, which starts now: a fresh budget of the core's
+    /// size; the test delay only for a URL on a loopback host (see
+    /// `Config::test_object_delay_ms`: never the case of a deployed Worker).
+    pub fn for_request(req: &Request, env: &Env) -> RequestScope {
+        let loopback = req.url().ok().is_some_and(|url| match url.host() {
+            Some(worker::url::Host::Domain(d)) => d == "localhost",
+            Some(worker::url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        });
+        let test_delay_ms = if loopback {
+            Config::cached(env).map_or(0, |c| c.test_object_delay_ms)
+        } else {
+            0
+        };
+        RequestScope {
+            budget: Cell::new(WaitBudget::for_request(now_ms())),
+            test_delay_ms,
+        }
+    }
+
+    /// Runs `handling` (all of one request's) within this scope: whenever
+    /// it is polled, `budget()` is this one. Requests interleave at every
+    /// await, so the scope is set for each poll, not once.
+    pub async fn run<T>(self, handling: impl Future<Output = T>) -> T {
+        let scope = Rc::new(self);
+        let mut handling = std::pin::pin!(handling);
+        future::poll_fn(|cx| {
+            let outer = CURRENT.with(|c| c.replace(Some(scope.clone())));
+            let polled = handling.as_mut().poll(cx);
+            CURRENT.with(|c| *c.borrow_mut() = outer);
+            polled
+        })
+        .await
+    }
+}
+
+/// The budget of the request being handled; outside one (a call in
+/// `waitUntil`, an object's own call to another), a fresh budget of the
+/// same size, so that no wait is ever unbounded.
+pub fn budget() -> Budget {
+    Budget(CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
+        Rc::new(RequestScope {
+            budget: Cell::new(WaitBudget::for_request(now_ms())),
+            test_delay_ms: 0,
+        })
+    }))
+}
+
+/// A request's budget, as its awaits draw on it.
+#[derive(Clone)]
+pub struct Budget(Rc<RequestScope>);
+
+impl Budget {
+    /// Ms it may still wait now.
+    pub fn remaining_ms(&self) -> u64 {
+        self.0.budget.get().remaining_ms(now_ms())
+    }
+
+    /// Before waiting `ms` more: `true` (and counted) if it fits.
+    pub fn wait(&self, ms: u64) -> bool {
+        let mut b = self.0.budget.get();
+        let fits = b.wait(now_ms(), ms);
+        self.0.budget.set(b);
+        fits
+    }
+
+    /// The most the request may wait in all.
+    pub fn max_ms(&self) -> u64 {
+        self.0.budget.get().max_ms()
+    }
+}
+
 /// Sends `request` (the object's request enum) to a Durable Object and
-/// decodes its JSON answer. Only the object's own client functions call it.
+/// decodes its JSON answer, within what is left of the request's budget.
+/// Only the object's own client functions call it.
 pub async fn call<T: DeserializeOwned>(
     env: &Env,
     store: Store<'_>,
@@ -33,30 +147,128 @@ pub async fn call<T: DeserializeOwned>(
 ) -> ApiResult<T> {
     let text = serde_json::to_string(request)
         .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
-    let answer = send(env, store, &text).await?;
+    let answer = send_within_budget(env, store, &text).await?;
     serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
 }
 
 /// The part of `call` that is the same for every request (not generic, so
-/// compiled once): `text` to the object, its answer's text back.
-async fn send(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
-    let minter;
-    let (binding, name) = match store {
-        Store::Tag(tag) => ("TAGS", tag),
-        Store::Catalog => ("CATALOG", "catalog"),
-        Store::Registry => ("REGISTRY", "registry"),
-        Store::Keys => ("KEYS", "keys"),
-        Store::Minter(i) => {
-            minter = format!("minter-{i}");
-            ("MINTERS", minter.as_str())
+/// compiled once): `text` to the object, raced against the request's
+/// budget, made again as the core says when the platform fails it.
+async fn send_within_budget(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
+    let budget = budget();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let left = budget.remaining_ms();
+        let late = || {
+            let e = format!(
+                "{}: expected an answer within what is left of the request's {} ms, found none",
+                store.name(),
+                budget.max_ms()
+            );
+            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
+        };
+        if left == 0 {
+            return Err(late());
         }
+        let sent = send(env, store, text, budget.0.test_delay_ms).boxed_local();
+        let failed = match future::select(sent, sleep_ms(left).boxed_local()).await {
+            Either::Left((Ok(answer), _)) => return answer,
+            Either::Left((Err(failed), _)) => failed,
+            Either::Right(((), _)) => return Err(late()),
+        };
+        let failure = failure_kind(&failed);
+        match after_call_failed(failure, attempts, budget.remaining_ms(), random_u64()) {
+            AfterFailure::Retry { after_ms } if budget.wait(after_ms) => sleep_ms(after_ms).await,
+            AfterFailure::Retry { .. } => return Err(late()),
+            AfterFailure::GiveUp { retry_after_ms } => {
+                let how = match failure {
+                    CallFailure::Overloaded => "overloaded: not called again".to_owned(),
+                    CallFailure::Retryable => format!("retryable, called {attempts} times"),
+                    CallFailure::Other => "not retryable".to_owned(),
+                };
+                let e = format!("{}: {failed} ({how})", store.name());
+                return Err(ApiError::unavailable(
+                    ErrorCode::StoreUnavailable,
+                    e,
+                    retry_after_ms,
+                ));
+            }
+        }
+    }
+}
+
+/// How the platform failed a call: Cloudflare sets `overloaded` or
+/// `retryable` on the JavaScript error a stub's `fetch` throws
+/// (developers.cloudflare.com/durable-objects/best-practices/error-handling);
+/// workers-rs 0.8.7 keeps that error as `UnknownJsError { original, .. }`.
+fn failure_kind(e: &worker::Error) -> CallFailure {
+    let original = match e {
+        worker::Error::UnknownJsError { original, .. } | worker::Error::Internal(original) => {
+            original
+        }
+        worker::Error::JsError(message) if message.contains("overloaded") => {
+            return CallFailure::Overloaded
+        }
+        _ => return CallFailure::Other,
     };
+    let flag = |name: &str| {
+        js_sys::Reflect::get(original, &JsValue::from_str(name))
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    };
+    if flag("overloaded") {
+        CallFailure::Overloaded
+    } else if flag("retryable") {
+        CallFailure::Retryable
+    } else {
+        CallFailure::Other
+    }
+}
+
+impl Store<'_> {
+    /// The object's binding and name.
+    fn binding(&self) -> (&'static str, String) {
+        match self {
+            Store::Tag(tag) => ("TAGS", (*tag).to_owned()),
+            Store::Catalog => ("CATALOG", "catalog".to_owned()),
+            Store::Registry => ("REGISTRY", "registry".to_owned()),
+            Store::Keys => ("KEYS", "keys".to_owned()),
+            Store::Minter(i) => ("MINTERS", format!("minter-{i}")),
+        }
+    }
+
+    /// How messages name it.
+    fn name(&self) -> String {
+        match self {
+            Store::Tag(tag) => format!("tag {tag}"),
+            Store::Catalog => "catalog".to_owned(),
+            Store::Registry => "registry".to_owned(),
+            Store::Keys => "key store".to_owned(),
+            Store::Minter(i) => format!("minter {i}"),
+        }
+    }
+}
+
+/// One call: `text` to the object; the platform's failure (`Err`), or the
+/// object's answer (its text, or the error it answered).
+async fn send(
+    env: &Env,
+    store: Store<'_>,
+    text: &str,
+    test_delay_ms: u64,
+) -> worker::Result<ApiResult<String>> {
+    let (binding, name) = store.binding();
     let stub = env
         .durable_object(binding)?
-        .id_from_name(name)?
+        .id_from_name(&name)?
         .get_stub()?;
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
+    if test_delay_ms > 0 {
+        headers.set(TEST_DELAY_HEADER, &test_delay_ms.to_string())?;
+    }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
@@ -64,11 +276,12 @@ async fn send(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
     let req = Request::new_with_init(&format!("https://{binding}.internal/"), &init)?;
     let mut res = stub.fetch_with_request(req).await?;
     if res.status_code() >= 400 {
-        return Err(ApiError::from_response(res).await);
+        return Ok(Err(ApiError::from_response(res).await));
     }
-    res.text()
+    Ok(res
+        .text()
         .await
-        .map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+        .map_err(|e| ApiError::store_error(format!("store answer: {e}"))))
 }
 
 /// An object's `fetch`: `broken` (tables that could not be made) answers
@@ -80,6 +293,17 @@ pub async fn serve<R: DeserializeOwned>(
 ) -> worker::Result<Response> {
     if let Some(e) = broken {
         return Ok(e.response());
+    }
+    // TESTS ONLY: an object made slow on purpose (the header is only ever
+    // set by `send`, under `Config::test_object_delay_ms`).
+    if let Some(ms) = req
+        .headers()
+        .get(TEST_DELAY_HEADER)
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        sleep_ms(ms.min(60_000)).await;
     }
     let result = match body_within::<R>(req, MAX_STORE_BODY_BYTES).await {
         Ok(request) => handle(request).await,

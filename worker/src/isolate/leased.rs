@@ -44,7 +44,7 @@ pub(super) async fn ids(
         );
         ApiError::unavailable(ErrorCode::SequenceExhausted, e, wait)
     };
-    run(count, MAX_WAIT_MS, poll, send, late).await
+    run(count, poll, send, late).await
 }
 
 /// Leases a worker ID for this isolate. Runs in the context of the request

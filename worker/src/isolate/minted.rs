@@ -4,23 +4,25 @@
 use std::cell::Cell;
 
 use edgeleaf::{
-    code::ErrorCode, minted::BatchAsk, minted::MintStep, minted::MintedBuffer, minted::Refused,
-    wait::MAX_WAIT_MS,
+    code::ErrorCode, minted::BatchAsk, minted::Fetched, minted::MintStep, minted::Refused,
+    wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
-use futures::future::{self, Either, FutureExt};
+use futures::future::FutureExt;
 use worker::{Context, Env};
 
 use super::state::mint_config;
 use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
-use crate::clock::{now_ms, sleep_ms};
+use crate::clock::now_ms;
 use crate::config::Config;
 use crate::minter_store;
 
 /// `count` snowflake IDs from the minters' batches in this isolate's buffer,
-/// within the core's wait budget: a minter that does not answer in what is
-/// left of it is passed over (its Durable Object may be stuck on a clock
-/// that stepped back), and a request that runs out answers 503 at once.
+/// within the request's budget: a minter that does not answer in what is
+/// left of it (`stores::call` races it; its Durable Object may be stuck on a
+/// clock that stepped back), or answers a batch already stale (its clock
+/// lags this one's by more than the staleness bound), is passed over, and a
+/// request that runs out answers 503 at once.
 pub(super) async fn ids(
     env: &Env,
     ctx: &Context,
@@ -44,19 +46,9 @@ pub(super) async fn ids(
     let last_error = Cell::new(None);
     let mut failures = 0;
     let send = async |ask: BatchAsk, left| {
-        let fetch = fetch_batch(env.clone(), ask, left).boxed_local();
-        let (error, then) = match future::select(fetch, sleep_ms(left).boxed_local()).await {
-            Either::Left((Ok(()), _)) => return Ok(Then::Poll),
-            Either::Left((Err(failed), _)) => failed,
-            Either::Right(((), _)) => {
-                with(|i| i.minted.as_mut().map(MintedBuffer::fetch_failed));
-                let e = format!(
-                    "minter {}: expected an answer within {left} ms, found none",
-                    ask.minter
-                );
-                let e = ApiError::unavailable(ErrorCode::StoreUnavailable, e, MAX_WAIT_MS);
-                (e, Refused::Next)
-            }
+        let (error, then) = match fetch_batch(env.clone(), ask, left).await {
+            Ok(()) => return Ok(Then::Poll),
+            Err(failed) => failed,
         };
         let then = match then {
             Refused::Again => Then::Wait(POLL_MS),
@@ -84,10 +76,10 @@ pub(super) async fn ids(
             let e = format!(
                 "snowflake: expected {count} minted IDs within {MAX_WAIT_MS} ms, found {filled}"
             );
-            ApiError::unavailable(ErrorCode::StoreUnavailable, e, MAX_WAIT_MS)
+            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
         })
     };
-    run(count, MAX_WAIT_MS, poll, send, late).await
+    run(count, poll, send, late).await
 }
 
 /// Fetches a batch from a minter into this isolate's buffer; on failure, the
@@ -105,9 +97,22 @@ async fn fetch_batch(env: Env, ask: BatchAsk, left_ms: u64) -> Result<(), (ApiEr
             let then = buf.fetch_refused(e.code, now_ms(), left_ms);
             (e, then)
         })?;
-        buf.fetched(&ranges, now_ms()).map_err(|e| {
-            buf.fetch_failed();
-            (e.into(), Refused::Next)
-        })
+        match buf.fetched(&ranges, now_ms()) {
+            Ok(Fetched::Kept) => Ok(()),
+            // Already counted as a failed fetch by the buffer.
+            Ok(Fetched::Stale) => {
+                let e = format!(
+                    "minter {}: expected fresh IDs, found a batch stale on arrival \
+                     (its clock lags this isolate's by more than SNOWFLAKE_STALENESS_MS)",
+                    ask.minter
+                );
+                let e = ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS);
+                Err((e, Refused::Next))
+            }
+            Err(e) => {
+                buf.fetch_failed();
+                Err((e.into(), Refused::Next))
+            }
+        }
     })
 }

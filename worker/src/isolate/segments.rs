@@ -1,7 +1,7 @@
 //! Segment-mode IDs: each tag's `SegmentDriver`, fed with segments from the
 //! tag's Durable Object (a monotonic tag's IDs come from the object alone).
 
-use edgeleaf::{code::ErrorCode, driver::SegmentStep};
+use edgeleaf::{code::ErrorCode, driver::SegmentStep, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS};
 use edgeleaf_rules::wire::tag::AllocateRequest;
 use futures::FutureExt;
 use worker::{Context, Env};
@@ -11,11 +11,9 @@ use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::tag_store;
 
-/// Longest a request waits for another request's segment load before answering 503.
-const MAX_LOAD_WAIT_MS: u64 = 5000;
-
 /// `count` segment-mode IDs of `tag`, from this isolate's buffer; waits for
-/// the store only when the buffer is empty. A monotonic tag's IDs come from
+/// the store only when the buffer is empty, within the request's budget
+/// (its own load, or another request's). A monotonic tag's IDs come from
 /// its object alone.
 pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
@@ -48,11 +46,10 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
         Ok(Then::Poll)
     };
     let late = |_, _| {
-        let e =
-            format!("segment {tag}: expected a segment within {MAX_LOAD_WAIT_MS} ms, found none");
-        ApiError::unavailable(ErrorCode::StoreUnavailable, e, 1000)
+        let e = format!("segment {tag}: expected a segment within {MAX_WAIT_MS} ms, found none");
+        ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
     };
-    let out = match run(count, MAX_LOAD_WAIT_MS, poll, send, late).await {
+    let out = match run(count, poll, send, late).await {
         Err(e) if e.code == ErrorCode::MonotonicTag => {
             with(|i| i.counters.store_calls += 1);
             tag_store::ids(env, tag, count).await?
