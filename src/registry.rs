@@ -521,7 +521,7 @@ impl Registry {
             });
         }
         if let Some(p) = ask.previous {
-            self.not_a_minters(p.worker_id)?;
+            self.not_a_minters(p.worker_id, Some(p.generation))?;
         }
         let limit = self.config.per_owner.filter(|_| !ask.owner.is_empty());
         let ids = self.config.minters..self.config.capacity;
@@ -530,10 +530,16 @@ impl Registry {
 
     /// Refuses a minter's grant named by anyone but that minter: the
     /// service's own, and no caller's to reclaim, release or evict (refused,
-    /// not passed over, so that the caller learns it named one).
-    fn not_a_minters(&self, worker_id: u32) -> Result<(), Error> {
+    /// not passed over, so that the caller learns it named one). With a
+    /// `generation`, only that grant is one: a node's own older grant of an
+    /// ID a minter holds now (it held it before the ID was reserved) is a
+    /// stale proof, passed over like any other.
+    fn not_a_minters(&self, worker_id: u32, generation: Option<u64>) -> Result<(), Error> {
         match self.slot(worker_id) {
-            Some(s) if s.node_key.starts_with(MINTER_KEY_PREFIX) => {
+            Some(s)
+                if s.node_key.starts_with(MINTER_KEY_PREFIX)
+                    && generation.is_none_or(|g| g == s.generation) =>
+            {
                 Err(Error::ReservedWorkerId { worker_id })
             }
             _ => Ok(()),
@@ -964,7 +970,7 @@ impl Registry {
         registry_now_ms: u64,
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
-        self.not_a_minters(release.claim.worker_id)?;
+        self.not_a_minters(release.claim.worker_id, Some(release.claim.generation))?;
         let slot = self.held(owner, &release.claim)?;
         // No further ahead than its holder could have minted: by a clock
         // within the skew bound of the registry's now (and of the grant's
@@ -998,7 +1004,7 @@ impl Registry {
     /// leased, released, already evicted, or free);
     /// [`Error::ReservedWorkerId`] for a minter's grant (the service's own).
     pub fn evict(&mut self, worker_id: u32, registry_now_ms: u64) -> Result<u64, Error> {
-        self.not_a_minters(worker_id)?;
+        self.not_a_minters(worker_id, None)?;
         let status = self
             .slot(worker_id)
             .map(|s| self.status(s, registry_now_ms));
@@ -1515,6 +1521,20 @@ mod tests {
         }
         // Nor does the operator evict it.
         assert_eq!(r.evict(0, T + 1), Err(refused.clone()));
+        // A node's own older grant of that ID (from before it was reserved)
+        // is a stale proof, passed over as any other.
+        let stale = Proof {
+            generation: m.generation - 1,
+            ..proof(&m)
+        };
+        let ask = GrantRequest {
+            owner: OWNER,
+            node_key: "n",
+            node_now_ms: T,
+            previous: Some(stale),
+            secret_hash: hash_of(6),
+        };
+        assert!(r.clone().lease(ask, T + 1).is_ok());
         assert_eq!(r, before);
         // The minter renews and reclaims it as before.
         assert!(r.renew("", &rn(proof(&m), T + 2, T + 1), T + 2).is_ok());

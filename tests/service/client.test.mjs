@@ -96,10 +96,16 @@ test('snowflake(): stops issuing the moment the lease is lost', async () => {
   await sf.renew();
   assert.ok(sf.nextId() > 0n, 'a refused stranger does not stop the holder');
   // Another incarnation of host-3, with the secret from the node's own
-  // store, proves the grant and takes it over (new generation).
+  // store, proves the live grant: it gets another worker ID (it may be a
+  // second process sharing the store), and this holder keeps minting.
   assert.match(store.state.secret, /^[0-9a-f]{32}$/);
   const res = await take({ workerId, generation, secret: store.state.secret });
   assert.equal(res.status, 200);
+  assert.notEqual((await res.json()).workerId, workerId);
+  await sf.renew();
+  assert.ok(sf.nextId() > 0n);
+  // Evicted by root: the holder stops at its next renewal.
+  assert.equal((await svc.admin(`/v1/workers/${workerId}/evict`, { method: 'POST' })).status, 200);
   await sf.renew();
   assert.throws(() => sf.nextId(), { code: 'lease_lost' });
   await sf.close();
