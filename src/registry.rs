@@ -498,21 +498,27 @@ impl Registry {
     /// that grant is still the latest one of that ID, no longer live, and
     /// the node proves it holds it (same owner, node key and secret) — it
     /// restarts, issuing after that grant's expiry; else its own earlier ID
-    /// (same node key and owner) if free; else the lowest free ID. A node proving a grant that is
-    /// still live gets another ID: the proof may be a copy (two processes
-    /// sharing one store), and the grant's holder may still be minting. A
-    /// node that cannot prove it holds a live grant never shares its ID,
-    /// and naming a live grant without proof is refused, not passed over.
+    /// (same node key and owner) if free; else the lowest free ID whose
+    /// floor its clock has passed; else the lowest free ID whose floor is at
+    /// most `max_skew_ms` ahead of the registry's clock (the node issues
+    /// after it, waiting). A node proving a grant that is still live gets
+    /// another ID: the proof may be a copy (two processes sharing one
+    /// store), and the grant's holder may still be minting. A node that
+    /// cannot prove it holds a live grant never shares its ID, and naming a
+    /// live grant without proof is refused, not passed over.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
     /// for a minter's; [`Error::ReservedWorkerId`] when `previous` names a
     /// minter's grant; [`Error::WorkerIdLimit`] when the owner already keeps
-    /// its limit of worker IDs from the others ([`Registry::withheld`]); [`Error::NotLeaseHolder`] when `previous` names a live grant
-    /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
-    /// when the node's clock is off from the registry's or from the live
-    /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
-    /// last timestamp recorded for the chosen ID; [`Error::NoFreeWorkerId`].
+    /// its limit of worker IDs from the others ([`Registry::withheld`]);
+    /// [`Error::NotLeaseHolder`] when `previous` names a live grant with
+    /// another owner or a wrong (or no) secret; [`Error::ClockSkew`] when the
+    /// node's clock is off from the registry's or from the average of its
+    /// owner's live nodes; [`Error::ClockBehindLastReport`] when the chosen
+    /// ID is the node's own and its clock is behind its last reading on
+    /// record, or more than `max_skew_ms` behind the ID's floor;
+    /// [`Error::NoFreeWorkerId`].
     pub fn lease(&mut self, ask: GrantRequest<'_>, registry_now_ms: u64) -> Result<Lease, Error> {
         check_name("node_key", ask.node_key)?;
         if ask.node_key.starts_with(MINTER_KEY_PREFIX) {
