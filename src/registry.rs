@@ -498,21 +498,27 @@ impl Registry {
     /// that grant is still the latest one of that ID, no longer live, and
     /// the node proves it holds it (same owner, node key and secret) — it
     /// restarts, issuing after that grant's expiry; else its own earlier ID
-    /// (same node key and owner) if free; else the lowest free ID. A node proving a grant that is
-    /// still live gets another ID: the proof may be a copy (two processes
-    /// sharing one store), and the grant's holder may still be minting. A
-    /// node that cannot prove it holds a live grant never shares its ID,
-    /// and naming a live grant without proof is refused, not passed over.
+    /// (same node key and owner) if free; else the lowest free ID whose
+    /// floor its clock has passed; else the lowest free ID whose floor is at
+    /// most `max_skew_ms` ahead of the registry's clock (the node issues
+    /// after it, waiting). A node proving a grant that is still live gets
+    /// another ID: the proof may be a copy (two processes sharing one
+    /// store), and the grant's holder may still be minting. A node that
+    /// cannot prove it holds a live grant never shares its ID, and naming a
+    /// live grant without proof is refused, not passed over.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a bad node key; [`Error::ReservedNodeKey`]
     /// for a minter's; [`Error::ReservedWorkerId`] when `previous` names a
     /// minter's grant; [`Error::WorkerIdLimit`] when the owner already keeps
-    /// its limit of worker IDs from the others ([`Registry::withheld`]); [`Error::NotLeaseHolder`] when `previous` names a live grant
-    /// with another owner or a wrong (or no) secret; [`Error::ClockSkew`]
-    /// when the node's clock is off from the registry's or from the live
-    /// nodes' average; [`Error::ClockBehindLastReport`] when it is behind the
-    /// last timestamp recorded for the chosen ID; [`Error::NoFreeWorkerId`].
+    /// its limit of worker IDs from the others ([`Registry::withheld`]);
+    /// [`Error::NotLeaseHolder`] when `previous` names a live grant with
+    /// another owner or a wrong (or no) secret; [`Error::ClockSkew`] when the
+    /// node's clock is off from the registry's or from the average of its
+    /// owner's live nodes; [`Error::ClockBehindLastReport`] when the chosen
+    /// ID is the node's own and its clock is behind its last reading on
+    /// record, or more than `max_skew_ms` behind the ID's floor;
+    /// [`Error::NoFreeWorkerId`].
     pub fn lease(&mut self, ask: GrantRequest<'_>, registry_now_ms: u64) -> Result<Lease, Error> {
         check_name("node_key", ask.node_key)?;
         if ask.node_key.starts_with(MINTER_KEY_PREFIX) {
@@ -521,7 +527,7 @@ impl Registry {
             });
         }
         if let Some(p) = ask.previous {
-            self.not_a_minters(p.worker_id)?;
+            self.not_a_minters(p.worker_id, Some(p.generation))?;
         }
         let limit = self.config.per_owner.filter(|_| !ask.owner.is_empty());
         let ids = self.config.minters..self.config.capacity;
@@ -530,10 +536,16 @@ impl Registry {
 
     /// Refuses a minter's grant named by anyone but that minter: the
     /// service's own, and no caller's to reclaim, release or evict (refused,
-    /// not passed over, so that the caller learns it named one).
-    fn not_a_minters(&self, worker_id: u32) -> Result<(), Error> {
+    /// not passed over, so that the caller learns it named one). With a
+    /// `generation`, only that grant is one: a node's own older grant of an
+    /// ID a minter holds now (it held it before the ID was reserved) is a
+    /// stale proof, passed over like any other.
+    fn not_a_minters(&self, worker_id: u32, generation: Option<u64>) -> Result<(), Error> {
         match self.slot(worker_id) {
-            Some(s) if s.node_key.starts_with(MINTER_KEY_PREFIX) => {
+            Some(s)
+                if s.node_key.starts_with(MINTER_KEY_PREFIX)
+                    && generation.is_none_or(|g| g == s.generation) =>
+            {
                 Err(Error::ReservedWorkerId { worker_id })
             }
             _ => Ok(()),
@@ -964,7 +976,7 @@ impl Registry {
         registry_now_ms: u64,
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
-        self.not_a_minters(release.claim.worker_id)?;
+        self.not_a_minters(release.claim.worker_id, Some(release.claim.generation))?;
         let slot = self.held(owner, &release.claim)?;
         // No further ahead than its holder could have minted: by a clock
         // within the skew bound of the registry's now (and of the grant's
@@ -998,7 +1010,7 @@ impl Registry {
     /// leased, released, already evicted, or free);
     /// [`Error::ReservedWorkerId`] for a minter's grant (the service's own).
     pub fn evict(&mut self, worker_id: u32, registry_now_ms: u64) -> Result<u64, Error> {
-        self.not_a_minters(worker_id)?;
+        self.not_a_minters(worker_id, None)?;
         let status = self
             .slot(worker_id)
             .map(|s| self.status(s, registry_now_ms));
@@ -1515,6 +1527,20 @@ mod tests {
         }
         // Nor does the operator evict it.
         assert_eq!(r.evict(0, T + 1), Err(refused.clone()));
+        // A node's own older grant of that ID (from before it was reserved)
+        // is a stale proof, passed over as any other.
+        let stale = Proof {
+            generation: m.generation - 1,
+            ..proof(&m)
+        };
+        let ask = GrantRequest {
+            owner: OWNER,
+            node_key: "n",
+            node_now_ms: T,
+            previous: Some(stale),
+            secret_hash: hash_of(6),
+        };
+        assert!(r.clone().lease(ask, T + 1).is_ok());
         assert_eq!(r, before);
         // The minter renews and reclaims it as before.
         assert!(r.renew("", &rn(proof(&m), T + 2, T + 1), T + 2).is_ok());

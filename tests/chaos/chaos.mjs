@@ -51,8 +51,8 @@
 //   window (its start to LINGER_MS after its end) it fell in; any other
 //   code, an untyped error, or a 5xx other than a 503 with Retry-After fails;
 // - every hostile attempt is refused (403 not_lease_holder, or 409
-//   lease_not_held once the generation moved on; a release or reclaim of a
-//   minter's grant 403 reserved_worker_id; a reclaim may be refused
+//   lease_not_held once the generation moved on, or 409 reserved_worker_id
+//   for a release or reclaim of a minter's grant; a reclaim may be refused
 //   for the lease route's own reasons, or granted another worker ID, never
 //   the one it named while that grant stood); the
 //   long-lived nodes it attacked kept minting under the same grant after the
@@ -543,7 +543,7 @@ export async function runChaos({
             method: 'DELETE', body: JSON.stringify({ ...proof, lastTimestamp: Date.now() + 60_000 }),
           }, as);
           answered(`release, ${label}`, a);
-          if (a && !(a.refused && (a.code === 'not_lease_holder' || minters(w, a) || (a.status === 409 && a.code === 'lease_not_held')))) {
+          if (a && !(a.refused && (a.code === 'not_lease_holder' || (a.status === 409 && a.code === 'lease_not_held') || minters(w, a)))) {
             violation(`hostile release of worker ${w.workerId} gen ${w.generation} (${label}): ${a.status} ${a.code ?? ''}`);
           }
         } else if (!w.own) {
@@ -566,7 +566,7 @@ export async function runChaos({
               violation(`hostile reclaim of worker ${w.workerId} gen ${w.generation} (${label}, read ${Date.now() - readAt} ms before) was granted it (gen ${got.generation})`);
             }
             await call('hostile', `/v1/workers/${got.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: got.generation, secret: got.secret }) }, as);
-          } else if (a && !(a.refused && (a.code === 'not_lease_holder' || minters(w, a) || LEASE_OWN_REFUSALS.includes(a.code)))) {
+          } else if (a && !(a.refused && (a.code === 'not_lease_holder' || LEASE_OWN_REFUSALS.includes(a.code) || minters(w, a)))) {
             violation(`hostile reclaim of worker ${w.workerId} gen ${w.generation} (${label}): ${a.status} ${a.code ?? ''}`);
           }
         }
@@ -574,6 +574,8 @@ export async function runChaos({
     }
     if (own) await call('hostile', `/v1/workers/${own.workerId}`, { method: 'DELETE', body: JSON.stringify({ generation: own.generation, secret: own.secret }) }, as);
   };
+  // A minter's grant named in a release or a reclaim: refused as the service's own.
+  const minters = (w, a) => w.nodeKey.startsWith('minter:') && a.code === 'reserved_worker_id';
   // Whether the registry recorded the end of grant `w` (released, or lapsed).
   const releasedSince = async (w) => {
     const a = await call('hostile', '/v1/workers/events', {}, monitorKey.token);

@@ -172,7 +172,10 @@ test('a restart while its grant is live gets another worker ID; after the lapse 
   // both mint without a duplicate.
   const second = await p2.client.snowflake({ nodeKey: 'host-r', store });
   assert.notEqual(second.workerId, first.workerId, 'a live grant is not taken over');
-  const [idsA, idsB] = await mintSideBySide([first, second], 500);
+  // (The second resumes after the reservation the first saved, ~3 s ahead:
+  // `next()` waits for it.)
+  const drawn = async (sf, n) => { const out = []; for (let i = 0; i < n; i++) out.push(await sf.next()); return out; };
+  const [idsA, idsB] = await Promise.all([drawn(first, 3000), drawn(second, 3000)]);
   const all = new Set([lastBefore, ...idsA, ...idsB]);
   assert.equal(all.size, 1 + idsA.length + idsB.length, 'duplicates');
   // The store lost the secret (or another process copied only the numbers):
@@ -187,8 +190,9 @@ test('a restart while its grant is live gets another worker ID; after the lapse 
   // lapsed (TTL), a restart proves it and takes its worker ID back.
   p1.kill();
   p2.kill();
-  const saved = store.state;
   await sleep(TTL + 200);
+  // (Both saved into the store until their leases lapsed: it holds one of them.)
+  const saved = store.state;
   const again = await client(key.token).snowflake({ nodeKey: 'host-r', store });
   assert.equal(again.workerId, saved.workerId, 'reclaimed with its saved secret');
   assert.ok(again.lease.generation > saved.generation);

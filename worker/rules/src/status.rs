@@ -26,8 +26,6 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         // Its own code: "someone else named your lease" is not "your lease
         // is gone" (409 lease_not_held), and must never stop the holder.
         C::Forbidden | C::NotLeaseHolder => (403, true),
-        // The service's own grant: no caller's to reclaim, release or evict.
-        C::ReservedWorkerId => (403, true),
         C::NotFound => (404, true),
         C::MethodNotAllowed => (405, true),
         C::BodyTooLarge => (413, true),
@@ -47,7 +45,10 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::RequestIdReused
         | C::TagChanged
         | C::NotOpaque
-        | C::OpaqueImmutable => (409, true),
+        | C::OpaqueImmutable
+        // The worker ID is a minter's (the state of the ID, not the
+        // caller's rights): no caller reclaims, releases or evicts it.
+        | C::ReservedWorkerId => (409, true),
         // Waiting mends these, or they are the service's own trouble (its
         // clock before the epoch or past the layout's end, its settings, its
         // stores), not the caller's.
