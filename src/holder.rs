@@ -36,6 +36,12 @@ use crate::secret::{Claim, LeaseSecret, Proof, SecretHash};
 use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
+/// The pause before a failed save is asked again (doubling with each
+/// failure in a row).
+pub const SAVE_RETRY_MIN_MS: u64 = 50;
+/// The longest pause between attempts to save to a failing store.
+pub const SAVE_RETRY_MAX_MS: u64 = 1_000;
+
 /// After a renewal that got no answer, the next try waits this long.
 pub const RENEW_RETRY_MS: u64 = 1_000;
 /// How far ahead a holder with a store reserves (a restart waits at most this).
@@ -311,6 +317,11 @@ pub struct SnowflakeHolder<R: RandSource + Clone = NoRandom> {
     /// The reservation the store has saved: mint below it (with `reserve_ms`).
     reserved_ms: u64,
     saving: InFlight,
+    /// When the latest save was asked for, and how many failed in a row
+    /// since the last that succeeded: a store that keeps failing is asked
+    /// again after a growing pause, not on every timer.
+    save_asked_ms: u64,
+    save_failures: u32,
 }
 
 impl SnowflakeHolder<NoRandom> {
@@ -348,6 +359,8 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             leasing: InFlight::default(),
             reserved_ms: 0,
             saving: InFlight::default(),
+            save_asked_ms: 0,
+            save_failures: 0,
         })
     }
 
@@ -400,6 +413,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         if !self.saving.claim(now_ms, self.config.take_over_ms) {
             return None;
         }
+        self.save_asked_ms = now_ms;
         let mut state = self.state();
         if self.config.reserve_ms > 0 && self.lease().is_some() {
             // `reserve_ms` ahead of the clock, and never below what is already
@@ -416,14 +430,18 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// The store saved `state` (from [`SnowflakeHolder::save_request`]).
     pub fn saved(&mut self, state: &HolderState) {
         self.saving.done();
+        self.save_failures = 0;
         if self.config.reserve_ms > 0 && self.stopped().is_none() {
             self.reserved_ms = self.reserved_ms.max(state.last_timestamp_ms);
         }
     }
 
-    /// The store failed to save; the next request asks again.
+    /// The store failed to save; [`SnowflakeHolder::save_due_in`] asks
+    /// again after [`SAVE_RETRY_MIN_MS`], doubling with each failure in a row
+    /// up to [`SAVE_RETRY_MAX_MS`].
     pub fn save_failed(&mut self) {
         self.saving.done();
+        self.save_failures = self.save_failures.saturating_add(1);
     }
 
     /// Milliseconds until the reservation should be extended (0: now), or
@@ -432,9 +450,15 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         if self.config.reserve_ms == 0 || self.lease().is_none() {
             return None;
         }
-        let due = self
+        let mut due = self
             .reserved_ms
             .saturating_sub(self.config.reserve_ms * 2 / 3);
+        if self.save_failures > 0 {
+            let pause = SAVE_RETRY_MIN_MS
+                .saturating_mul(1 << (self.save_failures - 1).min(16))
+                .min(SAVE_RETRY_MAX_MS);
+            due = due.max(self.save_asked_ms.saturating_add(pause));
+        }
         Some(due.saturating_sub(now_ms))
     }
 
@@ -963,6 +987,32 @@ mod tests {
         let _ = one(&mut r, T + 500);
         r.lease_failed(Some(ErrorCode::ClockSkew), T + 500);
         assert_eq!(r.lease(), None);
+    }
+
+    #[test]
+    fn a_store_that_keeps_failing_is_asked_again_after_a_growing_pause() {
+        let config = HolderConfig {
+            reserve_ms: 3_000,
+            ..HolderConfig::default()
+        };
+        let mut h = SnowflakeHolder::restore(config, NoRandom, HolderState::default(), T).unwrap();
+        let _ = one(&mut h, T);
+        h.granted(grant(1, T), T).unwrap();
+        let mut now = T;
+        let mut pauses = alloc::vec::Vec::new();
+        for _ in 0..7 {
+            let _ = h.save_request(now).unwrap();
+            h.save_failed();
+            let pause = h.save_due_in(now).unwrap();
+            pauses.push(pause);
+            now += pause;
+        }
+        assert_eq!(pauses, [50, 100, 200, 400, 800, 1_000, 1_000]);
+        // One save that succeeds ends the pauses: the reservation's own
+        // schedule again.
+        let s = h.save_request(now).unwrap();
+        h.saved(&s);
+        assert_eq!(h.save_due_in(now), Some(1_000));
     }
 
     #[test]
