@@ -448,12 +448,19 @@ fn the_tag_list_and_a_deleted_tag_keep_each_tag_alphabetical() {
     let old_deleted = json!({ "deleted": tag_view() });
     let list = text(&TagViews {
         tags: vec![tag_view()],
+        unavailable: vec![],
     });
     assert_eq!(list, old_list.to_string());
     assert_eq!(
         list,
         r#"{"tags":[{"bizTag":"order","description":"orders","maxId":"9007199254740993","maxStep":1000000,"monotonic":false,"opaque":{"bits":53},"step":1000,"updateTime":1700000000000}]}"#
     );
+    // A tag whose object did not answer is named, never silently left out.
+    let partial = text(&TagViews {
+        tags: vec![],
+        unavailable: vec!["order".into()],
+    });
+    assert_eq!(partial, r#"{"tags":[],"unavailable":["order"]}"#);
     assert_eq!(
         text(&Deleted {
             deleted: tag_view()

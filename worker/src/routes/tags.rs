@@ -1,7 +1,8 @@
 //! Tags (Leaf's `biz_tag`s): the catalog, each tag's object, and revealing
 //! an opaque tag's IDs.
 
-use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, TagPut, TagView, TagViews};
+use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, TagPut, TagViews};
 use worker::Response;
 
 use super::Cx;
@@ -14,14 +15,24 @@ use crate::{catalog, isolate};
 pub async fn list(cx: Cx) -> ApiResult<Response> {
     let access = cx.access()?;
     let tags = catalog::list(&cx.env).await?;
-    let views = futures::future::join_all(
-        tags.iter()
-            .filter(|t| access.sees_tag(t))
-            .map(|t| tag_store::get(&cx.env, t)),
+    let seen: Vec<&String> = tags.iter().filter(|t| access.sees_tag(t)).collect();
+    let views = futures::future::join_all(seen.iter().map(|t| tag_store::get(&cx.env, t))).await;
+    let (mut listed, mut unavailable) = (Vec::new(), Vec::new());
+    for (name, view) in seen.into_iter().zip(views) {
+        match view {
+            Ok(v) => listed.push(v),
+            // Deleted since the catalog was read: no longer a tag.
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(_) => unavailable.push(name.clone()),
+        }
+    }
+    json(
+        200,
+        &TagViews {
+            tags: listed,
+            unavailable,
+        },
     )
-    .await;
-    let tags: Vec<TagView> = views.into_iter().filter_map(Result::ok).collect();
-    json(200, &TagViews { tags })
 }
 
 /// `GET /v1/tags/{tag}`.

@@ -213,6 +213,10 @@ pub struct TagViews {
     /// The tags, by name.
     #[serde(serialize_with = "alphabetical")]
     pub tags: Vec<TagView>,
+    /// Tags of the catalog whose object did not answer within the request's
+    /// budget: listed by name, so a partial answer says it is partial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
 }
 
 /// `DELETE /v1/tags/{tag}`'s answer: the tag as it was, its fields in
