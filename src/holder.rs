@@ -999,13 +999,12 @@ mod tests {
         let _ = one(&mut h, T);
         h.granted(grant(1, T), T).unwrap();
         let mut now = T;
-        let mut pauses = alloc::vec::Vec::new();
-        for _ in 0..7 {
+        let mut pauses = [0; 7];
+        for p in &mut pauses {
             let _ = h.save_request(now).unwrap();
             h.save_failed();
-            let pause = h.save_due_in(now).unwrap();
-            pauses.push(pause);
-            now += pause;
+            *p = h.save_due_in(now).unwrap();
+            now += *p;
         }
         assert_eq!(pauses, [50, 100, 200, 400, 800, 1_000, 1_000]);
         // One save that succeeds ends the pauses: the reservation's own
