@@ -186,7 +186,7 @@ test('a tag-limited monitor key sees only its tags in listings, and nothing flee
       events: (await get('/v1/workers/events')).status,
     };
   };
-  const fleetFamilies = ['edgeleaf_isolate_errors_total', 'edgeleaf_isolate_minter_calls_total', 'edgeleaf_isolate_refills_blocked_total',
+  const fleetFamilies = ['edgeleaf_isolate_errors_total', 'edgeleaf_isolate_key_lookups_total', 'edgeleaf_isolate_minter_calls_total', 'edgeleaf_isolate_refills_blocked_total',
     'edgeleaf_isolate_refills_total', 'edgeleaf_isolate_segment_ids_total', 'edgeleaf_isolate_snowflake_ids_total',
     'edgeleaf_isolate_start_time_seconds', 'edgeleaf_isolate_store_calls_total', 'edgeleaf_workers'];
   // Every surface compared at once, so that a leak names each place it shows.

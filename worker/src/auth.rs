@@ -4,7 +4,7 @@
 //! `KeyCache`: a revocation bites everywhere within `KEY_CACHE_MS`). What a
 //! credential may do is the core's rule (`Access::permits`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use edgeleaf::{code::ErrorCode, secret::constant_time_eq};
 use edgeleaf_rules::{
@@ -20,6 +20,28 @@ use crate::key_store;
 
 thread_local! {
     static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
+    static CALLS: Cell<KeyCalls> = const { Cell::new(KeyCalls { index: 0, key: 0 }) };
+}
+
+/// The calls this isolate made to look keys up, by the object called: the
+/// index of keys (`KeyStore`) or a key's own object. `/metrics` shows them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyCalls {
+    pub index: u64,
+    pub key: u64,
+}
+
+/// This isolate's key lookups so far.
+pub fn key_calls() -> KeyCalls {
+    CALLS.with(Cell::get)
+}
+
+fn count_call(f: impl FnOnce(&mut KeyCalls)) {
+    CALLS.with(|c| {
+        let mut calls = c.get();
+        f(&mut calls);
+        c.set(calls);
+    });
 }
 
 /// An authenticated caller.
@@ -109,6 +131,7 @@ async fn identify(
     let record = match cached {
         Some(record) => record,
         None => {
+            count_call(|c| c.index += 1);
             let answer = key_store::lookup(env, id).await?;
             let record = answer.key.map(|k| k.record()).transpose()?;
             KEYS.with(|k| k.borrow_mut().put(id, record.clone(), now));
