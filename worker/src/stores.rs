@@ -20,8 +20,10 @@ pub enum Store<'a> {
     Registry,
     /// Snowflake minter `i`.
     Minter(u32),
-    /// The single store of API keys.
+    /// The index of API keys.
     Keys,
+    /// The own object of the API key with this ID.
+    Key(&'a str),
 }
 
 /// Sends `request` (the object's request enum) to a Durable Object and
@@ -46,6 +48,7 @@ async fn send(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
         Store::Catalog => ("CATALOG", "catalog"),
         Store::Registry => ("REGISTRY", "registry"),
         Store::Keys => ("KEYS", "keys"),
+        Store::Key(id) => ("API_KEYS", id),
         Store::Minter(i) => {
             minter = format!("minter-{i}");
             ("MINTERS", minter.as_str())
