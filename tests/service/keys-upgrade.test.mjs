@@ -118,3 +118,39 @@ test('keys kept in the single KeyStore: they open what they opened, are copied o
     await killHard(svc.child);
   }
 });
+
+test('a flood of made-up keys during the upgrade: the index is asked only until it says no old keys remain; the old keys still open', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-keys-upgrade-flood-'));
+  cpSync(FIXTURE, persist, { recursive: true });
+  const svc = await spawnService(persist);
+  try {
+    const as = async (token, path = '/v1/snowflake') => {
+      const res = await fetch(`${svc.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const lookups = async () => {
+      const text = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
+      const n = { index: 0, key: 0 };
+      for (const m of text.matchAll(/^edgeleaf_isolate_key_lookups_total\{[^}]*object="(\w+)"[^}]*\} (\d+)/gm)) n[m[1]] += Number(m[2]);
+      return n;
+    };
+    const hex = (n) => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(Math.random() * 16)]).join('');
+    const { ids, limited, admin } = made.keys;
+    // 400 made-up keys, 50 at a time, the old keys among the first.
+    const tokens = [[ids.token], [limited.token, '/v1/tags'], [admin.token, '/v1/keys'], ...Array.from({ length: 400 }, () => [`elk_${hex(12)}_${hex(64)}`])];
+    const statuses = [];
+    for (let i = 0; i < tokens.length; i += 50) statuses.push(...await Promise.all(tokens.slice(i, i + 50).map(([t, path]) => as(t, path))));
+    assert.deepEqual(statuses.slice(0, 3), [200, 200, 200]);
+    assert.ok(statuses.slice(3).every((s) => s === 403));
+    const n = await lookups();
+    console.log(`upgrade under a flood: ${tokens.length} keys, calls to the index ${n.index}, to key objects ${n.key}`);
+    // At most the first 50 in flight asked the index (its first answers said none remain).
+    assert.ok(n.index <= 50, JSON.stringify(n));
+    assert.equal(n.key, tokens.length);
+    assert.equal(await as(admin.token, '/v1/keys'), 200);
+  } finally {
+    await killHard(svc.child);
+  }
+  assert.ok(indexRows(persist).every((r) => r.hash === ''));
+});

@@ -24,6 +24,9 @@
 //! remain the isolate stops asking (one call per isolate in a store made
 //! after the change).
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
 use edgeleaf::code::ErrorCode;
 use edgeleaf_rules::access::{KEY_USE_REPORT_MS, MAX_KEYS};
 use edgeleaf_rules::wire::catalog::Done;
@@ -142,6 +145,8 @@ impl Row {
 pub struct KeyStore {
     sql: SqlStorage,
     env: Env,
+    /// The IDs of the old keys being copied out now.
+    copying: RefCell<BTreeSet<String>>,
     /// Set when the table could not be created: every call answers it.
     broken: Option<ApiError>,
 }
@@ -260,14 +265,32 @@ impl KeyStore {
     }
 
     async fn adopt(&self, id: &str) -> ApiResult<Adopted> {
+        // Rows another `Adopt` is copying meanwhile are left to it (a flood
+        // of lookups during the upgrade copies each key about once), but
+        // the one asked for, whose answer this needs.
+        let copying = self.copying.borrow().clone();
+        let limit = ADOPT_BATCH + copying.len();
         let batch: Vec<Row> = self
             .sql
             .exec(
                 "SELECT * FROM keys WHERE hash != '' ORDER BY id = ? DESC, created, id LIMIT ?",
-                vec![id.into(), (ADOPT_BATCH as i64).into()],
+                vec![id.into(), i64::try_from(limit).unwrap_or(i64::MAX).into()],
             )?
-            .to_array()?;
+            .to_array::<Row>()?
+            .into_iter()
+            .filter(|row| row.id == id || !copying.contains(&row.id))
+            .take(ADOPT_BATCH)
+            .collect();
+        self.copying
+            .borrow_mut()
+            .extend(batch.iter().map(|row| row.id.clone()));
         let copied = futures::future::join_all(batch.iter().map(|row| self.copy_out(row))).await;
+        {
+            let mut copying = self.copying.borrow_mut();
+            for row in &batch {
+                copying.remove(&row.id);
+            }
+        }
         let mut key = None;
         let mut found = false;
         for (row, copied) in batch.iter().zip(copied) {
@@ -307,7 +330,12 @@ impl DurableObject for KeyStore {
                tags TEXT NOT NULL, hash TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER)",
         ])
         .err();
-        KeyStore { sql, env, broken }
+        KeyStore {
+            sql,
+            env,
+            copying: RefCell::default(),
+            broken,
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
