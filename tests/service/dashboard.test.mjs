@@ -177,3 +177,39 @@ test('a page on another origin calls the service when CORS_ORIGINS lists it (pre
     site.close();
   }
 });
+
+test('no other page may frame the dashboard: frame-ancestors \'none\' and X-Frame-Options DENY, and Chromium refuses the frame', async () => {
+  const { createServer } = await import('node:http');
+  const { child, url } = await spawnService(mkdtempSync(join(tmpdir(), 'edgeleaf-frame-')));
+  // Another origin's page that frames the dashboard.
+  const site = createServer((req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end(`<!doctype html><title>framer</title><iframe id="f" src="${url}/" width="800" height="600"></iframe>`);
+  });
+  await new Promise((r) => site.listen(0, '127.0.0.1', r));
+  let browser;
+  try {
+    for (const path of ['/', '/index.html']) {
+      const res = await fetch(`${url}${path}`);
+      await res.arrayBuffer();
+      assert.equal(res.status, 200);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      assert.ok(csp.split(';').map((d) => d.trim()).includes("frame-ancestors 'none'"), `${path}: Content-Security-Policy ${JSON.stringify(csp)}`);
+      assert.equal(res.headers.get('x-frame-options'), 'DENY', path);
+    }
+    browser = await launch();
+    const page = await browser.newPage();
+    const messages = [];
+    page.on('console', (m) => messages.push(m.text()));
+    await page.goto(`http://127.0.0.1:${site.address().port}/`);
+    await page.waitForTimeout(1000);
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    const token = frame ? await frame.$('#token').catch(() => null) : null;
+    assert.equal(token, null, 'the dashboard loaded inside another origin\'s frame');
+    assert.ok(messages.some((m) => /frame-ancestors|X-Frame-Options/.test(m)), `Chromium did not say why: ${JSON.stringify(messages)}`);
+  } finally {
+    await browser?.close();
+    await killHard(child);
+    site.close();
+  }
+});

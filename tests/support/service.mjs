@@ -50,6 +50,7 @@ export function v4Options({ persist, vars = {}, port } = {}) {
       REGISTRY: { className: 'WorkerRegistry', useSQLite: true },
       MINTERS: { className: 'SnowflakeMinter', useSQLite: true },
       KEYS: { className: 'KeyStore', useSQLite: true },
+      API_KEYS: { className: 'ApiKey', useSQLite: true },
     },
     bindings: { ...wranglerVars(), ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars },
     ...(persist ? { resourcePersistencePath: persist } : {}),

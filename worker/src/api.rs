@@ -4,6 +4,7 @@
 use edgeleaf::code::ErrorCode;
 pub use edgeleaf_rules::status::status;
 use edgeleaf_rules::wire::{api::ErrorBody, WireError};
+use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use worker::{Request, Response};
 
@@ -181,10 +182,7 @@ pub async fn body_within<T: DeserializeOwned>(req: &mut Request, max: usize) -> 
             return Err(too_large(len, max));
         }
     }
-    let bytes = req.bytes().await?;
-    if bytes.len() > max {
-        return Err(too_large(bytes.len(), max));
-    }
+    let bytes = read_at_most(req, max).await?;
     let text = if bytes.iter().all(u8::is_ascii_whitespace) {
         &b"{}"[..]
     } else {
@@ -196,6 +194,32 @@ pub async fn body_within<T: DeserializeOwned>(req: &mut Request, max: usize) -> 
             format!("body: expected JSON of the documented shape, found an error: {e}"),
         )
     })
+}
+
+/// The body's bytes, read as they arrive: refused as soon as more than
+/// `max` have (a body without a `Content-Length`, chunked, is never read
+/// whole first); the rest is not read (the stream is cancelled).
+async fn read_at_most(req: &mut Request, max: usize) -> ApiResult<Vec<u8>> {
+    if req.inner().body().is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stream = req.stream()?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        if bytes.len() + chunk.len() > max {
+            // Dropping the stream cancels it.
+            return Err(ApiError::new(
+                ErrorCode::BodyTooLarge,
+                format!(
+                    "body: expected at most {max} bytes, found more ({} read before stopping)",
+                    bytes.len() + chunk.len()
+                ),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 fn too_large(len: usize, max: usize) -> ApiError {

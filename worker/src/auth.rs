@@ -1,15 +1,17 @@
 //! Who is calling: the bearer token checked against the root tokens
-//! (`ADMIN_TOKEN`: every scope; `CLIENT_TOKEN`: `ids`) and the API keys of
-//! the `KeyStore`, looked up through this isolate's cache (the core's
-//! `KeyCache`: a revocation bites everywhere within `KEY_CACHE_MS`). What a
+//! (`ADMIN_TOKEN`: every scope; `CLIENT_TOKEN`: `ids`) and the API keys,
+//! each looked up in its own Durable Object (`ApiKey`) through this
+//! isolate's cache (the core's `KeyCache`: a revocation bites everywhere
+//! within `KEY_CACHE_MS`; an unknown key ID never pushes a known key out).
+//! A token that is not of a key's exact shape is never looked up. What a
 //! credential may do is the core's rule (`Access::permits`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use edgeleaf::{code::ErrorCode, secret::constant_time_eq};
 use edgeleaf_rules::{
     access::check_token, access::token_key_id, access::Access, access::KeyCache, access::KeyLookup,
-    access::Scope,
+    access::KeyRecord, access::Scope,
 };
 use worker::{Env, Headers};
 
@@ -20,6 +22,33 @@ use crate::key_store;
 
 thread_local! {
     static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
+    static CALLS: Cell<KeyCalls> = const { Cell::new(KeyCalls { index: 0, key: 0 }) };
+    /// Keys this isolate revoked: a lookup sent before one is not cached.
+    static REVOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Whether the index may still hold keys from before each key had its
+    /// own object (until it answers that it holds none).
+    static LEGACY: Cell<bool> = const { Cell::new(true) };
+}
+
+/// The calls this isolate made to look keys up, by the object called: the
+/// index of keys (`KeyStore`) or a key's own object. `/metrics` shows them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyCalls {
+    pub index: u64,
+    pub key: u64,
+}
+
+/// This isolate's key lookups so far.
+pub fn key_calls() -> KeyCalls {
+    CALLS.with(Cell::get)
+}
+
+fn count_call(f: impl FnOnce(&mut KeyCalls)) {
+    CALLS.with(|c| {
+        let mut calls = c.get();
+        f(&mut calls);
+        c.set(calls);
+    });
 }
 
 /// An authenticated caller.
@@ -101,20 +130,7 @@ async fn identify(
             "authorization: expected ADMIN_TOKEN, CLIENT_TOKEN or an API key (elk_…), found another token",
         ));
     };
-    let now = now_ms();
-    let cached = KEYS.with(|k| match k.borrow().get(id, now) {
-        KeyLookup::Cached(record) => Some(record.cloned()),
-        KeyLookup::Fetch => None,
-    });
-    let record = match cached {
-        Some(record) => record,
-        None => {
-            let answer = key_store::lookup(env, id).await?;
-            let record = answer.key.map(|k| k.record()).transpose()?;
-            KEYS.with(|k| k.borrow_mut().put(id, record.clone(), now));
-            record
-        }
-    };
+    let record = key_record(env, id).await?;
     let access = check_token(record.as_ref(), &token).inspect_err(|_| {
         // An audit line for `wrangler tail` (and the tests' captured output):
         // the key's ID, which is public (listed, in URLs), never the token.
@@ -131,8 +147,42 @@ async fn identify(
     })
 }
 
+/// The record of key `id`: cached, or from its own object (and while keys
+/// from before each key had one may remain, the index). Requests do not
+/// share a lookup under way: workerd refuses I/O on behalf of another
+/// request.
+async fn key_record(env: &Env, id: &str) -> ApiResult<Option<KeyRecord>> {
+    let now = now_ms();
+    let cached = KEYS.with(|k| match k.borrow().get(id, now) {
+        KeyLookup::Cached(record) => Some(record.cloned()),
+        KeyLookup::Fetch => None,
+    });
+    if let Some(record) = cached {
+        return Ok(record);
+    }
+    let revocations = REVOCATIONS.with(Cell::get);
+    count_call(|c| c.key += 1);
+    let mut key = key_store::lookup(env, id).await?.key;
+    if key.is_none() && LEGACY.with(Cell::get) {
+        count_call(|c| c.index += 1);
+        let adopted = key_store::adopt(env, id).await?;
+        if !adopted.pending {
+            LEGACY.with(|l| l.set(false));
+        }
+        key = adopted.key;
+    }
+    let record = key.map(|k| k.record()).transpose()?;
+    // Not kept if this isolate revoked a key meanwhile: the answer may be
+    // from before the revocation.
+    if REVOCATIONS.with(Cell::get) == revocations {
+        KEYS.with(|k| k.borrow_mut().put(id, record.clone(), now));
+    }
+    Ok(record)
+}
+
 /// Drops this isolate's cached lookup of a key it just revoked (the others'
-/// expire within `KEY_CACHE_MS`).
+/// expire within `KEY_CACHE_MS`); a lookup under way is not kept.
 pub fn forget_key(id: &str) {
     KEYS.with(|k| k.borrow_mut().forget(id));
+    REVOCATIONS.with(|r| r.set(r.get() + 1));
 }

@@ -1,7 +1,8 @@
 //! edgeleaf's service: Leaf's server rebuilt as a Cloudflare Worker. Isolates
 //! serve IDs from memory (`isolate`); Durable Objects are the store — one
 //! `TagStore` per `biz_tag`, a `Catalog` of tags, the `WorkerRegistry` of
-//! snowflake worker IDs, the `SnowflakeMinter`s and the `KeyStore` — each
+//! snowflake worker IDs, the `SnowflakeMinter`s, the index of API keys
+//! (`KeyStore`) and one `ApiKey` per key — each
 //! with one typed request enum and the client functions that send it
 //! (`stores`). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
 
@@ -26,7 +27,7 @@ use worker::{event, Context, Env, Request, Response};
 use config::Config;
 
 pub use catalog::Catalog;
-pub use key_store::KeyStore;
+pub use key_store::{ApiKey, KeyStore};
 pub use minter_store::SnowflakeMinter;
 pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;

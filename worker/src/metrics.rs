@@ -151,6 +151,19 @@ pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<S
         t.family(name, "counter", help);
         t.sample(name, &[("isolate", &id)], value as f64);
     }
+    let calls = crate::auth::key_calls();
+    t.family(
+        "edgeleaf_isolate_key_lookups_total",
+        "counter",
+        "Calls this isolate made to look up API keys its cache did not hold, by the object called: the index of keys or the key's own.",
+    );
+    for (object, n) in [("index", calls.index), ("key", calls.key)] {
+        t.sample(
+            "edgeleaf_isolate_key_lookups_total",
+            &[("isolate", &id), ("object", object)],
+            n as f64,
+        );
+    }
     t.family(
         "edgeleaf_isolate_start_time_seconds",
         "gauge",

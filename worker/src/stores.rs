@@ -41,8 +41,10 @@ pub enum Store<'a> {
     Registry,
     /// Snowflake minter `i`.
     Minter(u32),
-    /// The single store of API keys.
+    /// The index of API keys.
     Keys,
+    /// The own object of the API key with this ID.
+    Key(&'a str),
 }
 
 /// The header that carries a test's object delay to the object (only ever
@@ -235,6 +237,7 @@ impl Store<'_> {
             Store::Catalog => ("CATALOG", "catalog".to_owned()),
             Store::Registry => ("REGISTRY", "registry".to_owned()),
             Store::Keys => ("KEYS", "keys".to_owned()),
+            Store::Key(id) => ("API_KEYS", (*id).to_owned()),
             Store::Minter(i) => ("MINTERS", format!("minter-{i}")),
         }
     }
@@ -245,7 +248,8 @@ impl Store<'_> {
             Store::Tag(tag) => format!("tag {tag}"),
             Store::Catalog => "catalog".to_owned(),
             Store::Registry => "registry".to_owned(),
-            Store::Keys => "key store".to_owned(),
+            Store::Keys => "key index".to_owned(),
+            Store::Key(id) => format!("key {id}"),
             Store::Minter(i) => format!("minter {i}"),
         }
     }

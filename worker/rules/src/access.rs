@@ -385,14 +385,85 @@ pub fn check_token(record: Option<&KeyRecord>, token: &str) -> Result<Access, Ac
 /// How long a host may use a key record it looked up: a revoked key is
 /// refused everywhere at most this long after the revocation.
 pub const KEY_CACHE_MS: u64 = 10_000;
-/// Most key records a host keeps (the oldest lookup goes first).
-pub const KEY_CACHE_ENTRIES: usize = 256;
+/// Most keys the service holds (the index of keys refuses more).
+pub const MAX_KEYS: usize = 1000;
+/// How often at most a key's own object tells the index of keys when the
+/// key was last used: the listing's `lastUsedMs` lags by at most this (plus
+/// [`KEY_CACHE_MS`]), and the index hears from each key at most this often.
+pub const KEY_USE_REPORT_MS: u64 = 60_000;
+/// Most records of existing keys a host keeps: as many as there can be keys,
+/// so a key in use is never pushed out by another (only a lookup of the same
+/// key replaces it), and never by an unknown one (kept apart, below).
+pub const KEY_CACHE_ENTRIES: usize = MAX_KEYS;
+/// Most "no such key" answers a host keeps, apart from the records: a flood
+/// of made-up key IDs pushes out older made-up IDs, never a key in use. The
+/// answer kept longest goes first.
+pub const KEY_CACHE_UNKNOWN: usize = 2048;
 
-/// A host's cache of key lookups, answers "none" included (a token for a
-/// key that does not exist must not reach the store on every request).
-#[derive(Debug, Default)]
+/// Entries by key ID with the time of their lookup, at most `cap`: the
+/// entry put longest ago goes first.
+#[derive(Debug)]
+struct Bounded<V> {
+    cap: usize,
+    /// ID -> (value, lookup time, put number).
+    entries: BTreeMap<String, (V, u64, u64)>,
+    /// Put number -> ID: the order entries were put in.
+    order: BTreeMap<u64, String>,
+    puts: u64,
+}
+
+impl<V> Bounded<V> {
+    const fn new(cap: usize) -> Self {
+        Bounded {
+            cap,
+            entries: BTreeMap::new(),
+            order: BTreeMap::new(),
+            puts: 0,
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<(&V, u64)> {
+        self.entries.get(id).map(|(v, at, _)| (v, *at))
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some((_, _, n)) = self.entries.remove(id) {
+            self.order.remove(&n);
+        }
+    }
+
+    fn insert(&mut self, id: &str, value: V, at: u64) {
+        self.remove(id);
+        while self.entries.len() >= self.cap {
+            let Some((_, first)) = self.order.pop_first() else {
+                break;
+            };
+            self.entries.remove(&first);
+        }
+        self.puts += 1;
+        self.entries.insert(id.to_string(), (value, at, self.puts));
+        self.order.insert(self.puts, id.to_string());
+    }
+}
+
+/// A host's cache of key lookups, answers "no such key" included (a token
+/// for a key that does not exist must not reach the store on every request),
+/// in two bounded parts: records of existing keys ([`KEY_CACHE_ENTRIES`])
+/// and unknown IDs ([`KEY_CACHE_UNKNOWN`]). An unknown ID never takes a
+/// record's place.
+#[derive(Debug)]
 pub struct KeyCache {
-    entries: BTreeMap<String, (Option<KeyRecord>, u64)>,
+    known: Bounded<KeyRecord>,
+    unknown: Bounded<()>,
+}
+
+impl Default for KeyCache {
+    fn default() -> Self {
+        KeyCache {
+            known: Bounded::new(KEY_CACHE_ENTRIES),
+            unknown: Bounded::new(KEY_CACHE_UNKNOWN),
+        }
+    }
 }
 
 /// What [`KeyCache::get`] found.
@@ -409,38 +480,50 @@ impl KeyCache {
     /// [`KEY_CACHE_MS`] before `now_ms` (a clock that went back counts as
     /// stale).
     pub fn get(&self, id: &str, now_ms: u64) -> KeyLookup<'_> {
-        match self.entries.get(id) {
-            Some((record, at)) if now_ms >= *at && now_ms - at < KEY_CACHE_MS => {
-                KeyLookup::Cached(record.as_ref())
+        let fresh = |at: u64| now_ms >= at && now_ms - at < KEY_CACHE_MS;
+        if let Some((record, at)) = self.known.get(id) {
+            if fresh(at) {
+                return KeyLookup::Cached(Some(record));
             }
-            _ => KeyLookup::Fetch,
+        } else if let Some(((), at)) = self.unknown.get(id) {
+            if fresh(at) {
+                return KeyLookup::Cached(None);
+            }
         }
+        KeyLookup::Fetch
     }
 
     /// Keeps the store's answer for key `id`, looked up at `fetched_ms`
-    /// (when the lookup was sent: the answer is at least that fresh).
+    /// (when the lookup was sent: the answer is at least that fresh). A
+    /// record goes with the records, "none" with the unknown IDs; either
+    /// replaces what was kept of `id`.
     pub fn put(&mut self, id: &str, record: Option<KeyRecord>, fetched_ms: u64) {
-        if !self.entries.contains_key(id) && self.entries.len() >= KEY_CACHE_ENTRIES {
-            let oldest = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                self.entries.remove(&k);
+        match record {
+            Some(record) => {
+                self.unknown.remove(id);
+                self.known.insert(id, record, fetched_ms);
+            }
+            None => {
+                self.known.remove(id);
+                self.unknown.insert(id, (), fetched_ms);
             }
         }
-        self.entries.insert(id.to_string(), (record, fetched_ms));
     }
 
     /// Forgets key `id` (this host revoked it).
     pub fn forget(&mut self, id: &str) {
-        self.entries.remove(id);
+        self.known.remove(id);
+        self.unknown.remove(id);
     }
 
-    /// The IDs cached, for tests.
+    /// The IDs of existing keys kept, for tests.
     pub fn ids(&self) -> Vec<&str> {
-        self.entries.keys().map(String::as_str).collect()
+        self.known.entries.keys().map(String::as_str).collect()
+    }
+
+    /// How many unknown IDs are kept, for tests.
+    pub fn unknown_len(&self) -> usize {
+        self.unknown.entries.len()
     }
 }
 

@@ -29,7 +29,8 @@ use edgeleaf_rules::{
         api::{Decoded, ErrorBody, Health, IdList, LayoutView, Ping},
         catalog::{CatalogRequest, Done, TagList},
         keys::{
-            CreatedKey, KeyBody, KeyList, KeyRequest, KeyView, Lookup, NewKey, Revoked, StoredKey,
+            ApiKeyRequest, CreatedKey, KeyBody, KeyEntry, KeyList, KeyRequest, KeyView, Lookup,
+            NewKey, Revoked, StoredKey,
         },
         minter::{Batch, MintRequest, MinterRequest},
         registry::{
@@ -265,10 +266,44 @@ fn every_key_request_round_trips() {
         KeyRequest::Revoke {
             id: "3f9a00112233".into(),
         },
+        KeyRequest::Adopt {
+            id: "3f9a00112233".into(),
+        },
+        KeyRequest::Used {
+            id: "3f9a00112233".into(),
+            at_ms: 1,
+        },
     ];
     for r in &requests {
         round_trip(r);
     }
+    let entry = KeyEntry {
+        id: "3f9a00112233".into(),
+        name: "orders".into(),
+        scopes: vec!["ids".into()],
+        tags: "*".into(),
+        hash: "00".repeat(32),
+        created_ms: 1,
+        last_used_ms: None,
+    };
+    for r in &[
+        ApiKeyRequest::Create(entry.clone()),
+        ApiKeyRequest::Lookup { id: "k".into() },
+        ApiKeyRequest::Revoke { id: "k".into() },
+    ] {
+        round_trip(r);
+    }
+    assert_eq!(
+        text(&KeyRequest::Used {
+            id: "k".into(),
+            at_ms: 5
+        }),
+        r#"{"used":{"id":"k","atMs":5}}"#
+    );
+    assert_eq!(
+        text(&ApiKeyRequest::Create(entry)),
+        r#"{"create":{"id":"3f9a00112233","name":"orders","scopes":["ids"],"tags":"*","hash":"0000000000000000000000000000000000000000000000000000000000000000","createdMs":1,"lastUsedMs":null}}"#
+    );
     assert_eq!(
         text(&KeyRequest::Revoke { id: "k".into() }),
         r#"{"revoke":{"id":"k"}}"#

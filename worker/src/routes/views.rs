@@ -23,9 +23,30 @@ fn asset(body: &str, content_type: &str) -> ApiResult<Response> {
 }
 
 /// `GET /`: the dashboard, a static page that talks to this API with the
-/// token its user types in.
+/// token its user types in. No other page may frame it (a framed page
+/// with a token typed in could be clicked through by the framing one).
 pub async fn dashboard(_: Cx) -> ApiResult<Response> {
-    asset(DASHBOARD, "text/html; charset=utf-8")
+    let mut res = asset(DASHBOARD, "text/html; charset=utf-8")?;
+    deny_framing(&mut res)?;
+    Ok(res)
+}
+
+/// Sets `frame-ancestors 'none'` in the response's Content-Security-Policy
+/// (kept with any other directive it has, replacing any other
+/// `frame-ancestors`) and `X-Frame-Options: DENY` (for browsers without
+/// CSP level 2).
+fn deny_framing(res: &mut Response) -> ApiResult<()> {
+    let headers = res.headers_mut();
+    let existing = headers.get("Content-Security-Policy")?.unwrap_or_default();
+    let mut directives: Vec<&str> = existing
+        .split(';')
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && !d.to_ascii_lowercase().starts_with("frame-ancestors"))
+        .collect();
+    directives.push("frame-ancestors 'none'");
+    headers.set("Content-Security-Policy", &directives.join("; "))?;
+    headers.set("X-Frame-Options", "DENY")?;
+    Ok(())
 }
 
 /// `GET /assets/uplot.js`.

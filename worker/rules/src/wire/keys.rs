@@ -1,6 +1,7 @@
-//! The store of API keys (`KeyStore`): its requests and answers, and the
-//! bodies of the public key routes. No answer but the creation's carries a
-//! token, and none carries a hash to the public.
+//! The API keys' Durable Objects: the index of keys (`KeyStore`, one) and a
+//! key's own object (`ApiKey`, one per key ID): their requests and answers,
+//! and the bodies of the public key routes. No answer but the creation's
+//! carries a token, and none carries a hash to the public.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -11,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::WireError;
 use crate::access::{Access, KeyRecord, KeySpec, Scopes, TagLimit};
 
-/// What the key store is asked.
+/// What the index of keys (`KeyStore`) is asked. It lists the keys and
+/// makes and revokes them (its row and the key's own object); it is no
+/// longer asked to check a token (isolates ask the key's own object), except
+/// by `Lookup`, which isolates of the previous version send during a deploy.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(
     rename_all = "camelCase",
@@ -19,20 +23,103 @@ use crate::access::{Access, KeyRecord, KeySpec, Scopes, TagLimit};
     deny_unknown_fields
 )]
 pub enum KeyRequest {
-    /// Stores a new key: answers its [`KeyView`].
+    /// Makes a new key (its row, then its own object): answers its [`KeyView`].
     Create(NewKey),
-    /// A key's stored record (and marks it used): answers [`Lookup`].
+    /// A key's record, from its own object (and marks it used): answers
+    /// [`Lookup`]. Sent by isolates of the previous version only.
     Lookup {
         /// The key's ID.
         id: String,
     },
     /// Every key: answers [`KeyList`].
     List,
-    /// Deletes a key: answers [`Revoked`].
+    /// Revokes a key (its own object, then its row): answers [`Revoked`].
     Revoke {
         /// The key's ID.
         id: String,
     },
+    /// Sent when a key's own object has no record of it while keys kept
+    /// before each key had its own object may remain: copies such keys out
+    /// (this one first) and answers [`Adopted`].
+    Adopt {
+        /// The key's ID.
+        id: String,
+    },
+    /// A key's own object reports when the key was last used: answers
+    /// [`Done`](super::catalog::Done).
+    Used {
+        /// The key's ID.
+        id: String,
+        /// Last used at, Unix ms.
+        at_ms: u64,
+    },
+}
+
+/// What a key's own object (`ApiKey`, named by the key's ID) is asked.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+pub enum ApiKeyRequest {
+    /// Keeps the key (again: the same key is no change): answers [`Lookup`],
+    /// `None` if it was revoked.
+    Create(KeyEntry),
+    /// The key's record (and marks it used): answers [`Lookup`]. An object
+    /// with no key writes nothing.
+    Lookup {
+        /// The key's ID.
+        id: String,
+    },
+    /// Revokes the key for good (a later `Create` of it is refused): answers
+    /// [`Lookup`], what it held before.
+    Revoke {
+        /// The key's ID.
+        id: String,
+    },
+}
+
+/// A key as its own object keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeyEntry {
+    /// The key's ID.
+    pub id: String,
+    /// A name for people.
+    pub name: String,
+    /// Scope names.
+    pub scopes: Vec<String>,
+    /// The tag limit.
+    pub tags: String,
+    /// SHA-256 of the token, hex.
+    pub hash: String,
+    /// Made at, Unix ms.
+    pub created_ms: u64,
+    /// Last used at, Unix ms.
+    pub last_used_ms: Option<u64>,
+}
+
+impl KeyEntry {
+    /// What checking a token needs of it.
+    pub fn stored(&self) -> StoredKey {
+        StoredKey {
+            hash: self.hash.clone(),
+            scopes: self.scopes.clone(),
+            tags: self.tags.clone(),
+        }
+    }
+}
+
+/// [`KeyRequest::Adopt`]'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Adopted {
+    /// The key's record, now in its own object; `None`: no such key.
+    pub key: Option<StoredKey>,
+    /// Whether keys kept before each key had its own object remain to be
+    /// copied out (while they do, an isolate asks again on a miss).
+    pub pending: bool,
 }
 
 /// `POST /v1/keys`'s body.
