@@ -16,7 +16,12 @@ test('a Leaf max_id whose margin passes the last ID is a conflict, planned befor
   const [p] = await plan([row('near-end', MAX_ID - 10n)], { getTag: async () => null });
   assert.equal(p.action, 'conflict');
   assert.match(p.reason, /passes the largest ID/);
-  const [q] = await plan([row('fits', MAX_ID - 2_000_000n)], { getTag: async () => null });
+  // Past 2^62 the tag would be left a short runway (a bad or hostile dump
+  // must not exhaust it for good): refused unless forced.
+  const [short] = await plan([row('fits', MAX_ID - 2_000_000n)], { getTag: async () => null });
+  assert.equal(short.action, 'conflict');
+  assert.match(short.reason, /passes 2\^62/);
+  const [q] = await plan([row('fits', MAX_ID - 2_000_000n)], { getTag: async () => null, force: true });
   assert.equal(q.action, 'create');
   assert.equal(q.targetMaxId, MAX_ID);
   // A tag that allotted IDs within the margin (above Leaf's max_id, below the
