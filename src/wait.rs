@@ -23,6 +23,13 @@
 /// `Retry-After`.
 pub const MAX_WAIT_MS: u64 = 1_000;
 
+/// The longest a call made outside any request to the service waits (an
+/// object's own call to another, a background load): nobody is waiting on
+/// it within a second, and cutting it short would lose what the callee did
+/// (a minter's lease from the registry), so it is given longer — still a
+/// bound.
+pub const MAX_BACKGROUND_WAIT_MS: u64 = 10_000;
+
 /// A request marked in flight this long is presumed lost and may be sent again.
 pub const DEFAULT_TAKE_OVER_MS: u64 = 3_000;
 
@@ -55,6 +62,13 @@ impl WaitBudget {
     /// answers included).
     pub const fn for_request(now_ms: u64) -> Self {
         Self::new(now_ms, MAX_WAIT_MS)
+    }
+
+    /// The budget of a call made outside any request to the service (an
+    /// object's own call to another, a background load), started at
+    /// `now_ms`: [`MAX_BACKGROUND_WAIT_MS`].
+    pub const fn for_background(now_ms: u64) -> Self {
+        Self::new(now_ms, MAX_BACKGROUND_WAIT_MS)
     }
 
     /// A request that started at `now_ms` and may wait `max_ms` in all.
@@ -124,7 +138,11 @@ pub enum AfterFailure {
 
 /// After the `attempts`-th call (1 for the first) to a store failed with
 /// `failure`, with `remaining_ms` of the request's budget left and `rand`
-/// random bits: call again, or answer now.
+/// random bits: call again, or answer now. `repeatable`: whether the call
+/// may be made twice — a failure the platform marks retryable may still
+/// have run it, so a call whose second run would lose or undo what the
+/// first did (a lease whose secret only its answer carries, a key made, a
+/// conditional write, a release) is never made again.
 ///
 /// - [`CallFailure::Overloaded`]: never called again; the request answers at
 ///   once, with a `Retry-After` of 1 to 3 × [`RETRY_AFTER_MS`] (drawn from
@@ -136,6 +154,7 @@ pub enum AfterFailure {
 /// - [`CallFailure::Other`]: the request answers at once.
 pub fn after_call_failed(
     failure: CallFailure,
+    repeatable: bool,
     attempts: u32,
     remaining_ms: u64,
     rand: u64,
@@ -145,7 +164,7 @@ pub fn after_call_failed(
         CallFailure::Overloaded => give_up(RETRY_AFTER_MS + rand % (2 * RETRY_AFTER_MS + 1)),
         CallFailure::Other => give_up(RETRY_AFTER_MS),
         CallFailure::Retryable => {
-            if attempts >= MAX_CALL_ATTEMPTS {
+            if !repeatable || attempts >= MAX_CALL_ATTEMPTS {
                 return give_up(RETRY_AFTER_MS);
             }
             let ceiling = retry_backoff_ceiling_ms(attempts);
@@ -235,49 +254,49 @@ mod tests {
         use AfterFailure::{GiveUp, Retry};
         // Overloaded: at once, whatever is left, with 1 to 3 s.
         assert_eq!(
-            after_call_failed(CallFailure::Overloaded, 1, 1_000, 0),
+            after_call_failed(CallFailure::Overloaded, true, 1, 1_000, 0),
             GiveUp {
                 retry_after_ms: 1_000
             }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Overloaded, 1, 1_000, 2_000),
+            after_call_failed(CallFailure::Overloaded, true, 1, 1_000, 2_000),
             GiveUp {
                 retry_after_ms: 3_000
             }
         );
         // Retryable: 12..=25 ms, then 25..=50, 50..=100; not a 4th retry.
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 1, 1_000, 0),
+            after_call_failed(CallFailure::Retryable, true, 1, 1_000, 0),
             Retry { after_ms: 12 }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 1, 1_000, 13),
+            after_call_failed(CallFailure::Retryable, true, 1, 1_000, 13),
             Retry { after_ms: 25 }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 3, 1_000, 50),
+            after_call_failed(CallFailure::Retryable, true, 3, 1_000, 50),
             Retry { after_ms: 100 }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 4, 1_000, 0),
+            after_call_failed(CallFailure::Retryable, true, 4, 1_000, 0),
             GiveUp {
                 retry_after_ms: 1_000
             }
         );
         // Not when the budget could not also hold the call.
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 1, 12 + MIN_CALL_MS, 0),
+            after_call_failed(CallFailure::Retryable, true, 1, 12 + MIN_CALL_MS, 0),
             Retry { after_ms: 12 }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Retryable, 1, 11 + MIN_CALL_MS, 0),
+            after_call_failed(CallFailure::Retryable, true, 1, 11 + MIN_CALL_MS, 0),
             GiveUp {
                 retry_after_ms: 1_000
             }
         );
         assert_eq!(
-            after_call_failed(CallFailure::Other, 1, 1_000, 0),
+            after_call_failed(CallFailure::Other, true, 1, 1_000, 0),
             GiveUp {
                 retry_after_ms: 1_000
             }

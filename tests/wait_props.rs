@@ -98,13 +98,15 @@ proptest! {
     #[test]
     fn a_failed_call_is_called_again_only_when_it_may_mend_and_fits(
         failure in prop_oneof![Just(CallFailure::Overloaded), Just(CallFailure::Retryable), Just(CallFailure::Other)],
+        repeatable in any::<bool>(),
         attempts in 1u32..8,
         remaining in prop_oneof![0u64..200, 0u64..=MAX_WAIT_MS],
         rand in any::<u64>(),
     ) {
-        match after_call_failed(failure, attempts, remaining, rand) {
+        match after_call_failed(failure, repeatable, attempts, remaining, rand) {
             AfterFailure::Retry { after_ms } => {
                 prop_assert_eq!(failure, CallFailure::Retryable, "only a retryable failure is called again");
+                prop_assert!(repeatable, "a call that may not run twice is never called again");
                 prop_assert!(attempts < MAX_CALL_ATTEMPTS);
                 let ceiling = retry_backoff_ceiling_ms(attempts);
                 prop_assert!(after_ms >= 1 && after_ms >= ceiling / 2 && after_ms <= ceiling, "backoff {} of {}", after_ms, ceiling);
@@ -116,7 +118,8 @@ proptest! {
                     prop_assert!(retry_after_ms <= 3 * RETRY_AFTER_MS);
                 }
                 // Liveness: a retryable failure is called again whenever that fits.
-                let fits = attempts < MAX_CALL_ATTEMPTS
+                let fits = repeatable
+                    && attempts < MAX_CALL_ATTEMPTS
                     && retry_backoff_ceiling_ms(attempts) + MIN_CALL_MS <= remaining;
                 prop_assert!(failure != CallFailure::Retryable || !fits, "gave up with {} left after {} calls", remaining, attempts);
             }
@@ -147,7 +150,7 @@ proptest! {
                 2 => CallFailure::Other,
                 _ => break,
             };
-            match after_call_failed(failure, attempts, budget.remaining_ms(clock), rand) {
+            match after_call_failed(failure, true, attempts, budget.remaining_ms(clock), rand) {
                 AfterFailure::Retry { after_ms } => {
                     prop_assert!(budget.wait(clock, after_ms), "a backoff the budget refuses");
                     clock += after_ms;

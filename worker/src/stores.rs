@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use edgeleaf::code::ErrorCode;
 use edgeleaf::wait::{after_call_failed, AfterFailure, CallFailure, WaitBudget, RETRY_AFTER_MS};
+use edgeleaf_rules::wire::StoreRequest;
 use futures::future::{self, Either, FutureExt};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
@@ -104,12 +105,13 @@ impl RequestScope {
 }
 
 /// The budget of the request being handled; outside one (a call in
-/// `waitUntil`, an object's own call to another), a fresh budget of the
-/// same size, so that no wait is ever unbounded.
+/// `waitUntil`, an object's own call to another: a minter's lease from the
+/// registry, which a cut-off would leave granted and unusable), the core's
+/// longer background budget, so that no wait is ever unbounded.
 pub fn budget() -> Budget {
     Budget(CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
         Rc::new(RequestScope {
-            budget: Cell::new(WaitBudget::for_request(now_ms())),
+            budget: Cell::new(WaitBudget::for_background(now_ms())),
             test_delay_ms: 0,
         })
     }))
@@ -145,18 +147,23 @@ impl Budget {
 pub async fn call<T: DeserializeOwned>(
     env: &Env,
     store: Store<'_>,
-    request: &impl Serialize,
+    request: &(impl Serialize + StoreRequest),
 ) -> ApiResult<T> {
     let text = serde_json::to_string(request)
         .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
-    let answer = send_within_budget(env, store, &text).await?;
+    let answer = send_within_budget(env, store, &text, request.repeatable()).await?;
     serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
 }
 
 /// The part of `call` that is the same for every request (not generic, so
 /// compiled once): `text` to the object, raced against the request's
 /// budget, made again as the core says when the platform fails it.
-async fn send_within_budget(env: &Env, store: Store<'_>, text: &str) -> ApiResult<String> {
+async fn send_within_budget(
+    env: &Env,
+    store: Store<'_>,
+    text: &str,
+    repeatable: bool,
+) -> ApiResult<String> {
     let budget = budget();
     let mut attempts = 0;
     loop {
@@ -180,7 +187,13 @@ async fn send_within_budget(env: &Env, store: Store<'_>, text: &str) -> ApiResul
             Either::Right(((), _)) => return Err(late()),
         };
         let failure = failure_kind(&failed);
-        match after_call_failed(failure, attempts, budget.remaining_ms(), random_u64()) {
+        match after_call_failed(
+            failure,
+            repeatable,
+            attempts,
+            budget.remaining_ms(),
+            random_u64(),
+        ) {
             AfterFailure::Retry { after_ms } if budget.wait(after_ms) => sleep_ms(after_ms).await,
             AfterFailure::Retry { .. } => return Err(late()),
             AfterFailure::GiveUp { retry_after_ms } => {

@@ -43,7 +43,7 @@ use edgeleaf_rules::{
             OpaqueGrant, RevealBody, Revealed, SegmentLease, TagHistory, TagPut, TagRequest,
             TagUpsert, TagView, TagViews,
         },
-        WireError,
+        StoreRequest, WireError,
     },
 };
 use serde::{de::DeserializeOwned, Serialize};
@@ -229,6 +229,13 @@ fn every_registry_request_round_trips() {
     for r in &requests {
         round_trip(r);
     }
+    // Only a renewal and the reads may run twice: a grant made again leaves
+    // the first live with a secret nobody holds.
+    let repeatable: Vec<bool> = requests.iter().map(StoreRequest::repeatable).collect();
+    assert_eq!(
+        repeatable,
+        [false, false, false, true, false, false, true, true]
+    );
     assert_eq!(
         text(&RegistryRequest::Evict { worker_id: 4 }),
         r#"{"evict":{"workerId":4}}"#

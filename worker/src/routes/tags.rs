@@ -47,8 +47,10 @@ pub async fn put(mut cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let put: TagPut = cx.body().await?;
     let upsert = put.upsert(tag.clone(), default_step)?;
-    let view = tag_store::put(&cx.env, &tag, upsert).await?;
+    // Listed first: a write that then fails or runs out of time leaves a
+    // name the list passes over (not_found), never a tag nobody lists.
     catalog::add(&cx.env, &tag).await?;
+    let view = tag_store::put(&cx.env, &tag, upsert).await?;
     json(200, &view)
 }
 

@@ -27,6 +27,13 @@ pub enum CatalogRequest {
     },
 }
 
+impl super::StoreRequest for CatalogRequest {
+    fn repeatable(&self) -> bool {
+        // A set: adding or removing a name twice is once.
+        true
+    }
+}
+
 /// The catalog's tags, sorted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TagList {

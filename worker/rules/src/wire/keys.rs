@@ -55,6 +55,20 @@ pub enum KeyRequest {
     },
 }
 
+impl super::StoreRequest for KeyRequest {
+    fn repeatable(&self) -> bool {
+        match self {
+            KeyRequest::Lookup { .. }
+            | KeyRequest::List
+            | KeyRequest::Adopt { .. }
+            | KeyRequest::Used { .. } => true,
+            // A key made twice leaves one whose token nobody was told; a
+            // revocation run twice answers not_found.
+            KeyRequest::Create(_) | KeyRequest::Revoke { .. } => false,
+        }
+    }
+}
+
 /// What a key's own object (`ApiKey`, named by the key's ID) is asked.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(
@@ -78,6 +92,17 @@ pub enum ApiKeyRequest {
         /// The key's ID.
         id: String,
     },
+}
+
+impl super::StoreRequest for ApiKeyRequest {
+    fn repeatable(&self) -> bool {
+        match self {
+            // Keeping the same key again is no change.
+            ApiKeyRequest::Create(_) | ApiKeyRequest::Lookup { .. } => true,
+            // Run twice, it answers what the first left: nothing held.
+            ApiKeyRequest::Revoke { .. } => false,
+        }
+    }
 }
 
 /// A key as its own object keeps it.

@@ -16,6 +16,14 @@ pub enum MinterRequest {
     Mint(MintRequest),
 }
 
+impl super::StoreRequest for MinterRequest {
+    fn repeatable(&self) -> bool {
+        // A batch minted again leaves the first unused: a gap, never an ID
+        // twice.
+        true
+    }
+}
+
 /// A batch to mint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

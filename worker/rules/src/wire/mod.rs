@@ -25,6 +25,17 @@ pub mod minter;
 pub mod registry;
 pub mod tag;
 
+/// A request to a Durable Object, as the Worker's one `call` sends it.
+pub trait StoreRequest {
+    /// Whether the request may run twice: a failure the platform marks
+    /// retryable may come after the object ran it, and the core's
+    /// `after_call_failed` makes only such requests again. Not repeatable:
+    /// those whose second run would lose what the first did (a grant whose
+    /// secret only the lost answer carried, a key made) or answer wrongly
+    /// (a conditional write, a release, a delete).
+    fn repeatable(&self) -> bool;
+}
+
 /// Why a wire value cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireError {

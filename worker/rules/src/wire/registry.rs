@@ -40,6 +40,22 @@ pub enum RegistryRequest {
     Events,
 }
 
+impl super::StoreRequest for RegistryRequest {
+    fn repeatable(&self) -> bool {
+        match self {
+            // A renewal run twice extends the same lease.
+            RegistryRequest::Renew(_) | RegistryRequest::List | RegistryRequest::Events => true,
+            // A grant run twice leaves the first live, with a secret only
+            // the lost answer carried (its worker ID unusable until it
+            // lapses); a release or an eviction run twice is refused.
+            RegistryRequest::Lease(_)
+            | RegistryRequest::LeaseMinter(_)
+            | RegistryRequest::Release(_)
+            | RegistryRequest::Evict { .. } => false,
+        }
+    }
+}
+
 /// `POST /v1/workers/lease`: what a node may ask.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -45,6 +45,24 @@ pub enum TagRequest {
     },
 }
 
+impl super::StoreRequest for TagRequest {
+    fn repeatable(&self) -> bool {
+        match self {
+            // Reads; an allocation or monotonic IDs made again leave the
+            // first answer's IDs unused (a gap, never an ID twice), and a
+            // request ID's repeat answers the same range.
+            TagRequest::Get
+            | TagRequest::History
+            | TagRequest::Reveal { .. }
+            | TagRequest::Allocate(_)
+            | TagRequest::Ids { .. } => true,
+            // A conditional write run twice refuses itself; a delete run
+            // twice answers not_found.
+            TagRequest::Put(_) | TagRequest::Delete => false,
+        }
+    }
+}
+
 /// A tag as the API shows it (IDs as decimal strings): `GET` and `PUT
 /// /v1/tags/{tag}`, in this order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
