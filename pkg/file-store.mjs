@@ -279,10 +279,11 @@ class FileStore {
   }
 
   // Moves the stale lock aside (rename is atomic), checking it was the one
-  // judged stale: by its token (an empty or torn one: by its text, inode and
-  // mtime), never by its inode alone, which a file system reuses at once (a
-  // lock made meanwhile by another process taking the same stale lock over
-  // may have the stale one's inode). A lock moved by mistake goes back; if a
+  // judged stale, and not refreshed since (its holder saving): by its token
+  // and mtime (an empty or torn one: its text, inode and mtime), never by its
+  // inode alone, which a file system reuses at once (a lock made meanwhile by
+  // another process taking the same stale lock over may have the stale one's
+  // inode). A lock moved by mistake goes back; if a
   // third lock took its place meanwhile, its holder finds at its next save
   // that the lock is not its own (`store_locked`).
   async #takeOver(lock) {
@@ -294,9 +295,9 @@ class FileStore {
       throw e;
     }
     const moved = await readLock(aside).catch(() => null);
-    const same = moved !== null && (lock.holder !== null
+    const same = moved !== null && moved.mtimeMs === lock.mtimeMs && (lock.holder !== null
       ? moved.holder?.token === lock.holder.token
-      : moved.holder === null && moved.text === lock.text && moved.ino === lock.ino && moved.mtimeMs === lock.mtimeMs);
+      : moved.holder === null && moved.text === lock.text && moved.ino === lock.ino);
     if (!same) {
       try {
         await fsp.link(aside, this.#lockPath); // back, unless a lock took its place (EEXIST)

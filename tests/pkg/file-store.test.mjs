@@ -345,3 +345,20 @@ test('a snowflake() that fails after taking the file (registry unreachable, cloc
   const plain = { load: async () => ({ lastTimestamp: Date.now() + 600_000 }), save: async () => {} };
   await assert.rejects(up.snowflake({ nodeKey: 'retrying', store: plain }), { code: 'clock_behind_last_report' });
 });
+
+test('a lock refreshed between being judged stale and being moved aside goes back: its holder was alive', async () => {
+  const path = fresh();
+  const lock = `${path}.lock`;
+  writeFileSync(lock, JSON.stringify({ pid: 1, host: `not-${hostname()}`, token: 'b'.repeat(32) }));
+  utimesSync(lock, ago(31_000), ago(31_000));
+  const rename = fsp.rename;
+  fsp.rename = async (from, to) => {
+    if (String(to).endsWith('.stale')) utimesSync(lock, new Date(), new Date()); // the holder's save, just in time
+    return rename(from, to);
+  };
+  try {
+    await assert.rejects(fileStore(path).load(), { code: 'store_locked' });
+  } finally { fsp.rename = rename; }
+  assert.equal(JSON.parse(readFileSync(lock, 'utf8')).token, 'b'.repeat(32), 'the holder keeps its lock');
+  rmSync(lock);
+});
