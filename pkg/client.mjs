@@ -75,6 +75,19 @@ export function makeClient(wasm, { SegmentGenerator }) {
       if (store !== undefined && (typeof store?.load !== 'function' || typeof store?.save !== 'function')) {
         throw codedError('invalid_option', `store: expected { load(): Promise<state | undefined>, save(state): Promise<void> }, found ${describe(store)}`);
       }
+      try {
+        return await LeasedSnowflake.#open(client, key, store, now);
+      } catch (e) {
+        // Not opened: the store lets go of what load() took (a file store's
+        // lock), so that a retry in this process may open it.
+        if (typeof store?.close === 'function') {
+          try { await store.close(); } catch { /* the open's error is the one to report */ }
+        }
+        throw e;
+      }
+    }
+
+    static async #open(client, key, store, now) {
       const cached = store ? await store.load() : undefined;
       let saved;
       if (cached !== undefined && cached !== null) {

@@ -8,11 +8,16 @@
 //   - the file and its lock are 0600: the state holds the lease's secret;
 //   - one live process at a time: the first `load()` (or `save()`) takes a
 //     lock file (`<path>.lock`, created exclusively, holding the pid, its
-//     start time, the host and a token); another live process then gets
-//     `store_locked`. A lock left by a process that is gone (this host, and no
-//     such pid, or another process under it: a pid reused, a container
-//     restarted as pid 1) is taken over. `close()` releases it, and each save
-//     checks the lock is still this store's.
+//     start time, the host, the pid namespace, the boot ID and a token);
+//     another live process then gets `store_locked`. A lock left by a process
+//     that is gone (this host, pid namespace and boot, and no such pid, or
+//     another process under it: a pid reused, a container restarted as pid 1)
+//     is taken over. A lock whose pid cannot be checked from here (another
+//     host, pid namespace or boot) is taken over once no save has refreshed
+//     it for STALE_MS: each save and load refreshes it (its mtime), and checks
+//     it is still this store's (`store_locked` if it was taken over: a store
+//     whose saves stall that long loses the file, and stops). `close()`
+//     releases it.
 import { promises as fsp, constants } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -24,6 +29,10 @@ const MODE = 0o600;
 // A lock file still empty (its creator died between creating and writing it,
 // or is writing it now) is taken over only once it is this old.
 const EMPTY_LOCK_MS = 5_000;
+// A lock whose pid cannot be checked from here (another host, pid namespace
+// or boot) is stale once no save has refreshed it for this long: the client
+// saves about once a second.
+const STALE_MS = 30_000;
 // The paths this process holds (shared by every copy of this module in the
 // process: the ES module and the CommonJS build, two versions installed).
 const held = (globalThis[Symbol.for('edgeleaf.file-store.held')] ??= new Set());
@@ -54,6 +63,18 @@ async function startOf(pid) {
   }
 }
 
+/**
+ * This process's pid namespace and boot (Linux; null where they cannot be
+ * read): a pid means something only to processes that share both.
+ */
+let whereAmI = null;
+function where() {
+  const read = (f, path) => f(path).then((s) => String(s).trim() || null, () => null);
+  whereAmI ??= Promise.all([read(fsp.readlink, '/proc/self/ns/pid'), read((p) => fsp.readFile(p, 'utf8'), '/proc/sys/kernel/random/boot_id')])
+    .then(([ns, boot]) => ({ ns, boot }));
+  return whereAmI;
+}
+
 async function fsyncDir(dir) {
   let fh;
   try {
@@ -64,8 +85,13 @@ async function fsyncDir(dir) {
   }
 }
 
-/** The lock at `lockPath` as read through one handle: `{ ino, holder, ageMs }`, or null if there is none. */
-async function readLock(lockPath) {
+/**
+ * The lock at `lockPath` as read through one handle: `{ ino, mtimeMs, text,
+ * holder, ageMs }`, or null if there is none. `refresh(holder)`: when it says
+ * so, the lock's mtime is set to now through that handle (the file read, not
+ * one made since under its name).
+ */
+async function readLock(lockPath, refresh) {
   let fh;
   try {
     fh = await fsp.open(lockPath, 'r');
@@ -79,7 +105,11 @@ async function readLock(lockPath) {
     let holder = null;
     try { holder = JSON.parse(text); } catch { /* empty or torn: judged by age */ }
     if (!(holder && Number.isSafeInteger(holder.pid) && holder.pid > 0 && typeof holder.host === 'string' && typeof holder.token === 'string')) holder = null;
-    return { ino: st.ino, holder, ageMs: Date.now() - st.mtimeMs };
+    if (refresh?.(holder)) {
+      const now = new Date();
+      await fh.utimes(now, now);
+    }
+    return { ino: st.ino, mtimeMs: st.mtimeMs, text, holder, ageMs: Date.now() - st.mtimeMs };
   } finally {
     await fh.close();
   }
@@ -168,10 +198,13 @@ class FileStore {
     return run;
   }
 
-  #locked(holder, why) {
+  #locked(holder, why, elsewhere = false) {
     const who = holder ? `process ${holder.pid} on ${holder.host}` : 'another process';
+    const gone = elsewhere
+      ? `if that process is gone, remove ${this.#lockPath} (or wait: once no save has refreshed it for ${STALE_MS / 1000} s, it is taken over)`
+      : `if that process is gone, remove ${this.#lockPath}`;
     return codedError('store_locked', `edgeleaf/file-store: ${this.#path} is in use by ${who}${why}: ` +
-      `two live processes must not share one store (give each its own file); if that process is gone, remove ${this.#lockPath}`,
+      `two live processes must not share one store (give each its own file); ${gone}`,
     { path: this.#path, lockPath: this.#lockPath, ...(holder ? { pid: holder.pid, host: holder.host } : {}) });
   }
 
@@ -184,14 +217,17 @@ class FileStore {
     }
     if (this.#token !== null) {
       // Held: still ours? (Someone may have removed it, or taken it over.)
-      const lock = await readLock(this.#lockPath);
+      // If so, its mtime says it is alive (to processes that cannot check its pid).
+      const mine = this.#token;
+      const lock = await readLock(this.#lockPath, (holder) => holder?.token === mine);
       if (lock?.holder?.token === this.#token) return;
       this.#token = null;
       held.delete(this.#path);
       throw this.#locked(lock?.holder ?? null, ', which took over its lock');
     }
     if (held.has(this.#path)) throw this.#locked({ pid: process.pid, host: hostname() }, ' (another store of this process)');
-    const me = { pid: process.pid, host: hostname(), start: await startOf(process.pid), token: token(), at: Date.now() };
+    const { ns, boot } = await where();
+    const me = { pid: process.pid, host: hostname(), ns, boot, start: await startOf(process.pid), token: token(), at: Date.now() };
     for (let attempt = 0; attempt < 5; attempt++) {
       let fh;
       try {
@@ -200,7 +236,7 @@ class FileStore {
         if (e.code !== 'EEXIST') throw e;
         const lock = await readLock(this.#lockPath);
         if (lock === null) continue; // released meanwhile
-        if (!(await this.#stale(lock))) throw this.#locked(lock.holder);
+        if (!(await this.#stale(lock))) throw this.#locked(lock.holder, '', lock.holder !== null && !(await this.#here(lock.holder)));
         await this.#takeOver(lock);
         continue;
       }
@@ -218,12 +254,23 @@ class FileStore {
     throw this.#locked(null, ' (its lock kept changing)');
   }
 
+  // Whether `holder`'s pid is one this process can check: this host, pid
+  // namespace and boot (a lock written before these were recorded is not).
+  async #here(holder) {
+    const { ns, boot } = await where();
+    return holder.host === hostname() && (holder.ns ?? null) === ns && (holder.boot ?? null) === boot;
+  }
+
   // Whether the lock's holder is gone: no such process on this host, or
   // another process under its pid (one started since: a pid reused, or a
-  // container restarted as pid 1).
+  // container restarted as pid 1). A holder whose pid cannot be checked from
+  // here (another host, pid namespace or boot: the same host name in two
+  // containers sees the other's pids as dead or as its own) is gone once its
+  // saves have not refreshed the lock for STALE_MS. Judged gone wrongly (its
+  // saves stalled), it gets `store_locked` at its next save and stops.
   async #stale({ holder, ageMs }) {
     if (holder === null) return ageMs > EMPTY_LOCK_MS;
-    if (holder.host !== hostname()) return false; // another machine's process: no way to tell
+    if (!(await this.#here(holder))) return ageMs > STALE_MS;
     if (holder.pid !== process.pid && !alive(holder.pid)) return true;
     const start = await startOf(holder.pid);
     if (typeof holder.start === 'string' && start !== null) return holder.start !== start;
@@ -232,7 +279,13 @@ class FileStore {
   }
 
   // Moves the stale lock aside (rename is atomic), checking it was the one
-  // judged stale; a live lock moved by mistake (made meanwhile) goes back.
+  // judged stale, and not refreshed since (its holder saving): by its token
+  // and mtime (an empty or torn one: its text, inode and mtime), never by its
+  // inode alone, which a file system reuses at once (a lock made meanwhile by
+  // another process taking the same stale lock over may have the stale one's
+  // inode). A lock moved by mistake goes back; if a
+  // third lock took its place meanwhile, its holder finds at its next save
+  // that the lock is not its own (`store_locked`).
   async #takeOver(lock) {
     const aside = `${this.#lockPath}.${process.pid}-${token().slice(0, 8)}.stale`;
     try {
@@ -241,8 +294,17 @@ class FileStore {
       if (e.code === 'ENOENT') return;
       throw e;
     }
-    const st = await fsp.stat(aside).catch(() => null);
-    if (st && st.ino !== lock.ino) await fsp.link(aside, this.#lockPath).catch(() => {});
+    const moved = await readLock(aside).catch(() => null);
+    const same = moved !== null && moved.mtimeMs === lock.mtimeMs && (lock.holder !== null
+      ? moved.holder?.token === lock.holder.token
+      : moved.holder === null && moved.text === lock.text && moved.ino === lock.ino);
+    if (!same) {
+      try {
+        await fsp.link(aside, this.#lockPath); // back, unless a lock took its place (EEXIST)
+      } catch (e) {
+        if (e.code !== 'EEXIST') await fsp.rename(aside, this.#lockPath).catch(() => {}); // no hard links here
+      }
+    }
     await fsp.unlink(aside).catch(() => {});
   }
 

@@ -273,6 +273,8 @@ export interface LeaseState {
 export interface LeaseStore {
   load(): Promise<LeaseState | undefined>;
   save(state: LeaseState): Promise<void>;
+  /** If present, `snowflake()` calls it when it fails after `load()` (so a retry may load again). */
+  close?(): Promise<void>;
 }
 
 export interface LeasedSnowflakeOptions {

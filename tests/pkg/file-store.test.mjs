@@ -137,7 +137,7 @@ test('a second live process gets store_locked; it gets the store once the first 
   assert.deepEqual(JSON.parse((await node(tryIt).done).out), { state: { lastTimestamp: 7 } });
 });
 
-test('a stale lock is taken over: a dead pid, this pid from an earlier life, an old empty lock; not another host', async () => {
+test('a stale lock is taken over: a dead pid, this pid from an earlier life, an old empty lock; not another host\'s fresh one', async () => {
   const path = fresh();
   const lock = `${path}.lock`;
   // A process that took the lock and died without closing.
@@ -154,15 +154,16 @@ test('a stale lock is taken over: a dead pid, this pid from an earlier life, an 
   assert.notEqual(mine.token, dead.token, 'the lock is now ours');
   await store.close();
   // This pid, from a previous life (a container restarted keeps pid 1): a
-  // start time that is not this process's, or none (read where /proc is not).
+  // start time that is not this process's, or none (read where /proc is not),
+  // in this pid namespace and boot (the lock records them: `mine`).
   for (const start of ['1', undefined]) {
-    writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), start, token: 'f'.repeat(32) }));
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), ns: mine.ns, boot: mine.boot, start, token: 'f'.repeat(32) }));
     const again = fileStore(path);
     assert.deepEqual(await again.load(), { lastTimestamp: 9 }, `start ${start}`);
     await again.close();
   }
   // A live process whose pid is that of the lock's dead maker (a pid reused) is not its holder.
-  writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), start: '1', token: 'f'.repeat(32) }));
+  writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), ns: mine.ns, boot: mine.boot, start: '1', token: 'f'.repeat(32) }));
   const reused = fileStore(path);
   assert.deepEqual(await reused.load(), { lastTimestamp: 9 });
   await reused.close();
@@ -178,7 +179,7 @@ test('a stale lock is taken over: a dead pid, this pid from an earlier life, an 
   const third = fileStore(path);
   assert.deepEqual(await third.load(), { lastTimestamp: 9 });
   await third.close();
-  // Another host's process cannot be checked: refused, and the message says how to clear it.
+  // Another host's process cannot be checked: refused while its lock is fresh, and the message says how to clear it.
   writeFileSync(lock, JSON.stringify({ pid: 1, host: `not-${hostname()}`, token: 'e'.repeat(32) }));
   await assert.rejects(fileStore(path).load(), (e) => e.code === 'store_locked' && e.host === `not-${hostname()}` && e.message.includes(lock));
   rmSync(lock);
@@ -223,4 +224,141 @@ test('the client restarts from the file after a kill -9: it offers the saved gra
   await sf.close();
   assert.equal(JSON.parse(readFileSync(path, 'utf8')).lastTimestamp, Snowflake.decompose(id).timestamp);
   await store.close();
+});
+
+/** The pid of a process that has exited. */
+async function deadPid() {
+  const { child, done } = node('');
+  await done;
+  return child.pid;
+}
+
+/** This process's lock fields (pid namespace, boot ID, start time), as the store writes them. */
+async function myLock() {
+  const path = fresh();
+  const store = fileStore(path);
+  await store.save({ lastTimestamp: 1 });
+  const mine = JSON.parse(readFileSync(`${path}.lock`, 'utf8'));
+  await store.close();
+  return mine;
+}
+
+const ago = (ms) => new Date(Date.now() - ms);
+
+test('a lock of this host name in another pid namespace or boot is judged by its age, not its pid: refused while refreshed, taken over once 30 s old', async () => {
+  const mine = await myLock();
+  const path = fresh();
+  const lock = `${path}.lock`;
+  writeFileSync(path, JSON.stringify({ lastTimestamp: 5 }));
+  const dead = await deadPid();
+  // Two containers with one host name on one volume: the other's pid is dead
+  // here, or this very pid (both pid 1) with another start time.
+  for (const other of [{ ns: 'pid:[1]' }, { boot: '00000000-0000-4000-8000-000000000000' }, { ns: undefined, boot: undefined }]) {
+    for (const pid of [dead, process.pid]) {
+      const what = `${JSON.stringify(other)}, pid ${pid === dead ? 'dead here' : 'this one'}`;
+      writeFileSync(lock, JSON.stringify({ ...mine, pid, start: '1', token: 'c'.repeat(32), ...other }));
+      await assert.rejects(fileStore(path).load(), (e) => e.code === 'store_locked' && /30 s/.test(e.message), `${what}: a live lock, refreshed`);
+      utimesSync(lock, ago(29_000), ago(29_000));
+      await assert.rejects(fileStore(path).load(), { code: 'store_locked' }, `${what}: 29 s old`);
+      utimesSync(lock, ago(31_000), ago(31_000));
+      const store = fileStore(path);
+      assert.deepEqual(await store.load(), { lastTimestamp: 5 }, `${what}: 31 s old`);
+      await store.close();
+    }
+  }
+  // Another host's lock, left by a pod killed (kill -9, OOM): taken over once no save has refreshed it for 30 s.
+  writeFileSync(lock, JSON.stringify({ pid: 1, host: `not-${hostname()}`, token: 'e'.repeat(32) }));
+  utimesSync(lock, ago(31_000), ago(31_000));
+  const store = fileStore(path);
+  assert.deepEqual(await store.load(), { lastTimestamp: 5 });
+  assert.equal(JSON.parse(readFileSync(lock, 'utf8')).token.length, 32);
+  assert.notEqual(JSON.parse(readFileSync(lock, 'utf8')).token, 'e'.repeat(32));
+  await store.close();
+});
+
+test('each save refreshes the lock (its mtime): a live store\'s lock never looks abandoned', async () => {
+  const path = fresh();
+  const lock = `${path}.lock`;
+  const store = fileStore(path);
+  await store.save({ lastTimestamp: 1 });
+  utimesSync(lock, ago(60_000), ago(60_000));
+  await store.save({ lastTimestamp: 2 });
+  assert.ok(Date.now() - statSync(lock).mtimeMs < 5_000, `the save left the lock ${Date.now() - statSync(lock).mtimeMs} ms old`);
+  utimesSync(lock, ago(60_000), ago(60_000));
+  await store.load();
+  assert.ok(Date.now() - statSync(lock).mtimeMs < 5_000, 'load refreshes it too');
+  await store.close();
+});
+
+test('two take-overs of one stale lock, interleaved: one gets the store, the other store_locked (the lock moved aside is checked by its token, not its inode)', async () => {
+  const mine = await myLock();
+  for (let round = 0; round < 5; round++) {
+    const path = fresh();
+    const lock = `${path}.lock`;
+    writeFileSync(path, JSON.stringify({ lastTimestamp: 8 }));
+    // Left by a dead process of this host: both judge it stale at once.
+    writeFileSync(lock, JSON.stringify({ ...mine, pid: await deadPid(), start: '1', token: 'a'.repeat(32) }));
+    const a = fileStore(path);
+    const b = fileStore(path);
+    // b has judged the lock stale and is about to move it aside; a takes it
+    // over first (moves it aside, removes it, makes its own), then b moves
+    // a's fresh lock aside (on ext4 often at the inode the stale one had).
+    const rename = fsp.rename;
+    let aDone = null;
+    fsp.rename = async (from, to) => {
+      if (aDone === null && String(to).endsWith('.stale')) {
+        aDone = a.load().then(() => 'held', (e) => e.code);
+        await aDone;
+      }
+      return rename(from, to);
+    };
+    let bDone;
+    try {
+      bDone = await b.load().then(() => 'held', (e) => e.code);
+    } finally { fsp.rename = rename; }
+    assert.deepEqual([await aDone, bDone], ['held', 'store_locked'], `round ${round}: a got ${await aDone}, b got ${bDone}`);
+    await a.save({ lastTimestamp: 9 });
+    assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), { lastTimestamp: 9 });
+    await a.close();
+    await b.close();
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(`state-${n}.json.`)), [], 'nothing left aside');
+  }
+});
+
+test('a snowflake() that fails after taking the file (registry unreachable, clock refused) releases it: a retry in this process opens it', async () => {
+  const path = fresh();
+  const down = new EdgeleafClient({ url: 'http://registry.test', fetch: async () => { throw new TypeError('fetch failed'); } });
+  await assert.rejects(down.snowflake({ nodeKey: 'retrying', store: fileStore(path) }), { code: 'registry_unreachable' });
+  // A saved reservation ahead of this clock by more than the restart allows: refused before leasing.
+  writeFileSync(path, JSON.stringify({ nodeKey: 'retrying', lastTimestamp: Date.now() + 600_000 }));
+  const reg = fakeRegistry();
+  const up = new EdgeleafClient({ url: 'http://registry.test', fetch: reg.fetch });
+  await assert.rejects(up.snowflake({ nodeKey: 'retrying', store: fileStore(path) }), { code: 'clock_behind_last_report' });
+  assert.equal(reg.asks.length, 0);
+  rmSync(path);
+  const store = fileStore(path);
+  const sf = await up.snowflake({ nodeKey: 'retrying', store });
+  assert.equal(typeof (await sf.next()), 'bigint');
+  await sf.close();
+  await store.close();
+  // A store without close() is left as it is.
+  const plain = { load: async () => ({ lastTimestamp: Date.now() + 600_000 }), save: async () => {} };
+  await assert.rejects(up.snowflake({ nodeKey: 'retrying', store: plain }), { code: 'clock_behind_last_report' });
+});
+
+test('a lock refreshed between being judged stale and being moved aside goes back: its holder was alive', async () => {
+  const path = fresh();
+  const lock = `${path}.lock`;
+  writeFileSync(lock, JSON.stringify({ pid: 1, host: `not-${hostname()}`, token: 'b'.repeat(32) }));
+  utimesSync(lock, ago(31_000), ago(31_000));
+  const rename = fsp.rename;
+  fsp.rename = async (from, to) => {
+    if (String(to).endsWith('.stale')) utimesSync(lock, new Date(), new Date()); // the holder's save, just in time
+    return rename(from, to);
+  };
+  try {
+    await assert.rejects(fileStore(path).load(), { code: 'store_locked' });
+  } finally { fsp.rename = rename; }
+  assert.equal(JSON.parse(readFileSync(lock, 'utf8')).token, 'b'.repeat(32), 'the holder keeps its lock');
+  rmSync(lock);
 });

@@ -150,3 +150,34 @@ test('restart with the clock further behind the saved reservation than 3 s: refu
   assert.throws(() => sf.nextId(), { code: 'clock_behind' });
   await sf.close();
 });
+
+test('a snowflake() that fails closes its store, if the store has close(): at a refused clock, an unreachable registry, a failed first save', async () => {
+  const closing = (behave) => Object.assign(flakyStore(behave), { closes: 0, async close() { this.closes++; } });
+  // The clock refused (before leasing).
+  const L = Date.now() + 10_000;
+  const reg = fakeRegistry();
+  const behind = closing(() => 'ok');
+  behind.state = savedBy(reg, L);
+  await assert.rejects(clientOf(reg).snowflake({ nodeKey: 'restart', store: behind, now: () => L - 3_001 }), { code: 'clock_behind_last_report' });
+  assert.equal(behind.closes, 1);
+  // The registry unreachable.
+  const down = fakeRegistry();
+  down.down = true;
+  const unreached = closing(() => 'ok');
+  await assert.rejects(clientOf(down).snowflake({ nodeKey: 'down', store: unreached }), { code: 'registry_unreachable' });
+  assert.equal(unreached.closes, 1);
+  // The first save failing (the worker ID goes back, then the store is closed).
+  const up = fakeRegistry();
+  const failing = closing(() => 'reject');
+  await assert.rejects(clientOf(up).snowflake({ nodeKey: 'failing', store: failing }), /disk full/);
+  assert.equal(failing.closes, 1);
+  assert.equal(up.releases.length, 1, 'the worker ID went back');
+  // A store whose close() fails: the open's own error is what is thrown.
+  const bad = Object.assign(flakyStore(() => 'ok'), { async close() { throw new Error('close failed'); } });
+  await assert.rejects(clientOf(down).snowflake({ nodeKey: 'down', store: bad }), { code: 'registry_unreachable' });
+  // An open that succeeds does not close it.
+  const fine = closing(() => 'ok');
+  const sf = await clientOf(up).snowflake({ nodeKey: 'fine', store: fine });
+  assert.equal(fine.closes, 0);
+  await sf.close();
+});
