@@ -29,6 +29,25 @@
 //                  config (one node key, one store file written as a user
 //                  writes it), the second while the first mints; both must
 //                  mint (`shared` has their counts) and nothing twice
+//   requestIds     a deployment fault: callers with no key of their own (the
+//                  shared client token, the admin token, no token) sending
+//                  the same segment lease requestId at once, each refused
+//                  (400 request_id_needs_key; 401 unauthorized without a
+//                  token, since the run sets a client token), while two API
+//                  keys send that requestId too, several times each at once:
+//                  each key gets one range back every time, the two ranges
+//                  disjoint, and all join the check of segment IDs
+//   poison         a registry key of its own poisons worker IDs (leases and
+//                  releases them with the largest lastTimestamp a release
+//                  accepts, after one past it that must be refused) and
+//                  squats the victims' node keys (leases under them,
+//                  releases with the floor ahead), in POISON_LOOPS loops at
+//                  once, while the victims (a process of their own under
+//                  another registry key, VICTIMS nodes restarting all the
+//                  time) lease and mint: each victim must mint under a lease
+//                  granted during the attack, the key keep at most its share
+//                  (MAX_WORKERS_PER_KEY, by the registry's list) from the
+//                  others, and its refusals be the expected ones
 //   serviceClock   workerd's own wall clock stepped back 5 ms, back 3 s, forward
 //                  2 s and back (SERVICE_CLOCK_STEPS), through tests/support/clock.mjs;
 //                  CHAOS_SERVICE_CLOCK=0 (serviceClock: false) leaves it out
@@ -58,6 +77,14 @@
 //   long-lived nodes it attacked kept minting under the same grant after the
 //   attack, and the leased nodes issued IDs during it;
 // - both processes sharing a store minted IDs;
+// - no caller without a key of its own got a range for a requestId; each
+//   key got its own range back for its requestId, and two keys disjoint ones;
+// - the poisoning key was refused as expected (429 worker_id_limit once at
+//   its share, 400 out_of_range past the largest floor, 409
+//   clock_behind_last_report under a node key whose ID it poisoned itself,
+//   503 no_free_worker_id), kept at most its share of worker IDs from the
+//   others, and reached that share at least once in the run; every victim
+//   minted under a lease granted during every attack (`poison.attacks`);
 // - every fault kind was injected at least once.
 //
 // CHAOS_PLANT (comma-separated) breaks one thing on purpose, to see the check
@@ -68,6 +95,9 @@
 // requireReuse), hostile-own (the hostile also renews its own lease, with its
 // secret: a 200), hostile-evicts (the attacked nodes are evicted by root
 // during the attack), no-kill (kill dropped from the schedule).
+//
+// CHAOS_ONLY (comma-separated fault kinds) runs only those faults (a tool for
+// looking at one; the run then proves only what they check).
 import net from 'node:net';
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -96,13 +126,24 @@ const CLIENT_PROCS = 2;
 // A request the service leaves unanswered this long (while it is up) hangs.
 const HANG_MS = 15_000;
 
-export const FAULT_KINDS = ['kill', 'pause', 'clockBack', 'clockBackLarge', 'clockForward', 'hostile', 'sharedStore'];
+export const FAULT_KINDS = ['kill', 'pause', 'clockBack', 'clockBackLarge', 'clockForward', 'hostile', 'sharedStore', 'requestIds', 'poison'];
 // The two processes sharing a store mint until this long after the first
 // starts: the second starts once the first mints, and waits out the
 // reservation the first saved (up to 3 s) before its first ID.
 const SHARED_HOLD_MS = 5500;
 // The service's clock steps (ms, held for ms). No 60 s step back: with the
 // current code such a step leaves some requests hanging (issue 18, item 2).
+// The victims of the poison fault (node keys, one process, their own
+// registry key), and the poisoning loops run at once (so that the key
+// reaches its share of worker IDs early in the attack).
+export const VICTIMS = ['victim-0', 'victim-1'];
+const POISON_LOOPS = 4;
+// The largest lastTimestamp a release accepts: the registry's clock + the
+// skew bound + the largest borrow or reservation (src/snowflake.rs
+// MAX_TOLERANCE_MS).
+const MAX_TOLERANCE_MS = 60_000;
+// The kinds of client whose refusals are checked where they are made.
+const SELF_CHECKED = ['hostile', 'requestIds', 'poison'];
 export const SERVICE_CLOCK_STEPS = [[-5, 500], [0, 500], [-3000, 1000], [0, 1000], [2000, 800], [0, 1000]];
 
 // The fewest IDs the service must answer (its segment and snowflake routes)
@@ -170,6 +211,12 @@ const ALLOWED = {
   Object.assign(ALLOWED.clientNode, node);
   Object.assign(ALLOWED.clientChurn, node);
   ALLOWED.clientShared = { ...node, ...ALLOWED.clientShared };
+  // The victims of the poison fault: no clock of theirs is stepped and no
+  // process of theirs paused, and another credential's clocks are not their
+  // reference, so only the service's own faults may refuse them (a refusal
+  // under the poisoning key alone fails the run).
+  ALLOWED.clientVictim = Object.fromEntries(Object.entries(node).map(([code, under]) => [code, under === UNREACHABLE ? under : ['kill', 'serviceClock']]));
+  ALLOWED.clientVictim.no_free_worker_id = ['kill'];
 }
 
 export function rng(seed) {
@@ -208,6 +255,8 @@ export function* faultSchedule(seed, kinds = FAULT_KINDS) {
     if (kind.startsWith('clock')) fault.holdMs = 500 + pick(1500);
     if (kind === 'hostile') { fault.holdMs = 2000 + pick(1000); fault.seed = pick(2 ** 31); }
     if (kind === 'sharedStore') fault.holdMs = SHARED_HOLD_MS;
+    if (kind === 'requestIds') { fault.holdMs = 1000 + pick(500); fault.seed = pick(2 ** 31); }
+    if (kind === 'poison') { fault.holdMs = 2500 + pick(1000); fault.seed = pick(2 ** 31); }
     yield fault;
   }
 }
@@ -278,11 +327,12 @@ const minters = (w, a) => w.nodeKey.startsWith('minter:') && a.status === 403 &&
 const randomHex = (random, n) => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join('');
 
 export async function runChaos({
-  seconds = 30, seed = 1, log = () => {}, serviceClock = true, plant = [], requireReuse = seconds >= 300,
+  seconds = 30, seed = 1, log = () => {}, serviceClock = true, plant = [], requireReuse = seconds >= 300, only = null,
 } = {}) {
   const planted = new Set(plant);
   const random = rng(seed); // the clients' draws only
-  const kinds = FAULT_KINDS.filter((k) => !(planted.has('no-kill') && k === 'kill')).concat(serviceClock ? ['serviceClock'] : []);
+  const kinds = FAULT_KINDS.filter((k) => !(planted.has('no-kill') && k === 'kill')).concat(serviceClock ? ['serviceClock'] : [])
+    .filter((k) => !only || only.includes(k));
   const schedule = faultSchedule(seed, kinds);
   const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-chaos-'));
   const stores = mkdtempSync(join(tmpdir(), 'edgeleaf-chaos-stores-'));
@@ -298,6 +348,8 @@ export async function runChaos({
     answers: 0, refusals: {}, noAnswer: 0, faults: Object.fromEntries(kinds.map((k) => [k, 0])),
     duplicates: 0, violations: [], workerIdsReused: 0, generationsCompared: 0, maxIdPolls: 0,
     hostile: { attempts: 0, answers: {}, victims: 0 }, shared: [],
+    requestIds: { rounds: 0, answers: {}, keyRanges: 0 },
+    poison: { attempts: 0, answers: {}, poisoned: 0, squatted: 0, capped: 0, perKey: 0, maxWithheld: 0, attacks: [] },
     phases: [], unexpected: {}, failures: [],
   };
   const violation = (what) => { if (stats.violations.length < 50) stats.violations.push(what); };
@@ -324,7 +376,7 @@ export async function runChaos({
     const byFault = (phase.refusals ??= {});
     byFault[`${kind} ${code}`] = (byFault[`${kind} ${code}`] ?? 0) + n;
     if (status >= 500 && !(status === 503 && retry)) violation(`${kind}: ${status} ${code} without Retry-After`);
-    if (kind === 'hostile') return; // its answers are checked where it makes them
+    if (SELF_CHECKED.includes(kind)) return; // its answers are checked where it makes them
     const allowed = ALLOWED[kind]?.[code];
     const ok = allowed === 'always' || (allowed && windows.some((w) => allowed.includes(w.kind) && w.from <= at && at <= w.to));
     if (!ok) {
@@ -374,7 +426,7 @@ export async function runChaos({
     try {
       res = await fetch(`${front.url}${path}`, {
         ...init,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
         signal: AbortSignal.timeout(HANG_MS),
       });
       text = await res.text();
@@ -416,6 +468,14 @@ export async function runChaos({
   const monitorKey = await makeKey('chaos monitor', ['monitor']);
   // Request IDs are an API key's own (the shared client token may send none).
   const leaseKey = await makeKey('chaos lease', ['ids']);
+  // The requestIds fault's two keys, the poisoning key and its victims' key.
+  const requestKeys = [await makeKey('chaos request ids a', ['ids']), await makeKey('chaos request ids b', ['ids'])];
+  const poisonKey = await makeKey('chaos poisoner', ['registry']);
+  const victimKey = await makeKey('chaos victims', ['registry']);
+  // The most worker IDs one key may keep from the others: MAX_WORKERS_PER_KEY
+  // unset, half of those not reserved for minters.
+  const perKey = Math.max(1, Math.floor((2 ** layout.workerBits - MINTERS) / 2));
+  stats.poison.perKey = perKey;
 
   let stopping = false;
   const loop = async (body) => { while (!stopping) { await body(); await sleep(2); } };
@@ -470,10 +530,15 @@ export async function runChaos({
     })(),
   ];
 
+  // Per victim node key of the poison fault: "workerId:generation" → [first
+  // timestamp, last, IDs] (in the layout's units).
+  const victimGens = new Map(VICTIMS.map((k) => [k, new Map()]));
+  const tsNow = () => Math.floor((Date.now() - layout.epoch) / layout.unitMs);
+
   // Node processes running the npm package (client.mjs); `args` after the
   // service's URL, the token and the tag. `minted` counts its snowflakes.
-  const forkClient = (args = []) => {
-    const child = fork(fileURLToPath(new URL('./client.mjs', import.meta.url)), [front.url, ADMIN, TAG, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const forkClient = (args = [], token = ADMIN) => {
+    const child = fork(fileURLToPath(new URL('./client.mjs', import.meta.url)), [front.url, token, TAG, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const proc = { child, minted: 0, workerIds: new Set(), exited: new Promise((r) => child.once('exit', r)) };
     proc.started = new Promise((r) => { child.on('message', (m) => m.t === 'started' && r()); proc.exited.then(r); });
     child.on('message', (m) => {
@@ -482,6 +547,14 @@ export async function runChaos({
       for (const [key, ids] of m.sf) {
         const [workerId, generation] = key.split(':').map(Number);
         for (const id of ids) snowflake(BigInt(id), 'EdgeleafClient snowflake', { workerId, generation });
+        const gens = victimGens.get(key.split(':')[2]);
+        if (gens) {
+          const g = `${workerId}:${generation}`;
+          const span = gens.get(g) ?? [Infinity, -Infinity, 0];
+          for (const id of ids) { const { ts } = parts(BigInt(id)); span[0] = Math.min(span[0], ts); span[1] = Math.max(span[1], ts); }
+          span[2] += ids.length;
+          gens.set(g, span);
+        }
         proc.minted += ids.length;
         proc.workerIds.add(workerId);
       }
@@ -494,6 +567,9 @@ export async function runChaos({
     return proc;
   };
   const procs = Array.from({ length: CLIENT_PROCS }, () => forkClient());
+  // The poison fault's victims: nodes of another registry key, restarting
+  // all the run long.
+  const victims = forkClient(['victims', VICTIMS.join(',')], victimKey.token);
 
   // The hostile credential: every attempt on another's lease is refused, and
   // changes nothing (the attacked long-lived nodes keep minting under it).
@@ -583,6 +659,134 @@ export async function runChaos({
     return JSON.parse(a.text).events.some((e) => e.workerId === w.workerId && e.generation === w.generation && (e.kind === 'released' || e.kind === 'lapsed'));
   };
 
+  // Callers without a key of their own and two API keys, all sending one
+  // requestId at once: the first refused, each key its own range every time.
+  const requestIds = async (fault) => {
+    const draw = rng(fault.seed);
+    const until = Date.now() + fault.holdMs;
+    const counted = (what, a) => {
+      const key = `${what}: ${a ? (a.refused ? `${a.status} ${a.code}` : `${a.status}`) : 'no answer'}`;
+      stats.requestIds.answers[key] = (stats.requestIds.answers[key] ?? 0) + 1;
+    };
+    const range = (a) => { const { start, end } = JSON.parse(a.text); return [BigInt(start), BigInt(end)]; };
+    const take = ([start, end], where) => { for (let id = start; id <= end; id++) segmentId(id, where); };
+    const shared = [['the client token', CLIENT, 400, 'request_id_needs_key'], ['the admin token', ADMIN, 400, 'request_id_needs_key'], ['no token', null, 401, 'unauthorized']];
+    let rounds = 0;
+    while (Date.now() < until && !stopping) {
+      rounds++;
+      const requestId = `reused-${fault.n}-${randomHex(draw, 8)}`;
+      const body = JSON.stringify({ step: 10 + Math.floor(draw() * 190), requestId });
+      const lease = (token) => call('requestIds', `/v1/segment/${TAG}/lease`, { method: 'POST', body }, token);
+      // Several callers on the client token, one on the admin token, one with none.
+      const anonymous = [...Array.from({ length: 2 + Math.floor(draw() * 3) }, () => shared[0]), shared[1], shared[2]];
+      const tries = 2 + Math.floor(draw() * 2);
+      const [theirs, ...keys] = await Promise.all([
+        Promise.all(anonymous.map(([, token]) => lease(token))),
+        ...requestKeys.map((k) => Promise.all(Array.from({ length: tries }, () => lease(k.token)))),
+      ]);
+      theirs.forEach((a, i) => {
+        const [who, , status, code] = anonymous[i];
+        counted(who, a);
+        if (ok(a)) {
+          violation(`requestId ${requestId} from ${who} (no key of its own) answered ${a.text}`);
+          take(range(a), `a lease for ${who}'s requestId`);
+        } else if (a && !(a.status === status && a.code === code)) {
+          violation(`requestId ${requestId} from ${who}: ${a.status} ${a.code}, not ${status} ${code}`);
+        }
+      });
+      const ranges = keys.map((answers, k) => {
+        let first = null;
+        for (const a of answers) {
+          counted(`key ${k}, the same requestId ${tries} times at once`, a);
+          if (!ok(a)) {
+            if (a) violation(`requestId ${requestId} from key ${k}: ${a.status} ${a.code}`);
+            continue;
+          }
+          if (first === null) {
+            first = a.text;
+            take(range(a), `key ${k}'s lease for its requestId`);
+            stats.requestIds.keyRanges++;
+          } else if (a.text !== first) {
+            violation(`requestId ${requestId} from key ${k} answered two ranges: ${first} and ${a.text}`);
+            take(range(a), `key ${k}'s lease for its requestId, again`);
+          }
+        }
+        return first && range({ text: first });
+      });
+      const [a, b] = ranges;
+      if (a && b && !(a[1] < b[0] || b[1] < a[0])) violation(`requestId ${requestId}: two keys answered overlapping ranges ${a} and ${b}`);
+    }
+    stats.requestIds.rounds += rounds;
+    return rounds;
+  };
+
+  // A registry key poisoning worker IDs and squatting node keys, while the
+  // victims restart and mint under another key.
+  const poison = async (fault) => {
+    const draw = rng(fault.seed);
+    const until = Date.now() + fault.holdMs;
+    const attack = { fault: fault.n, atTs: tsNow(), endTs: null, poisoned: 0, squatted: 0, capped: 0, pastAccepted: 0, withheld: null, served: {} };
+    stats.poison.attacks.push(attack);
+    const as = poisonKey.token;
+    const answered = (what, a) => {
+      stats.poison.attempts++;
+      const key = `${what}: ${a ? (a.refused ? `${a.status} ${a.code}` : `${a.status}`) : 'no answer'}`;
+      stats.poison.answers[key] = (stats.poison.answers[key] ?? 0) + 1;
+    };
+    // The victims' node keys, and those of the long-lived leased nodes.
+    const squatted = [...VICTIMS, ...procs.map((p) => `chaos-${p.child.pid}`)];
+    let round = 0;
+    const loop = async () => {
+      while (Date.now() < until && !stopping) {
+        const squat = draw() < 1 / 3;
+        const nodeKey = squat ? squatted[Math.floor(draw() * squatted.length)] : `poison-${fault.n}-${round++}`;
+        const what = squat ? "a victim's node key" : 'a node key of its own';
+        const a = await call('poison', '/v1/workers/lease', { method: 'POST', body: JSON.stringify({ nodeKey, nodeTime: Date.now() }) }, as);
+        answered(`lease, ${what}`, a);
+        if (!ok(a)) {
+          if (a?.status === 429 && a.code === 'worker_id_limit') attack.capped++;
+          // Its own earlier ID under that node key, poisoned by itself; or no
+          // ID free at all (the others' share used up by the others).
+          else if (a && !((a.status === 409 && a.code === 'clock_behind_last_report') || (a.status === 503 && a.code === 'no_free_worker_id'))) {
+            violation(`poisoning key's lease under ${what} (${nodeKey}): ${a.status} ${a.code}`);
+          }
+          await sleep(20);
+          continue;
+        }
+        const l = JSON.parse(a.text);
+        const release = (ahead) => call('poison', `/v1/workers/${l.workerId}`, {
+          method: 'DELETE', body: JSON.stringify({ generation: l.generation, secret: l.secret, lastTimestamp: Date.now() + ahead }),
+        }, as);
+        // Past the largest floor a holder could have minted: refused.
+        const past = await release(MAX_SKEW_MS + MAX_TOLERANCE_MS + 1000);
+        answered('release, a floor past the largest', past);
+        if (ok(past)) attack.pastAccepted++; // counted, failed once per attack
+        else if (past && !(past.status === 400 && past.code === 'out_of_range')) {
+          violation(`poisoning key's release of worker ${l.workerId} with a floor ${MAX_SKEW_MS + MAX_TOLERANCE_MS + 1000} ms ahead: ${past.status} ${past.code}`);
+        }
+        const largest = await release(MAX_SKEW_MS + MAX_TOLERANCE_MS);
+        answered('release, the largest floor', largest);
+        if (ok(largest)) {
+          if (squat) attack.squatted++; else attack.poisoned++;
+        } else if (largest && !(past && ok(past) && largest.status === 409 && largest.code === 'lease_not_held')) {
+          violation(`poisoning key's release of worker ${l.workerId} with the largest floor: ${largest.status} ${largest.code}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: POISON_LOOPS }, loop));
+    attack.endTs = tsNow();
+    // What the key keeps from the others, by the registry's list.
+    const list = await call('poison', '/v1/workers', {}, monitorKey.token);
+    if (ok(list)) {
+      const now = Date.now();
+      attack.withheld = JSON.parse(list.text).workers
+        .filter((w) => w.owner === poisonKey.id && (w.status !== 'free' || w.lastTimestampMs > now + MAX_SKEW_MS)).length;
+      stats.poison.maxWithheld = Math.max(stats.poison.maxWithheld, attack.withheld);
+    }
+    for (const k of ['poisoned', 'squatted', 'capped']) stats.poison[k] += attack[k];
+    return attack;
+  };
+
   const inject = async (f) => {
     if (f.kind === 'kill') {
       serviceUp = false;
@@ -631,6 +835,14 @@ export async function runChaos({
       }
       return `two processes on one node key and store file: ${first.minted} IDs (${pair.firstAfter} once the second minted) and ${second.minted}, worker IDs ${pair.workerIds.join(', ')}`;
     }
+    if (f.kind === 'requestIds') {
+      const rounds = await requestIds(f);
+      return `one requestId from callers with no key of their own and two keys at once, ${rounds} rounds`;
+    }
+    if (f.kind === 'poison') {
+      const a = await poison(f);
+      return `a registry key poisoning (${a.poisoned} worker IDs) and squatting (${a.squatted} node keys), capped ${a.capped} times, keeping ${a.withheld} from the others, ${f.holdMs} ms`;
+    }
     if (f.kind === 'serviceClock') {
       for (const [offset, hold] of SERVICE_CLOCK_STEPS) {
         await clock.setOffsetMs(offset);
@@ -668,12 +880,12 @@ export async function runChaos({
   // The last fault's phase lasts as long as any other.
   await sleep(Math.max(MIN_GAP_MS, end - Date.now()));
   stopping = true;
-  for (const { child } of procs) child.send({ t: 'stop' });
+  for (const { child } of [...procs, victims]) child.send({ t: 'stop' });
   const stuck = setTimeout(() => {
     violation(`clients did not stop within ${HANG_MS} ms of being told`);
-    for (const { child } of procs) child.kill('SIGKILL');
+    for (const { child } of [...procs, victims]) child.kill('SIGKILL');
   }, HANG_MS);
-  await Promise.all([...clients, ...procs.map((p) => p.exited)]);
+  await Promise.all([...clients, ...[...procs, victims].map((p) => p.exited)]);
   clearTimeout(stuck);
   await killHard(service.child);
   await front.close();
@@ -707,7 +919,7 @@ export async function runChaos({
   if (stats.duplicates) fail(`${stats.duplicates} IDs issued twice`);
   for (const [what, n] of Object.entries(stats.unexpected)) fail(`unexpected refusal: ${what} × ${n}`);
   for (const k of kinds) if (!stats.faults[k]) fail(`no ${k} fault injected`);
-  for (const kind of FAULT_KINDS) if (!kinds.includes(kind)) fail(`the schedule lacks the ${kind} fault`);
+  for (const kind of FAULT_KINDS) if (!kinds.includes(kind) && !only) fail(`the schedule lacks the ${kind} fault`);
   for (const p of stats.phases.slice(1)) {
     const total = SERVED.reduce((s, f) => s + p.after[f], 0);
     if (total < PHASE_MIN) fail(`phase ${p.n} (after ${p.what}): the service answered ${total} IDs, fewer than ${PHASE_MIN}`);
@@ -723,6 +935,20 @@ export async function runChaos({
   stats.hostile.victimsKeptMinting = kept.size;
   if (stats.faults.hostile && !attacked.length) fail('the hostile key found no leased node to attack');
   for (const v of attacked) if (!kept.has(v)) fail(`worker ${v.workerId} gen ${v.generation}: minted nothing under its grant after the hostile attack`);
+  // Every victim of every poisoning attack minted under a lease granted
+  // during it (restarted, and served).
+  for (const attack of stats.poison.attacks) {
+    if (attack.pastAccepted) fail(`poison fault ${attack.fault}: ${attack.pastAccepted} releases with a floor ${MAX_SKEW_MS + MAX_TOLERANCE_MS + 1000} ms ahead accepted (past what a holder could have minted)`);
+    if (attack.withheld > perKey) fail(`poison fault ${attack.fault}: the poisoning key keeps ${attack.withheld} worker IDs from the others, more than its share of ${perKey}`);
+    for (const [nodeKey, gens] of victimGens) {
+      let n = 0;
+      for (const [lo, , count] of gens.values()) if (lo >= attack.atTs && lo <= attack.endTs) n += count;
+      attack.served[nodeKey] = n;
+      if (!n) fail(`poison fault ${attack.fault}: victim ${nodeKey} minted nothing under a lease granted during the attack`);
+    }
+  }
+  if (stats.faults.poison && !stats.poison.capped) fail(`the poisoning key never reached its share of ${perKey} worker IDs (no 429 worker_id_limit): its cap was not tested`);
+  if (stats.faults.requestIds && !stats.requestIds.keyRanges) fail('the requestIds fault: no key was answered a range');
   if (requireReuse && !stats.workerIdsReused) fail('no worker ID was reused across generations: the fence check compared nothing');
   return stats;
 }
@@ -745,6 +971,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     serviceClock: process.env.CHAOS_SERVICE_CLOCK !== '0',
     plant: (process.env.CHAOS_PLANT ?? '').split(',').filter(Boolean),
     requireReuse: seconds >= 300 || process.env.CHAOS_REQUIRE_REUSE === '1',
+    only: process.env.CHAOS_ONLY ? process.env.CHAOS_ONLY.split(',') : null,
     log: (l) => console.log(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${l}`),
   });
   const { phases, ...rest } = stats;

@@ -15,11 +15,11 @@ test('the fault schedule comes from the seed alone, and starts with one fault of
   }
 });
 
-test('chaos, short: kill -9, pauses past the TTL, client and service clock steps, a hostile key, while every kind of client draws; nothing issued twice, and the service recovers after every fault', async () => {
+test('chaos, short: kill -9, pauses past the TTL, client and service clock steps, a hostile key, two processes sharing a store, callers without a key reusing request IDs, a key poisoning and squatting worker IDs, while every kind of client draws; nothing issued twice, every victim served, and the service recovers after every fault', async () => {
   const stats = await runChaos({ seconds: Number(process.env.CHAOS_SECONDS ?? 40), seed: SEED });
   console.log(phaseTable(stats));
   console.log(`chaos: ${stats.idsChecked} IDs checked, faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
-    `hostile ${JSON.stringify(stats.hostile)}, ${stats.duplicates} duplicates`);
+    `hostile ${JSON.stringify(stats.hostile)}, request IDs ${JSON.stringify(stats.requestIds)}, poison ${JSON.stringify(stats.poison)}, ${stats.duplicates} duplicates`);
   assert.deepEqual(stats.failures, []);
   // It proved something: IDs of every kind, and faults of every kind.
   assert.ok(stats.segmentIds > 10_000 && stats.snowflakes > 10_000 && stats.leaseRanges > 10, JSON.stringify(stats));

@@ -13,6 +13,12 @@
 // `file`, written as a user writes one (read and written whole), minting
 // until `untilMs` (Unix ms), its refusals those of kind clientShared; it
 // sends `{ t: 'started' }` with its first IDs.
+//
+// `node client.mjs <url> <token> <tag> victims <nodeKey,...>`: instead, the
+// victims of the poison fault (forked with a registry key of their own): one
+// leased snowflake per node key, each restarting all the time (lease, a few
+// batches, release), its IDs sent back under "workerId:generation:nodeKey",
+// its refusals those of kind clientVictim.
 import { readFile, writeFile } from 'node:fs/promises';
 import { EdgeleafClient } from 'edgeleaf';
 
@@ -38,8 +44,8 @@ function refused(kind, e) {
   refusals[key] = (refusals[key] ?? 0) + 1;
 }
 
-function minted(lease, ids) {
-  const key = `${lease.workerId}:${lease.generation}`;
+function minted(lease, ids, nodeKey) {
+  const key = `${lease.workerId}:${lease.generation}${nodeKey ? `:${nodeKey}` : ''}`;
   const list = sf.get(key) ?? [];
   for (const id of ids) list.push(String(id));
   sf.set(key, list);
@@ -131,13 +137,43 @@ async function shared() {
   await holder.close().catch((e) => refused('clientShared', e));
 }
 
+// One victim node of the poison fault (mode `victims`): it restarts on its
+// node key again and again, so a key squatted or a registry poisoned shows
+// as a lease refused.
+async function victim(nodeKey) {
+  while (!stopping) {
+    let holder;
+    try {
+      holder = await client.snowflake({ nodeKey, now });
+    } catch (e) {
+      refused('clientVictim', e);
+      await sleep(100);
+      continue;
+    }
+    for (let i = 0; !stopping && i < 6; i++) {
+      const lease = holder.lease;
+      try {
+        minted(lease, holder.nextIds(10), nodeKey);
+      } catch (e) {
+        if (e?.ids) minted(lease, e.ids, nodeKey);
+        refused('clientVictim', e);
+        if (e?.code === 'lease_expired' || e?.code === 'lease_lost') break;
+      }
+      await sleep(25);
+    }
+    await holder.close().catch((e) => refused('clientVictim', e));
+  }
+}
+
 process.on('message', (m) => {
   if (m.t === 'clock') offset = m.offset;
   if (m.t === 'stop') stopping = true;
 });
 
 const timer = setInterval(flush, 100);
-await (mode === 'shared' ? shared() : Promise.all([segments(), leased(false), leased(true)]));
+await (mode === 'shared' ? shared()
+  : mode === 'victims' ? Promise.all(sharedKey.split(',').map(victim))
+    : Promise.all([segments(), leased(false), leased(true)]));
 clearInterval(timer);
 await flush();
 process.disconnect();
