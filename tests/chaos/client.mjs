@@ -32,6 +32,7 @@ const client = new EdgeleafClient({ url, token });
 let seg = [];
 let sf = new Map(); // "workerId:generation" → ID strings
 let refusals = {}; // "kind code status retry" → count
+let messages = {}; // the same key → the first error's message
 let untyped = [];
 
 function refused(kind, e) {
@@ -42,6 +43,7 @@ function refused(kind, e) {
   // status 0: raised by the package itself (no answer, or its own rule).
   const key = `${kind} ${e.code} ${e.status ?? 0} ${e.retryAfterMs > 0 ? 1 : 0}`;
   refusals[key] = (refusals[key] ?? 0) + 1;
+  messages[key] ??= String(e.message).slice(0, 300);
 }
 
 function minted(lease, ids, nodeKey) {
@@ -52,10 +54,11 @@ function minted(lease, ids, nodeKey) {
 }
 
 function flush() {
-  const msg = { t: 'ids', seg, sf: [...sf], refusals, untyped };
+  const msg = { t: 'ids', seg, sf: [...sf], refusals, messages, untyped };
   seg = [];
   sf = new Map();
   refusals = {};
+  messages = {};
   untyped = [];
   return new Promise((r) => process.send(msg, r));
 }
@@ -150,10 +153,10 @@ async function victim(nodeKey) {
       await sleep(100);
       continue;
     }
-    for (let i = 0; !stopping && i < 6; i++) {
+    for (let i = 0; !stopping && i < 20; i++) {
       const lease = holder.lease;
       try {
-        minted(lease, holder.nextIds(10), nodeKey);
+        minted(lease, holder.nextIds(5), nodeKey);
       } catch (e) {
         if (e?.ids) minted(lease, e.ids, nodeKey);
         refused('clientVictim', e);
