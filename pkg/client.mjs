@@ -224,6 +224,10 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     /** One JSON request; throws coded Errors (`registry_unreachable` / `service_unreachable` when no answer). */
     async request(method, path, body) {
+      const unreachable = (cause, what) => {
+        const code = path.startsWith('/v1/workers') ? 'registry_unreachable' : 'service_unreachable';
+        return codedError(code, `${method} ${path}: ${what} from ${this.#url}: ${cause?.message ?? cause}`, { cause });
+      };
       let res;
       try {
         res = await this.#fetch(`${this.#url}${path}`, {
@@ -232,11 +236,17 @@ export function makeClient(wasm, { SegmentGenerator }) {
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
       } catch (cause) {
-        const code = path.startsWith('/v1/workers') ? 'registry_unreachable' : 'service_unreachable';
-        throw codedError(code, `${method} ${path}: no answer from ${this.#url}: ${cause?.message ?? cause}`, { cause });
+        throw unreachable(cause, 'no answer');
       }
       if (!res.ok) throw await httpError(res, `${method} ${path}`);
-      return res.json();
+      // An answer cut off mid-body (the service killed, undici's
+      // "TypeError: terminated") is no answer either: a coded error, never
+      // a bare TypeError (found by the chaos run).
+      try {
+        return await res.json();
+      } catch (cause) {
+        throw unreachable(cause, 'an answer cut off');
+      }
     }
 
     /**

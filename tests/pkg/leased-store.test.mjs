@@ -181,3 +181,13 @@ test('a snowflake() that fails closes its store, if the store has close(): at a 
   assert.equal(fine.closes, 0);
   await sf.close();
 });
+
+test('an answer cut off mid-body is a coded registry_unreachable / service_unreachable, never a bare TypeError', async () => {
+  // The body stream fails as undici's does when the service dies mid-answer.
+  const cut = async () => new Response(new ReadableStream({
+    start(c) { c.enqueue(new TextEncoder().encode('{"workerId":')); c.error(new TypeError('terminated')); },
+  }), { status: 200, headers: { 'content-type': 'application/json' } });
+  const client = new EdgeleafClient({ url: 'http://registry.test', token: 't', fetch: cut });
+  await assert.rejects(client.snowflake({ nodeKey: 'cut-1' }), { code: 'registry_unreachable' });
+  await assert.rejects(client.request('GET', '/v1/tags'), { code: 'service_unreachable' });
+});
