@@ -196,8 +196,8 @@ impl BlockAllocator {
         }
     }
 
-    /// A contiguous range of at most `requested_step` IDs for an isolate
-    /// (never fewer than the tag's step asks, shorter at a block's end), or
+    /// A contiguous range of `requested_step` IDs for an isolate (at least
+    /// the tag's step however few are asked, shorter at a block's end), or
     /// what to do to get one, at clock reading `now_ms`; `rand` draws the
     /// request ID of a new block ask. The host persists the state before it
     /// answers or sends anything.
@@ -238,10 +238,16 @@ impl BlockAllocator {
         self.in_flight.done();
         // The buffer's high-water is at least `served_high` (it is raised
         // to it on retirement): it refuses a block at or below it.
-        if let Err(e) = self.buf.load(block, now_ms) {
-            self.buf.load_failed();
-            return Err(e);
-        }
+        let installed = Allocation::new(block.start, block.end)
+            .and_then(|block| self.buf.load(block, now_ms).map(|()| block));
+        let block = match installed {
+            Ok(block) => block,
+            Err(e) => {
+                // No load in flight any more: the next serve asks anew.
+                self.buf.load_failed();
+                return Err(e);
+            }
+        };
         self.tag_step = Some(tag_step);
         self.blocks.push(Tail {
             range: block,
@@ -485,6 +491,21 @@ mod tests {
             a.loaded(&again.request_id, block(20, 200), 10, 0),
             Err(Error::SegmentOverlap { .. })
         ));
+        let Serve::Load(bad) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        let backwards = Allocation {
+            start: 300,
+            end: 250,
+            step: 0,
+        };
+        assert_eq!(
+            a.loaded(&bad.request_id, backwards, 10, 0),
+            Err(Error::InvalidSegment {
+                start: 300,
+                end: 250
+            })
+        );
         // The tail came back to the root: served again, from above 20.
         let Serve::Load(third) = a.serve(5, 0, &mut rand) else {
             panic!()
