@@ -41,6 +41,7 @@ use crate::rand::RandSource;
 use crate::segment::{
     Allocation, SegmentBuffer, SegmentSnapshot, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
+use crate::tag::{Asker, SegmentAsk, TailBack};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// A block is this many of the tag's steps (before Leaf's dynamic rule grows
@@ -70,6 +71,21 @@ pub struct BlockAsk {
     pub step: Option<u64>,
 }
 
+impl BlockAsk {
+    /// The ask as the root's lease rule takes it
+    /// ([`TagRecord::lease_segment`](crate::tag::TagRecord::lease_segment)):
+    /// from `allocator` (the allocator's own name, e.g. `"{tag}@{region}"`,
+    /// a credential no one else holds), one of the service's own.
+    pub fn as_lease<'a>(&'a self, allocator: &'a str) -> SegmentAsk<'a> {
+        SegmentAsk {
+            step: self.step,
+            request_id: Some(&self.request_id),
+            caller: Asker::Own(allocator),
+            for_isolate: true,
+        }
+    }
+}
+
 /// A range of a block the allocator holds, with the request ID it was leased
 /// under: the capability to hand it back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +96,21 @@ pub struct Tail {
     pub range: Allocation,
     /// The request ID of the block lease.
     pub request_id: String,
+}
+
+impl Tail {
+    /// The tail as the root's hand-back rule takes it
+    /// ([`TagRecord::take_back`](crate::tag::TagRecord::take_back)): from
+    /// `allocator`, the name its block was leased under
+    /// ([`BlockAsk::as_lease`]).
+    pub fn as_back<'a>(&'a self, allocator: &'a str) -> TailBack<'a> {
+        TailBack {
+            tail: self.range,
+            request_id: &self.request_id,
+            caller: Asker::Own(allocator),
+            for_isolate: true,
+        }
+    }
 }
 
 /// What the host does after [`BlockAllocator::serve`] (always: persist the

@@ -35,6 +35,7 @@ use edgeleaf::tag::{
     Asker, Remembered, RememberedChange, SegmentAnswer, SegmentAsk, TagRecord, TailBack,
     TailSkipped, TakeBack,
 };
+use edgeleaf::Error;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -358,26 +359,10 @@ impl World {
 
     /// The root answers a lease (`request_id` under `caller`'s own names,
     /// or none): again, or a new range it remembers.
-    fn root_lease(
-        &mut self,
-        caller: &str,
-        request_id: Option<&str>,
-        step: Option<u64>,
-        for_isolate: bool,
-    ) -> Result<Allocation, String> {
-        let ask = SegmentAsk {
-            step,
-            request_id,
-            caller: if request_id.is_some() {
-                Asker::Own(caller)
-            } else {
-                Asker::Shared
-            },
-            for_isolate,
-        };
+    fn root_lease(&mut self, ask: &SegmentAsk<'_>, caller: &str) -> Result<Allocation, String> {
         let key = ask.remembered_as();
         let remembered = key.as_ref().and_then(|k| self.remembered.get(k)).copied();
-        match self.record.lease_segment(&ask, remembered.as_ref()) {
+        match self.record.lease_segment(ask, remembered.as_ref()) {
             Ok(SegmentAnswer::Again(range)) => {
                 let key = key.expect("answered again under a key");
                 self.check_owned(range, &key)?;
@@ -430,10 +415,8 @@ impl World {
 
     fn take_back(&mut self, caller: &str, tail: &Tail) -> Verdict {
         let back = TailBack {
-            tail: tail.range,
-            request_id: &tail.request_id,
-            caller: Asker::Own(caller),
             for_isolate: caller != CLIENT,
+            ..tail.as_back(caller)
         };
         let key = if self.fault == Fault::RememberedByRequestIdOnly {
             self.remembered
@@ -518,7 +501,7 @@ impl World {
         match msg {
             Msg::Ask { site, epoch, ask } => {
                 let name = self.sites[site].name.clone();
-                let block = self.root_lease(&name, Some(&ask.request_id), ask.step, true)?;
+                let block = self.root_lease(&ask.as_lease(&name), &name)?;
                 self.net.push(Msg::Answer {
                     site,
                     epoch,
@@ -536,6 +519,7 @@ impl World {
             } => {
                 let now = self.now;
                 let s = &mut self.sites[site];
+                let current = s.epoch;
                 let inst = [s.current.as_mut(), s.old.as_mut()]
                     .into_iter()
                     .flatten()
@@ -543,12 +527,24 @@ impl World {
                 if let Some(inst) = inst {
                     match inst.alloc.loaded(&request_id, block, tag_step, now) {
                         Ok(BlockLoad::Installed | BlockLoad::Ignored) => {}
+                        // An old instance's ask, abandoned by its
+                        // replacement's retirement: the root may answer it
+                        // below the old instance's blocks (their tails came
+                        // back). Its fence refuses it (it could not serve
+                        // it anyway).
+                        Err(Error::SegmentOverlap { .. }) if epoch < current => {}
                         Err(e) => return Err(format!("block {block:?} refused: {e}")),
                     }
                 }
             }
             Msg::ClientAsk { request_id, step } => {
-                let range = self.root_lease(CLIENT, Some(&request_id), Some(step), false)?;
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    request_id: Some(&request_id),
+                    caller: Asker::Own(CLIENT),
+                    for_isolate: false,
+                };
+                let range = self.root_lease(&ask, CLIENT)?;
                 self.net.push(Msg::ClientAnswer { request_id, range });
             }
             Msg::ClientAnswer { request_id, range } => {
@@ -630,7 +626,12 @@ impl World {
                 }
             }
             Op::RootLease { step } => {
-                let range = self.root_lease("isolate", None, Some(step), true)?;
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    for_isolate: true,
+                    ..SegmentAsk::default()
+                };
+                let range = self.root_lease(&ask, "isolate")?;
                 self.hand_out(range, "an isolate, from the root")?;
             }
             Op::Intrude { pick: p, from } => {
