@@ -148,7 +148,8 @@ pub enum BlockLoad {
 
 /// A tag's regional allocator: its blocks, the ask in flight, and the
 /// highest ID it ever handed on. Serialise it whole (feature `serde`) as the
-/// object's state.
+/// object's state, as JSON text (`serde_json::to_string`): its numbers go up
+/// to 2^64 − 1, past what a JS number holds exactly.
 ///
 /// ```
 /// use edgeleaf::block::{BlockAllocator, BlockLoad, Serve};
