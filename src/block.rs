@@ -41,7 +41,7 @@ use crate::rand::RandSource;
 use crate::segment::{
     Allocation, SegmentBuffer, SegmentSnapshot, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
-use crate::tag::{Asker, SegmentAsk, TailBack};
+use crate::tag::{Asker, SegmentAsk, TailBack, REQUEST_ID_TTL_MS};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// A block is this many of the tag's steps (before Leaf's dynamic rule grows
@@ -53,6 +53,14 @@ use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 /// `max_step` ([`TagRecord::grant_step`](crate::tag::TagRecord::grant_step)),
 /// so a tag that pins its step (`max_step == step`) gets blocks of its step.
 pub const BLOCK_FACTOR: u64 = 10;
+
+/// An allocator whose oldest block was leased this long ago is due to
+/// retire ([`BlockAllocator::retire_due`]): the root remembers a block's
+/// request ID for [`REQUEST_ID_TTL_MS`] (an hour), and only a block it
+/// remembers can give its tail back; half of that leaves the hand-back time
+/// to arrive. A busy region's blocks last about 15 minutes (Leaf's dynamic
+/// step), so only slow regions retire, each at most twice an hour.
+pub const RETIRE_AFTER_MS: u64 = REQUEST_ID_TTL_MS / 2;
 
 /// The random bytes of a block ask's request ID (written as hex): 128 bits,
 /// so that no two asks of any allocator ever share one.
@@ -173,6 +181,9 @@ pub struct BlockAllocator {
     buf: SegmentBuffer,
     /// The blocks with IDs not yet handed on, with their request IDs.
     blocks: Vec<Tail>,
+    /// When each of `blocks` was installed (clock readings, in order).
+    #[cfg_attr(feature = "serde", serde(default))]
+    leased_ms: Vec<u64>,
     /// The block ask recorded before it was sent, until answered.
     pending: Option<BlockAsk>,
     /// The tag's step, as the root last said (`None`: no block yet).
@@ -221,6 +232,7 @@ impl BlockAllocator {
         BlockAllocator {
             buf: SegmentBuffer::new(block_policy()),
             blocks: Vec::new(),
+            leased_ms: Vec::new(),
             pending: None,
             tag_step: None,
             served_high: 0,
@@ -243,7 +255,7 @@ impl BlockAllocator {
         match take.range {
             Some(range) => {
                 self.served_high = range.end;
-                self.blocks.retain(|b| b.range.end > range.end);
+                self.forget_served_blocks();
                 Serve::Range { range, ask }
             }
             None => ask.map_or(Serve::Wait, Serve::Load),
@@ -285,6 +297,7 @@ impl BlockAllocator {
             range: block,
             request_id: ask.request_id,
         });
+        self.leased_ms.push(now_ms);
         Ok(BlockLoad::Installed)
     }
 
@@ -325,9 +338,19 @@ impl BlockAllocator {
         tails.sort_by_key(|t| core::cmp::Reverse(t.range.start));
         self.buf = SegmentBuffer::new(block_policy()).starting_above(self.served_high);
         self.blocks.clear();
+        self.leased_ms.clear();
         self.pending = None;
         self.in_flight.done();
         tails
+    }
+
+    /// Whether to [`retire`](BlockAllocator::retire) now, at clock reading
+    /// `now_ms` (the host asks on a timer): it holds IDs in a block leased
+    /// [`RETIRE_AFTER_MS`] or more ago, whose tail the root may soon forget.
+    pub fn retire_due(&self, now_ms: u64) -> bool {
+        self.leased_ms
+            .first()
+            .is_some_and(|at| now_ms.saturating_sub(*at) >= RETIRE_AFTER_MS)
     }
 
     /// The blocks as monitoring shows them (each half's next ID and end).
@@ -358,6 +381,17 @@ impl BlockAllocator {
     /// The tag's step as the root last said (`None`: no block yet).
     pub fn tag_step(&self) -> Option<u64> {
         self.tag_step
+    }
+
+    /// Drops the blocks handed on whole (and their lease times).
+    fn forget_served_blocks(&mut self) {
+        let served = self
+            .blocks
+            .iter()
+            .take_while(|b| b.range.end <= self.served_high)
+            .count();
+        self.blocks.drain(..served);
+        self.leased_ms.drain(..served.min(self.leased_ms.len()));
     }
 
     /// The range length granted for `requested`: never below the tag's step
@@ -461,6 +495,24 @@ mod tests {
         );
         assert_eq!(range(&a.serve(10, 1, &mut rand)), (301, 310));
         assert_eq!(a.served_high(), 310);
+    }
+
+    #[test]
+    fn a_block_held_half_an_hour_is_due_to_retire() {
+        let mut rand = SplitMix64::new(4);
+        let mut a = BlockAllocator::new();
+        assert!(!a.retire_due(RETIRE_AFTER_MS));
+        let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        a.loaded(&ask.request_id, block(1, 20), 10, 1_000).unwrap();
+        assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS - 1));
+        assert!(a.retire_due(1_000 + RETIRE_AFTER_MS));
+        // Served whole: nothing held, nothing due.
+        let _ = a.serve(20, 2_000, &mut rand);
+        assert_eq!(a.blocks(), []);
+        assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS));
+        assert_eq!(a.retire(), []);
     }
 
     #[test]
