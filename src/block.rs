@@ -62,6 +62,10 @@ pub const BLOCK_FACTOR: u64 = 10;
 /// step), so only slow regions retire, each at most twice an hour.
 pub const RETIRE_AFTER_MS: u64 = REQUEST_ID_TTL_MS / 2;
 
+/// The lease time recorded for a tail kept after the root refused it back
+/// ([`BlockAllocator::keep`]): never [`retire_due`](BlockAllocator::retire_due).
+const KEPT: u64 = u64::MAX;
+
 /// The random bytes of a block ask's request ID (written as hex): 128 bits,
 /// so that no two asks of any allocator ever share one.
 pub const BLOCK_REQUEST_ID_BYTES: usize = 16;
@@ -344,6 +348,35 @@ impl BlockAllocator {
         tails
     }
 
+    /// The root refused to take `refused` back (it answered: it handed out
+    /// IDs after them, or no longer remembers their lease; it wrote
+    /// nothing): they are still this allocator's alone, so it serves them
+    /// again rather than skip them and leave its region without runway. A
+    /// kept tail is never due to retire again (the root's `max_id` is past
+    /// it for good). A tail at or below a block loaded since the retirement
+    /// stays skipped (the buffer refuses it). Only for refusals that came
+    /// back: a tail whose hand-back got no answer may have been taken, and
+    /// stays skipped. Returns how many tails are served again; persist the
+    /// state before serving from them, as always.
+    pub fn keep(&mut self, mut refused: Vec<Tail>, now_ms: u64) -> usize {
+        // An ask sent since the retirement: the allocator has moved on to
+        // a block above these tails; they stay skipped.
+        if self.pending.is_some() {
+            return 0;
+        }
+        refused.sort_by_key(|t| t.range.start);
+        let mut kept = 0;
+        for tail in refused {
+            if tail.range.start <= self.served_high || self.buf.load(tail.range, now_ms).is_err() {
+                continue;
+            }
+            self.blocks.push(tail);
+            self.leased_ms.push(KEPT);
+            kept += 1;
+        }
+        kept
+    }
+
     /// Whether to [`retire`](BlockAllocator::retire) now, at clock reading
     /// `now_ms` (the host asks on a timer): it holds IDs in a block leased
     /// [`RETIRE_AFTER_MS`] or more ago, whose tail the root may soon forget.
@@ -513,6 +546,42 @@ mod tests {
         assert_eq!(a.blocks(), []);
         assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS));
         assert_eq!(a.retire(), []);
+    }
+
+    #[test]
+    fn a_tail_the_root_refused_is_served_again_and_never_due_again() {
+        let mut rand = SplitMix64::new(5);
+        let mut a = BlockAllocator::new();
+        let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+        assert_eq!(range(&a.serve(10, 0, &mut rand)), (1, 10));
+        let tails = a.retire();
+        assert_eq!(tails.len(), 1);
+        assert_eq!(a.available(), 0);
+        // The root refused it (it handed out IDs after it): kept.
+        assert_eq!(a.keep(tails.clone(), RETIRE_AFTER_MS), 1);
+        assert_eq!(a.available(), 90);
+        assert!(!a.retire_due(10 * RETIRE_AFTER_MS), "kept for good");
+        assert_eq!(range(&a.serve(10, RETIRE_AFTER_MS, &mut rand)).0, 11);
+        // Kept twice, or below what was served since: refused.
+        assert_eq!(a.keep(tails, RETIRE_AFTER_MS), 0);
+    }
+
+    #[test]
+    fn a_refused_tail_stays_skipped_once_the_allocator_moved_on() {
+        let mut rand = SplitMix64::new(6);
+        let mut a = BlockAllocator::new();
+        let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+        let _ = a.serve(10, 0, &mut rand);
+        let tails = a.retire();
+        // An isolate came first: a new block is asked for, above the tail.
+        assert!(matches!(a.serve(10, 0, &mut rand), Serve::Load(_)));
+        assert_eq!(a.keep(tails, 0), 0);
     }
 
     #[test]

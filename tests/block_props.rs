@@ -59,6 +59,8 @@ enum Fault {
     ServeBeforePersist,
     /// An allocator's host hands tails back although its write failed.
     HandBackBeforePersist,
+    /// An allocator serves a tail again although the root took it back.
+    KeepTakenTail,
 }
 
 #[derive(Debug, Clone)]
@@ -140,8 +142,16 @@ enum Msg {
         request_id: String,
         range: Allocation,
     },
-    /// A tail handed back by `caller`.
-    TakeBack { caller: String, tail: Tail },
+    /// A tail handed back by `caller` (from instance `epoch` of allocator
+    /// `site`, or the client: `None`).
+    TakeBack {
+        caller: String,
+        tail: Tail,
+        from: Option<(usize, u32)>,
+    },
+    /// The root's refusal of a tail (it wrote nothing), back to instance
+    /// `epoch` of allocator `site`, which serves it again.
+    Refused { site: usize, epoch: u32, tail: Tail },
 }
 
 struct Instance {
@@ -178,6 +188,8 @@ struct World {
     /// The client's leases not yet answered, with their steps.
     client_waiting: Vec<(String, u64)>,
     client_leases: u32,
+    /// Tails the root refused that their allocator serves again.
+    kept: u64,
 }
 
 type Verdict = Result<(), String>;
@@ -220,6 +232,7 @@ impl World {
                 })
                 .collect(),
             net: Vec::new(),
+            kept: 0,
             handed: BTreeMap::new(),
             client_waiting: Vec::new(),
             client_leases: 0,
@@ -337,10 +350,12 @@ impl World {
             return Ok(());
         }
         let caller = self.sites[site].name.clone();
+        let epoch = self.sites[site].epoch - u32::from(old);
         for tail in tails {
             self.net.push(Msg::TakeBack {
                 caller: caller.clone(),
                 tail,
+                from: Some((site, epoch)),
             });
         }
         Ok(())
@@ -413,7 +428,8 @@ impl World {
         Ok(())
     }
 
-    fn take_back(&mut self, caller: &str, tail: &Tail) -> Verdict {
+    /// Whether the root took `tail` back.
+    fn take_back(&mut self, caller: &str, tail: &Tail) -> Result<bool, String> {
         let back = TailBack {
             for_isolate: caller != CLIENT,
             ..tail.as_back(caller)
@@ -445,7 +461,7 @@ impl World {
             .unwrap();
         }
         let TakeBack::Returned { record, remembered } = answer else {
-            return Ok(());
+            return Ok(false);
         };
         if self.record.max_id != tail.range.end {
             return Err(format!(
@@ -471,7 +487,8 @@ impl World {
             }
         }
         self.release(tail.range, &key)?;
-        self.check_max_id()
+        self.check_max_id()?;
+        Ok(true)
     }
 
     /// The root no longer holds `range` for `key`.
@@ -569,10 +586,33 @@ impl World {
                             range: Allocation::new(range.start + used, range.end).unwrap(),
                             request_id,
                         },
+                        from: None,
                     });
                 }
             }
-            Msg::TakeBack { caller, tail } => self.take_back(&caller, &tail)?,
+            Msg::TakeBack { caller, tail, from } => {
+                let taken = self.take_back(&caller, &tail)?;
+                if let (false, Some((site, epoch))) =
+                    (taken && self.fault != Fault::KeepTakenTail, from)
+                {
+                    self.net.push(Msg::Refused { site, epoch, tail });
+                }
+            }
+            Msg::Refused { site, epoch, tail } => {
+                let now = self.now;
+                let s = &mut self.sites[site];
+                let old = s.old.as_ref().is_some_and(|i| i.epoch == epoch);
+                let inst = [s.current.as_mut(), s.old.as_mut()]
+                    .into_iter()
+                    .flatten()
+                    .find(|i| i.epoch == epoch);
+                if let Some(inst) = inst {
+                    if inst.alloc.keep(vec![tail], now) > 0 {
+                        self.kept += 1;
+                    }
+                    self.persist(site, old, false);
+                }
+            }
         }
         Ok(())
     }
@@ -745,7 +785,7 @@ fn the_worlds_serve_ids_and_take_tails_back() {
         cases: 64,
         ..Config::default()
     });
-    let (mut served, mut returned) = (0u64, 0u64);
+    let (mut served, mut returned, mut kept) = (0u64, 0u64, 0u64);
     for _ in 0..64 {
         let plan = plan().new_tree(&mut runner).unwrap().current();
         let mut w = World::new(Fault::None, plan.step, plan.pinned, plan.seed, plan.active);
@@ -756,11 +796,13 @@ fn the_worlds_serve_ids_and_take_tails_back() {
             returned += u64::from(w.record.max_id < max_id);
         }
         served += w.handed.values().count() as u64;
+        kept += w.kept;
         assert!(w.record.max_id >= before);
     }
-    println!("64 worlds: {served} ranges handed out, {returned} tails returned");
+    println!("64 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails served again");
     assert!(served > 300, "ranges handed out: {served}");
     assert!(returned > 10, "tails returned: {returned}");
+    assert!(kept > 0, "refused tails served again: {kept}");
 }
 
 /// Each planted fault breaks a property the worlds check.
@@ -772,6 +814,7 @@ fn each_planted_fault_is_caught() {
         Fault::RememberedByRequestIdOnly,
         Fault::ServeBeforePersist,
         Fault::HandBackBeforePersist,
+        Fault::KeepTakenTail,
     ] {
         let mut runner = TestRunner::new(Config {
             cases: 2_000,
