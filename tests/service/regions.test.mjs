@@ -12,6 +12,8 @@
 // - The root unreachable (TEST_ROOT_UNREACHABLE, a test-only fault: every
 //   call to a tag's root fails) while the allocators keep serving from their
 //   blocks; the rest answer a typed 503 with Retry-After; IDs again after.
+// - The allocators unreachable (TEST_ALLOCATORS_UNREACHABLE): isolates ask
+//   the root within their budget.
 // - A retired allocator hands its unused tails back: maxId moves back only
 //   when nothing followed (IDs stay dense), never when another region's
 //   block followed; a retired tail is never served.
@@ -290,6 +292,45 @@ test('a retired allocator hands its tail back only when nothing followed: IDs st
     assert.equal(ledgers.dense.dups + gapIds.dups, 0, 'no ID twice');
     assert.ok((await c.maxId('gap')) >= gapIds.high, 'maxId at or above every ID handed out');
     assert.ok(inTail.every((id) => !gapIds.has(id)), 'the retired tail is never served');
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('allocators unreachable: isolates ask the root within their budget; then the allocators again, no ID twice', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await spawnService(persist, { ...REGIONAL, TEST_ALLOCATORS_UNREACHABLE: '1' });
+  let c = client(svc);
+  try {
+    await c.put('fallback', { step: 20 });
+    const all = ledger();
+    for (let i = 0; i < 20; i++) {
+      for (const colo of Object.keys(COLOS)) {
+        const t0 = performance.now();
+        const r = await c.ids('fallback', 7, colo);
+        assert.equal(r.status, 200, r.text);
+        assert.ok(performance.now() - t0 < 1300, 'within the budget');
+        all.add(r.ids);
+      }
+    }
+    const counters = (await c.ask('/v1/monitor', { token: ADMIN })).json.counters;
+    assert.ok(counters.rootFallbacks > 0, `fell back to the root: ${JSON.stringify(counters)}`);
+    assert.equal(counters.allocatorLoads, 0);
+    // The allocators back: they serve again, above everything the root gave.
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
+    for (let i = 0; i < 20; i++) {
+      for (const colo of Object.keys(COLOS)) {
+        const r = await c.ids('fallback', 7, colo);
+        assert.equal(r.status, 200, r.text);
+        all.add(r.ids);
+      }
+    }
+    assert.ok((await c.allocators('fallback')).weur.served > 0, 'weur\'s allocator serves again');
+    assert.equal(all.dups, 0, 'no ID twice');
+    assert.ok((await c.maxId('fallback')) >= all.high);
   } finally {
     await killHard(svc.child);
     rmSync(persist, { recursive: true, force: true });

@@ -50,6 +50,10 @@ pub struct Config {
     /// every call to a tag's root object fails as if it could not be
     /// reached (the isolate's own and the allocators' on its behalf).
     pub test_root_unreachable: bool,
+    /// TESTS ONLY (`TEST_ALLOCATORS_UNREACHABLE = "1"`, loopback hosts
+    /// only): every call to a regional allocator fails as if it could not
+    /// be reached.
+    pub test_allocators_unreachable: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -170,6 +174,7 @@ impl Config {
         let regional_allocators = flag(env, "REGIONAL_ALLOCATORS")?;
         let test_colo_header = flag(env, "TEST_COLO_HEADER")?;
         let test_root_unreachable = flag(env, "TEST_ROOT_UNREACHABLE")?;
+        let test_allocators_unreachable = flag(env, "TEST_ALLOCATORS_UNREACHABLE")?;
         Ok(Config {
             layout,
             default_step,
@@ -184,6 +189,7 @@ impl Config {
             regional_allocators,
             test_colo_header,
             test_root_unreachable,
+            test_allocators_unreachable,
         })
     }
 }

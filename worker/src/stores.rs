@@ -81,6 +81,9 @@ pub struct RequestScope {
     /// TESTS ONLY: every call to a tag's root object fails
     /// (`Config::test_root_unreachable`, loopback hosts only).
     root_unreachable: bool,
+    /// TESTS ONLY: every call to a regional allocator fails
+    /// (`Config::test_allocators_unreachable`, loopback hosts only).
+    allocators_unreachable: bool,
 }
 
 thread_local! {
@@ -111,7 +114,8 @@ impl RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
             region: colo.as_deref().and_then(colo_region),
-            root_unreachable: test.is_some_and(|c| c.test_root_unreachable),
+            root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
+            allocators_unreachable: test.is_some_and(|c| c.test_allocators_unreachable),
         }
     }
 
@@ -126,6 +130,7 @@ impl RequestScope {
             test_delay_ms: 0,
             region: None,
             root_unreachable: fault.as_deref() == Some(ROOT_UNREACHABLE),
+            allocators_unreachable: false,
         }
     }
 
@@ -156,6 +161,7 @@ pub fn budget() -> Budget {
             test_delay_ms: 0,
             region: None,
             root_unreachable: false,
+            allocators_unreachable: false,
         })
     }))
 }
@@ -200,6 +206,7 @@ pub fn background() -> RequestScope {
         test_delay_ms: scope.test_delay_ms,
         region: scope.region,
         root_unreachable: scope.root_unreachable,
+        allocators_unreachable: scope.allocators_unreachable,
     }
 }
 
@@ -383,9 +390,15 @@ async fn send(
     scope: &RequestScope,
 ) -> worker::Result<ApiResult<String>> {
     let (binding, name) = store.binding();
-    if scope.root_unreachable && matches!(store, Store::Tag(_)) {
-        // TESTS ONLY (`Config::test_root_unreachable`): as the platform
-        // fails a call to an object it cannot reach.
+    let unreachable = match store {
+        Store::Tag(_) => scope.root_unreachable,
+        Store::Allocator(..) => scope.allocators_unreachable,
+        _ => false,
+    };
+    if unreachable {
+        // TESTS ONLY (`Config::test_root_unreachable`,
+        // `test_allocators_unreachable`): as the platform fails a call to an
+        // object it cannot reach.
         return Err(worker::Error::RustError(format!(
             "{}: unreachable (test fault)",
             store.name()
