@@ -21,7 +21,8 @@
 //   TEST_COLO_HEADER.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN, CLIENT, spawnService, killHard, start } from '../support/service.mjs';
@@ -377,6 +378,37 @@ test('the colo header is honoured only on a loopback host with TEST_COLO_HEADER 
     assert.ok((await served(on)).oc > 0, 'header honoured on loopback with TEST_COLO_HEADER');
   } finally {
     for (const s of services) await s.dispose();
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('a name that is not a tag: not_found through the allocators, and no allocator state kept for it', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await start({ persist, vars: REGIONAL });
+  try {
+    assert.ok([200, 201].includes((await svc.admin('/v1/tags/real', { method: 'PUT', body: '{"step":10}' })).status));
+    const ask = (tag, colo) => svc.fetch(`/v1/segment/${tag}?count=1`, { headers: { 'edgeleaf-test-colo': colo } });
+    assert.equal((await ask('real', 'LHR')).status, 200);
+    for (let i = 0; i < 5; i++) {
+      const r = await ask(`no-such-tag-${i}`, ['LHR', 'NRT'][i % 2]);
+      assert.equal(r.status, 404);
+      assert.equal((await r.json()).error.code, 'not_found');
+    }
+    await svc.dispose();
+    svc = null;
+    const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('RegionalAllocator')));
+    let objects = 0;
+    let withState = 0;
+    for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
+      objects++;
+      const db = new DatabaseSync(join(dir, f), { readOnly: true });
+      withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
+      db.close();
+    }
+    assert.ok(objects >= 6, `the names reached ${objects} allocators`);
+    assert.equal(withState, 1, 'only the real tag\'s allocator keeps a state');
+  } finally {
+    await svc?.dispose();
     rmSync(persist, { recursive: true, force: true });
   }
 });
