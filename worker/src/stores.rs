@@ -20,8 +20,9 @@ use std::future::Future;
 use std::rc::Rc;
 
 use edgeleaf::code::ErrorCode;
+use edgeleaf::region::{colo_region, Region};
 use edgeleaf::wait::{after_call_failed, AfterFailure, CallFailure, WaitBudget, RETRY_AFTER_MS};
-use edgeleaf_rules::wire::StoreRequest;
+use edgeleaf_rules::wire::{allocator::AllocatorMiss, StoreRequest};
 use futures::future::{self, Either, FutureExt};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
@@ -46,11 +47,26 @@ pub enum Store<'a> {
     Keys,
     /// The own object of the API key with this ID.
     Key(&'a str),
+    /// The regional allocator of this tag in this region (`"{tag}@{region}"`),
+    /// created in the region (its location hint).
+    Allocator(&'a str, Region),
 }
 
 /// The header that carries a test's object delay to the object (only ever
 /// set by `send`, for a request with a `RequestScope` that has one).
 const TEST_DELAY_HEADER: &str = "Edgeleaf-Test-Delay-Ms";
+
+/// The header that carries a test's fault to an object that calls others on
+/// the request's behalf (a regional allocator calling its tag's root): only
+/// ever set by `send`, for a request whose `RequestScope` has one.
+const TEST_FAULT_HEADER: &str = "Edgeleaf-Test-Fault";
+
+/// The one fault `TEST_FAULT_HEADER` names.
+const ROOT_UNREACHABLE: &str = "root-unreachable";
+
+/// TESTS ONLY: the header that sets a request's colo (honoured on a
+/// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
+pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 
 /// What one request to the Worker may still wait, shared by everything its
 /// handling awaits.
@@ -59,6 +75,18 @@ pub struct RequestScope {
     /// TESTS ONLY: how long each object it calls waits before answering
     /// (`Config::test_object_delay_ms`; 0 but on a loopback host).
     test_delay_ms: u64,
+    /// The region the request came in through (`request.cf.colo`, or in
+    /// tests the `Edgeleaf-Test-Colo` header), if the colo is a known one.
+    region: Option<Region>,
+    /// TESTS ONLY: every call to a tag's root object fails
+    /// (`Config::test_root_unreachable`, loopback hosts only).
+    root_unreachable: bool,
+    /// TESTS ONLY: every call to a regional allocator fails
+    /// (`Config::test_allocators_unreachable`, loopback hosts only).
+    allocators_unreachable: bool,
+    /// TESTS ONLY: how long each regional allocator waits before answering
+    /// (`Config::test_allocator_delay_ms`; 0 but on a loopback host).
+    allocator_delay_ms: u64,
 }
 
 thread_local! {
@@ -77,14 +105,37 @@ impl RequestScope {
             Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
             None => false,
         });
-        let test_delay_ms = if loopback {
-            Config::cached(env).map_or(0, |c| c.test_object_delay_ms)
-        } else {
-            0
-        };
+        // Test settings only on a loopback host (never a deployed Worker's).
+        let test = Config::cached(env).ok().filter(|_| loopback);
+        let test_delay_ms = test.as_ref().map_or(0, |c| c.test_object_delay_ms);
+        let test_colo = test
+            .as_ref()
+            .filter(|c| c.test_colo_header)
+            .and_then(|_| req.headers().get(TEST_COLO_HEADER).ok().flatten());
+        let colo = test_colo.or_else(|| request_colo(req));
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
+            region: colo.as_deref().and_then(colo_region),
+            root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
+            allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
+            allocator_delay_ms: test.map_or(0, |c| c.test_allocator_delay_ms),
+        }
+    }
+
+    /// The scope of an object's request that calls other objects on its
+    /// caller's behalf (a regional allocator): the background budget (its
+    /// caller is bounded by its own), and the caller's test fault (a header
+    /// only `send` sets).
+    pub fn for_object(req: &Request) -> RequestScope {
+        let fault = req.headers().get(TEST_FAULT_HEADER).ok().flatten();
+        RequestScope {
+            budget: Cell::new(WaitBudget::for_background(now_ms())),
+            test_delay_ms: 0,
+            region: None,
+            root_unreachable: fault.as_deref() == Some(ROOT_UNREACHABLE),
+            allocators_unreachable: false,
+            allocator_delay_ms: 0,
         }
     }
 
@@ -113,8 +164,30 @@ pub fn budget() -> Budget {
         Rc::new(RequestScope {
             budget: Cell::new(WaitBudget::for_background(now_ms())),
             test_delay_ms: 0,
+            region: None,
+            root_unreachable: false,
+            allocators_unreachable: false,
+            allocator_delay_ms: 0,
         })
     }))
+}
+
+/// `request.cf.colo`, if the platform set it (read without `Cf::colo`,
+/// which panics when it is missing).
+fn request_colo(req: &Request) -> Option<String> {
+    let cf = js_sys::Reflect::get(req.inner(), &JsValue::from_str("cf")).ok()?;
+    if !cf.is_object() {
+        return None;
+    }
+    js_sys::Reflect::get(&cf, &JsValue::from_str("colo"))
+        .ok()?
+        .as_string()
+}
+
+/// The region of the request being handled (`request.cf.colo` through the
+/// core's colo → region table), if known; `None` outside a request.
+pub fn region() -> Option<Region> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.region))
 }
 
 /// A request's budget, as its awaits draw on it.
@@ -141,6 +214,21 @@ impl Budget {
     }
 }
 
+/// For a call in the background of the request being handled
+/// (`ctx.wait_until`): its region and test settings with the background
+/// budget. Run the background call in it (`RequestScope::run`).
+pub fn background() -> RequestScope {
+    let scope = budget().0;
+    RequestScope {
+        budget: Cell::new(WaitBudget::for_background(now_ms())),
+        test_delay_ms: scope.test_delay_ms,
+        region: scope.region,
+        root_unreachable: scope.root_unreachable,
+        allocators_unreachable: scope.allocators_unreachable,
+        allocator_delay_ms: scope.allocator_delay_ms,
+    }
+}
+
 /// Sends `request` (the object's request enum) to a Durable Object and
 /// decodes its JSON answer, within what is left of the request's budget.
 /// Only the object's own client functions call it.
@@ -149,10 +237,36 @@ pub async fn call<T: DeserializeOwned>(
     store: Store<'_>,
     request: &(impl Serialize + StoreRequest),
 ) -> ApiResult<T> {
+    call_within(env, store, request, None)
+        .await
+        .map_err(|missed| missed.error)
+}
+
+/// An object's call that did not bring its answer: the error, and how.
+pub struct Missed {
+    pub error: ApiError,
+    pub how: AllocatorMiss,
+}
+
+/// `call`, given at most `limit_ms` (if any) of what is left of the
+/// request's budget (the rest is kept for another object: the tag's root,
+/// when its region's allocator does not answer in time); a failure says
+/// whether the object answered it or how the call missed.
+pub async fn call_within<T: DeserializeOwned>(
+    env: &Env,
+    store: Store<'_>,
+    request: &(impl Serialize + StoreRequest),
+    limit_ms: Option<u64>,
+) -> Result<T, Missed> {
+    let answered = |error| Missed {
+        error,
+        how: AllocatorMiss::Answered,
+    };
     let text = serde_json::to_string(request)
-        .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
-    let answer = send_within_budget(env, store, &text, request.repeatable()).await?;
-    serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+        .map_err(|e| answered(ApiError::store_error(format!("store request: {e}"))))?;
+    let answer = send_within_budget(env, store, &text, request.repeatable(), limit_ms).await?;
+    serde_json::from_str(&answer)
+        .map_err(|e| answered(ApiError::store_error(format!("store answer: {e}"))))
 }
 
 /// The part of `call` that is the same for every request (not generic, so
@@ -163,51 +277,65 @@ async fn send_within_budget(
     store: Store<'_>,
     text: &str,
     repeatable: bool,
-) -> ApiResult<String> {
+    limit_ms: Option<u64>,
+) -> Result<String, Missed> {
     let budget = budget();
+    let deadline = limit_ms.map(|ms| now_ms().saturating_add(ms));
+    let left = || {
+        let left = budget.remaining_ms();
+        deadline.map_or(left, |d| left.min(d.saturating_sub(now_ms())))
+    };
+    let late = || {
+        let e = format!(
+            "{}: expected an answer within what is left of the request's {} ms, found none",
+            store.name(),
+            budget.max_ms()
+        );
+        Missed {
+            error: ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS),
+            how: AllocatorMiss::Late,
+        }
+    };
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let left = budget.remaining_ms();
-        let late = || {
-            let e = format!(
-                "{}: expected an answer within what is left of the request's {} ms, found none",
-                store.name(),
-                budget.max_ms()
-            );
-            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
-        };
-        if left == 0 {
+        let left_now = left();
+        if left_now == 0 {
             return Err(late());
         }
-        let sent = send(env, store, text, budget.0.test_delay_ms).boxed_local();
-        let failed = match future::select(sent, sleep_ms(left).boxed_local()).await {
-            Either::Left((Ok(answer), _)) => return answer,
+        let sent = send(env, store, text, &budget.0).boxed_local();
+        let failed = match future::select(sent, sleep_ms(left_now).boxed_local()).await {
+            Either::Left((Ok(Ok(answer)), _)) => return Ok(answer),
+            Either::Left((Ok(Err(error)), _)) => {
+                return Err(Missed {
+                    error,
+                    how: AllocatorMiss::Answered,
+                })
+            }
             Either::Left((Err(failed), _)) => failed,
             Either::Right(((), _)) => return Err(late()),
         };
         let failure = failure_kind(&failed);
-        match after_call_failed(
-            failure,
-            repeatable,
-            attempts,
-            budget.remaining_ms(),
-            random_u64(),
-        ) {
+        match after_call_failed(failure, repeatable, attempts, left(), random_u64()) {
             AfterFailure::Retry { after_ms } if budget.wait(after_ms) => sleep_ms(after_ms).await,
             AfterFailure::Retry { .. } => return Err(late()),
             AfterFailure::GiveUp { retry_after_ms } => {
-                let how = match failure {
-                    CallFailure::Overloaded => "overloaded: not called again".to_owned(),
-                    CallFailure::Retryable => format!("retryable, called {attempts} times"),
-                    CallFailure::Other => "not retryable".to_owned(),
+                let (how, miss) = match failure {
+                    CallFailure::Overloaded => (
+                        "overloaded: not called again".to_owned(),
+                        AllocatorMiss::Overloaded,
+                    ),
+                    CallFailure::Retryable => (
+                        format!("retryable, called {attempts} times"),
+                        AllocatorMiss::Failed,
+                    ),
+                    CallFailure::Other => ("not retryable".to_owned(), AllocatorMiss::Failed),
                 };
                 let e = format!("{}: {failed} ({how})", store.name());
-                return Err(ApiError::unavailable(
-                    ErrorCode::StoreUnavailable,
-                    e,
-                    retry_after_ms,
-                ));
+                return Err(Missed {
+                    error: ApiError::unavailable(ErrorCode::StoreUnavailable, e, retry_after_ms),
+                    how: miss,
+                });
             }
         }
     }
@@ -252,6 +380,7 @@ impl Store<'_> {
             Store::Keys => ("KEYS", "keys".to_owned()),
             Store::Key(id) => ("API_KEYS", (*id).to_owned()),
             Store::Minter(i) => ("MINTERS", format!("minter-{i}")),
+            Store::Allocator(tag, region) => ("ALLOCATORS", format!("{tag}@{}", region.as_str())),
         }
     }
 
@@ -264,6 +393,9 @@ impl Store<'_> {
             Store::Keys => "key index".to_owned(),
             Store::Key(id) => format!("key {id}"),
             Store::Minter(i) => format!("minter {i}"),
+            Store::Allocator(tag, region) => {
+                format!("allocator of tag {tag} in {}", region.as_str())
+            }
         }
     }
 }
@@ -274,17 +406,43 @@ async fn send(
     env: &Env,
     store: Store<'_>,
     text: &str,
-    test_delay_ms: u64,
+    scope: &RequestScope,
 ) -> worker::Result<ApiResult<String>> {
     let (binding, name) = store.binding();
-    let stub = env
-        .durable_object(binding)?
-        .id_from_name(&name)?
-        .get_stub()?;
+    let unreachable = match store {
+        Store::Tag(_) => scope.root_unreachable,
+        Store::Allocator(..) => scope.allocators_unreachable,
+        _ => false,
+    };
+    if unreachable {
+        // TESTS ONLY (`Config::test_root_unreachable`,
+        // `test_allocators_unreachable`): as the platform fails a call to an
+        // object it cannot reach.
+        return Err(worker::Error::RustError(format!(
+            "{}: unreachable (test fault)",
+            store.name()
+        )));
+    }
+    let namespace = env.durable_object(binding)?;
+    let stub = match store {
+        // Created in its region (a hint the platform follows when the
+        // object is first created; later calls find it where it is).
+        Store::Allocator(_, region) => {
+            namespace.get_by_name_with_location_hint(&name, region.as_str())?
+        }
+        _ => namespace.id_from_name(&name)?.get_stub()?,
+    };
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
-    if test_delay_ms > 0 {
-        headers.set(TEST_DELAY_HEADER, &test_delay_ms.to_string())?;
+    let delay_ms = match store {
+        Store::Allocator(..) => scope.test_delay_ms.max(scope.allocator_delay_ms),
+        _ => scope.test_delay_ms,
+    };
+    if delay_ms > 0 {
+        headers.set(TEST_DELAY_HEADER, &delay_ms.to_string())?;
+    }
+    if scope.root_unreachable {
+        headers.set(TEST_FAULT_HEADER, ROOT_UNREACHABLE)?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
