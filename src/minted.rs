@@ -39,6 +39,7 @@ use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
 use crate::holder::{HolderNext, LeaseAsk, RENEW_RETRY_MS};
 use crate::layout::Layout;
+use crate::region::Region;
 use crate::snowflake::Wait;
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
@@ -235,7 +236,51 @@ impl MinterPools {
     pub fn host(&self, i: u32) -> Option<u32> {
         (0..self.hosting()).find(|&k| self.pool(k).contains(&i))
     }
+
+    /// The service's split: `minters` over [`MINTER_REGIONS`], in that
+    /// order.
+    pub fn over_regions(minters: u32) -> MinterPools {
+        MinterPools {
+            minters: minters.min(1 << 16),
+            regions: MINTER_REGION_COUNT,
+        }
+    }
+
+    /// The minters of the isolates of `region`: those of the region its
+    /// objects land in ([`Region::hosting`]: `sam` → `enam`, `afr` →
+    /// `weur`, `me` → `eeur`). Empty when it hosts none.
+    pub fn region_pool(&self, region: Region) -> core::ops::Range<u32> {
+        let host = region.hosting();
+        match (0u32..).zip(MINTER_REGIONS).find(|(_, r)| *r == host) {
+            Some((k, _)) => self.pool(k),
+            None => self.minters..self.minters,
+        }
+    }
+
+    /// The region whose `locationHint` minter `i` is created with (its
+    /// object's name carries it); `None` beyond the minters.
+    pub fn minter_region(&self, i: u32) -> Option<Region> {
+        self.host(i).map(|k| MINTER_REGIONS[k as usize])
+    }
 }
+
+/// How many regions host minters.
+pub const MINTER_REGION_COUNT: u32 = 6;
+
+/// The regions that host minters, in the order they get them: one per
+/// continent first (eastern North America, western Europe, Asia-Pacific),
+/// then the second of North America and of Europe, then Oceania. These are
+/// the regions where objects really live ([`Region::HOSTING`]); a region
+/// that hosts no objects (`sam`, `afr`, `me`) is served by the minters of
+/// the region its objects land in.
+pub const MINTER_REGIONS: [Region; MINTER_REGION_COUNT as usize] = [
+    Region::Enam,
+    Region::Weur,
+    Region::Apac,
+    Region::Wnam,
+    Region::Eeur,
+    Region::Oc,
+];
 
 /// Ask minter `minter` for a batch of `count` IDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

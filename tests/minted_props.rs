@@ -239,6 +239,19 @@ const CALM_SERVE: usize = 8;
 /// From this round on, every request is served and every minter mints.
 const CALM_DEADLINE: usize = 2;
 
+/// An upgrade's hand-over: build 1's minter `i`, at its first request,
+/// takes build 0's minter `i`'s saved state (once), which retires.
+#[derive(Default)]
+struct Succession {
+    enabled: bool,
+    /// Build 0's minter `i` handed its state over (or was asked to).
+    handed: Vec<bool>,
+    /// Build 1's minter `i` asked for it.
+    took_over: Vec<bool>,
+    /// The answer to minter `i`'s hand-over is lost.
+    lost: Vec<bool>,
+}
+
 struct World {
     reg: Registry,
     /// The minter objects: `b * MINTERS + i` is minter `i` (worker ID `i`)
@@ -260,6 +273,8 @@ struct World {
     last_served: Vec<u64>,
     /// The calm phase's rounds are this far apart.
     calm_step_ms: u64,
+    /// The hand-over from build 0's minters to build 1's.
+    succession: Succession,
     now: u64,
     /// The latest clock reading of any minter.
     latest_clock: u64,
@@ -309,6 +324,29 @@ impl World {
         let clock = self.now.saturating_add_signed(self.minters[m].offset);
         self.latest_clock = self.latest_clock.max(clock);
         let index = u32::try_from(m).unwrap() % MINTERS;
+        let i = index as usize;
+        if m < MINTERS as usize && self.succession.handed[i] {
+            // Handed over: it never mints again (answers 503).
+            return Ok(Vec::new());
+        }
+        if m >= MINTERS as usize && self.succession.enabled && !self.succession.took_over[i] {
+            // A regional minter's first request: its predecessor's saved
+            // state, once; the predecessor retires (durably) before
+            // answering. A lost answer leaves it with nothing to prove.
+            self.succession.took_over[i] = true;
+            let handed = !self.succession.handed[i];
+            self.succession.handed[i] = true;
+            self.minters[i].holder = None;
+            if handed && !self.succession.lost[i] {
+                let state = self.minters[i].saved;
+                let last_id = self.minters[i].last_id;
+                let new = &mut self.minters[m];
+                new.saved = state;
+                new.holder = None;
+                // It carries on from its predecessor's IDs.
+                new.last_id = last_id;
+            }
+        }
         let ids = mint(&mut self.minters[m], index, &mut self.reg, self.now, count)?;
         for &id in &ids {
             prop_assert!(self.minted.insert(id), "minted {id} twice");
@@ -461,6 +499,7 @@ proptest! {
             down: Vec::new(),
             last_served: Vec::new(),
             calm_step_ms: CALM_STEP_MS,
+            succession: Succession { handed: vec![false; MINTERS as usize], ..Succession::default() },
             now: T0,
             latest_clock: T0,
             in_flight: Vec::new(),
@@ -565,13 +604,18 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// An upgrade from minters `minter-{i}` to regional minters
-    /// `minter-{region}-{i}` (new objects, same worker IDs, no saved state,
-    /// so no proof of the old grants): isolates of the old build keep
+    /// `minter-{region}-{i}` (new objects, same worker IDs): each new one
+    /// takes its predecessor's saved state over at its first request (the
+    /// old one retires first; an answer may be lost), or, without the
+    /// hand-over, starts with no state, so no proof of the old grants.
+    /// Isolates of the old build keep
     /// asking the old objects while the new build's ask the new ones
     /// (a rollout), minters restart, clocks step. No ID is minted or served
-    /// twice: a new minter gets its worker ID only once the old grant is
-    /// free (lapsed + grace), issuing after its end and after every
-    /// timestamp the old one reported. Then, the old build gone: every new
+    /// twice: a new minter with the state restarts from it (proving the
+    /// grant, after the reservation) while the old one mints no more; one
+    /// without gets its worker ID only once the old grant is free (lapsed +
+    /// grace), issuing after its end and after every timestamp the old one
+    /// reported. Then, the old build gone: every new
     /// minter mints, every isolate is served, each from its own region's
     /// minters (worker IDs in its pool), and with one region's minters down
     /// its isolates from another region's, within each request.
@@ -583,6 +627,8 @@ proptest! {
         ops in prop::collection::vec(op(7), 1..300),
         lagging in (0..MINTERS as usize, STALENESS_MS + 1..=3 * STALENESS_MS),
         down in prop::option::of(0..REGIONS),
+        hand_over in any::<bool>(),
+        lost in prop::collection::vec(any::<bool>(), MINTERS as usize),
     ) {
         let pools = MinterPools::new(MINTERS, REGIONS).unwrap();
         let config = |c: MintConfig| MintConfig { staleness_ms: STALENESS_MS, ..c };
@@ -608,6 +654,12 @@ proptest! {
             down: Vec::new(),
             last_served: Vec::new(),
             calm_step_ms: 400,
+            succession: Succession {
+                enabled: hand_over,
+                handed: vec![false; MINTERS as usize],
+                took_over: vec![false; MINTERS as usize],
+                lost,
+            },
             now: T0,
             latest_clock: T0,
             in_flight: Vec::new(),
@@ -722,4 +774,54 @@ proptest! {
         prop_assert!(tries <= minters as usize);
         prop_assert!(tries > len || len == minters as usize);
     }
+}
+
+#[test]
+fn the_services_minters_are_split_over_the_hosting_regions() {
+    use edgeleaf::minted::MINTER_REGIONS;
+    use edgeleaf::region::Region;
+    let mut hosting = MINTER_REGIONS.to_vec();
+    hosting.sort_unstable();
+    let mut expected = Region::HOSTING.to_vec();
+    expected.sort_unstable();
+    assert_eq!(hosting, expected, "every region where objects live, once");
+    // 16 minters (the default) over 6 regions: 3, 3, 3, 3, 2, 2.
+    let p = MinterPools::over_regions(16);
+    let sizes: Vec<usize> = MINTER_REGIONS
+        .iter()
+        .map(|r| p.region_pool(*r).len())
+        .collect();
+    assert_eq!(sizes, [3, 3, 3, 3, 2, 2]);
+    for minters in 0..=64 {
+        let p = MinterPools::over_regions(minters);
+        for i in 0..minters {
+            let r = p.minter_region(i).expect("hosted");
+            assert!(p.region_pool(r).contains(&i));
+        }
+        for r in Region::ALL {
+            let pool = p.region_pool(r);
+            assert_eq!(pool, p.region_pool(r.hosting()));
+            // Two regions' pools never share a minter (a worker ID).
+            for o in Region::ALL
+                .into_iter()
+                .filter(|o| o.hosting() != r.hosting())
+            {
+                let other = p.region_pool(o);
+                assert!(
+                    pool.clone().all(|i| !other.contains(&i)),
+                    "{r} and {o} share"
+                );
+            }
+            let rank = MINTER_REGIONS
+                .iter()
+                .position(|h| *h == r.hosting())
+                .unwrap();
+            assert_eq!(pool.is_empty(), minters as usize <= rank);
+        }
+    }
+    // Fewer minters than regions: the first host one each.
+    let few = MinterPools::over_regions(2);
+    assert_eq!(few.region_pool(Region::Enam), 0..1);
+    assert_eq!(few.region_pool(Region::Afr), 1..2);
+    assert!(few.region_pool(Region::Oc).is_empty());
 }

@@ -36,6 +36,9 @@ pub struct Config {
     /// loopback one, so a deployed Worker never applies it, even if the
     /// variable was set there by mistake.
     pub test_object_delay_ms: u64,
+    /// TESTS ONLY (`TEST_COLO_HEADER = "1"`): a request's colo may be set
+    /// by the header `Edgeleaf-Test-Colo`, on a loopback host only.
+    pub test_colo_header: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -155,6 +158,7 @@ impl Config {
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
             test_object_delay_ms,
+            test_colo_header: var(env, "TEST_COLO_HEADER").as_deref() == Some("1"),
         })
     }
 }

@@ -20,6 +20,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use edgeleaf::code::ErrorCode;
+use edgeleaf::region::Region;
 use edgeleaf::wait::{after_call_failed, AfterFailure, CallFailure, WaitBudget, RETRY_AFTER_MS};
 use edgeleaf_rules::wire::StoreRequest;
 use futures::future::{self, Either, FutureExt};
@@ -40,8 +41,9 @@ pub enum Store<'a> {
     Catalog,
     /// The single worker-ID registry.
     Registry,
-    /// Snowflake minter `i`.
-    Minter(u32),
+    /// Snowflake minter `i`, in its region (`None`: its object of before
+    /// regions, which only its successor calls, to take its state over).
+    Minter(u32, Option<Region>),
     /// The index of API keys.
     Keys,
     /// The own object of the API key with this ID.
@@ -59,7 +61,14 @@ pub struct RequestScope {
     /// TESTS ONLY: how long each object it calls waits before answering
     /// (`Config::test_object_delay_ms`; 0 but on a loopback host).
     test_delay_ms: u64,
+    /// The region the request came in through (`request.cf.colo`, or in
+    /// tests the `Edgeleaf-Test-Colo` header), if the colo is a known one.
+    region: Option<Region>,
 }
+
+/// TESTS ONLY: the header that sets a request's colo (honoured on a
+/// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
+pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 
 thread_local! {
     /// The scope of the request being polled (`RequestScope::run`).
@@ -82,9 +91,15 @@ impl RequestScope {
         } else {
             0
         };
+        let test_colo = Config::cached(env)
+            .ok()
+            .filter(|c| loopback && c.test_colo_header)
+            .and_then(|_| req.headers().get(TEST_COLO_HEADER).ok().flatten());
+        let colo = test_colo.or_else(|| req.cf().map(|cf| cf.colo()));
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
+            region: colo.as_deref().and_then(edgeleaf::region::colo_region),
         }
     }
 
@@ -113,8 +128,15 @@ pub fn budget() -> Budget {
         Rc::new(RequestScope {
             budget: Cell::new(WaitBudget::for_background(now_ms())),
             test_delay_ms: 0,
+            region: None,
         })
     }))
+}
+
+/// The region of the request being handled (`request.cf.colo` through the
+/// core's colo → region table), if known; `None` outside a request.
+pub fn region() -> Option<Region> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.region))
 }
 
 /// A request's budget, as its awaits draw on it.
@@ -251,7 +273,8 @@ impl Store<'_> {
             Store::Registry => ("REGISTRY", "registry".to_owned()),
             Store::Keys => ("KEYS", "keys".to_owned()),
             Store::Key(id) => ("API_KEYS", (*id).to_owned()),
-            Store::Minter(i) => ("MINTERS", format!("minter-{i}")),
+            Store::Minter(i, Some(r)) => ("MINTERS", format!("minter-{}-{i}", r.as_str())),
+            Store::Minter(i, None) => ("MINTERS", format!("minter-{i}")),
         }
     }
 
@@ -263,7 +286,7 @@ impl Store<'_> {
             Store::Registry => "registry".to_owned(),
             Store::Keys => "key index".to_owned(),
             Store::Key(id) => format!("key {id}"),
-            Store::Minter(i) => format!("minter {i}"),
+            Store::Minter(i, _) => format!("minter {i}"),
         }
     }
 }
@@ -277,10 +300,15 @@ async fn send(
     test_delay_ms: u64,
 ) -> worker::Result<ApiResult<String>> {
     let (binding, name) = store.binding();
-    let stub = env
-        .durable_object(binding)?
-        .id_from_name(&name)?
-        .get_stub()?;
+    let namespace = env.durable_object(binding)?;
+    let stub = match store {
+        // Created in its region (a hint the platform follows when the
+        // object is first created; later calls find it where it is).
+        Store::Minter(_, Some(region)) => {
+            namespace.get_by_name_with_location_hint(&name, region.as_str())?
+        }
+        _ => namespace.id_from_name(&name)?.get_stub()?,
+    };
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
     if test_delay_ms > 0 {
