@@ -51,6 +51,7 @@ export function v4Options({ persist, vars = {}, port } = {}) {
       MINTERS: { className: 'SnowflakeMinter', useSQLite: true },
       KEYS: { className: 'KeyStore', useSQLite: true },
       API_KEYS: { className: 'ApiKey', useSQLite: true },
+      ALLOCATORS: { className: 'RegionalAllocator', useSQLite: true },
     },
     bindings: { ...wranglerVars(), ADMIN_TOKEN: ADMIN, CLIENT_TOKEN: CLIENT, ...vars },
     ...(persist ? { resourcePersistencePath: persist } : {}),

@@ -36,9 +36,24 @@ pub struct Config {
     /// loopback one, so a deployed Worker never applies it, even if the
     /// variable was set there by mistake.
     pub test_object_delay_ms: u64,
+    /// `REGIONAL_ALLOCATORS` ("1" on, "0" off): an isolate loads its
+    /// segments from its region's `RegionalAllocator` (the region of
+    /// `request.cf.colo`), and from the tag's object when that one does not
+    /// answer in time; off, from the tag's object alone.
+    pub regional_allocators: bool,
     /// TESTS ONLY (`TEST_COLO_HEADER = "1"`): a request's colo may be set
-    /// by the header `Edgeleaf-Test-Colo`, on a loopback host only.
+    /// by the header `Edgeleaf-Test-Colo`, on a loopback host only (as
+    /// `test_object_delay_ms`); never set in a deployed Worker's config, and
+    /// even then never honoured there (no loopback host).
     pub test_colo_header: bool,
+    /// TESTS ONLY (`TEST_ROOT_UNREACHABLE = "1"`, loopback hosts only):
+    /// every call to a tag's root object fails as if it could not be
+    /// reached (the isolate's own and the allocators' on its behalf).
+    pub test_root_unreachable: bool,
+    /// TESTS ONLY (`TEST_ALLOCATORS_UNREACHABLE = "1"`, loopback hosts
+    /// only): every call to a regional allocator fails as if it could not
+    /// be reached.
+    pub test_allocators_unreachable: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -63,6 +78,15 @@ fn number(env: &Env, name: &str, default: u64) -> Result<u64, ApiError> {
             .trim()
             .parse()
             .map_err(|_| invalid(name, &format!("a whole number, found {v:?}"))),
+    }
+}
+
+/// An on/off setting: "1" on, "0" or unset off.
+fn flag(env: &Env, name: &str) -> Result<bool, ApiError> {
+    match var(env, name).as_deref().map(str::trim) {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(invalid(name, &format!("\"0\" or \"1\", found {other:?}"))),
     }
 }
 
@@ -147,6 +171,10 @@ impl Config {
         if test_object_delay_ms > 60_000 {
             return Err(invalid("TEST_OBJECT_DELAY_MS", "at most 60000"));
         }
+        let regional_allocators = flag(env, "REGIONAL_ALLOCATORS")?;
+        let test_colo_header = flag(env, "TEST_COLO_HEADER")?;
+        let test_root_unreachable = flag(env, "TEST_ROOT_UNREACHABLE")?;
+        let test_allocators_unreachable = flag(env, "TEST_ALLOCATORS_UNREACHABLE")?;
         Ok(Config {
             layout,
             default_step,
@@ -158,7 +186,10 @@ impl Config {
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
             test_object_delay_ms,
-            test_colo_header: var(env, "TEST_COLO_HEADER").as_deref() == Some("1"),
+            regional_allocators,
+            test_colo_header,
+            test_root_unreachable,
+            test_allocators_unreachable,
         })
     }
 }

@@ -2,10 +2,13 @@
 //! serve IDs from memory (`isolate`); Durable Objects are the store — one
 //! `TagStore` per `biz_tag`, a `Catalog` of tags, the `WorkerRegistry` of
 //! snowflake worker IDs, the `SnowflakeMinter`s, the index of API keys
-//! (`KeyStore`) and one `ApiKey` per key — each
+//! (`KeyStore`), one `ApiKey` per key, and a `RegionalAllocator` per tag
+//! and region that serves its region's isolates from blocks of the tag's
+//! object — each
 //! with one typed request enum and the client functions that send it
 //! (`stores`). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
 
+mod allocator_store;
 mod api;
 mod auth;
 mod catalog;
@@ -26,6 +29,7 @@ use worker::{event, Context, Env, Request, Response};
 
 use config::Config;
 
+pub use allocator_store::RegionalAllocator;
 pub use catalog::Catalog;
 pub use key_store::{ApiKey, KeyStore};
 pub use minter_store::SnowflakeMinter;

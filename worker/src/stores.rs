@@ -20,9 +20,9 @@ use std::future::Future;
 use std::rc::Rc;
 
 use edgeleaf::code::ErrorCode;
-use edgeleaf::region::Region;
+use edgeleaf::region::{colo_region, Region};
 use edgeleaf::wait::{after_call_failed, AfterFailure, CallFailure, WaitBudget, RETRY_AFTER_MS};
-use edgeleaf_rules::wire::StoreRequest;
+use edgeleaf_rules::wire::{allocator::AllocatorMiss, StoreRequest};
 use futures::future::{self, Either, FutureExt};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
@@ -48,11 +48,26 @@ pub enum Store<'a> {
     Keys,
     /// The own object of the API key with this ID.
     Key(&'a str),
+    /// The regional allocator of this tag in this region (`"{tag}@{region}"`),
+    /// created in the region (its location hint).
+    Allocator(&'a str, Region),
 }
 
 /// The header that carries a test's object delay to the object (only ever
 /// set by `send`, for a request with a `RequestScope` that has one).
 const TEST_DELAY_HEADER: &str = "Edgeleaf-Test-Delay-Ms";
+
+/// The header that carries a test's fault to an object that calls others on
+/// the request's behalf (a regional allocator calling its tag's root): only
+/// ever set by `send`, for a request whose `RequestScope` has one.
+const TEST_FAULT_HEADER: &str = "Edgeleaf-Test-Fault";
+
+/// The one fault `TEST_FAULT_HEADER` names.
+const ROOT_UNREACHABLE: &str = "root-unreachable";
+
+/// TESTS ONLY: the header that sets a request's colo (honoured on a
+/// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
+pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 
 /// What one request to the Worker may still wait, shared by everything its
 /// handling awaits.
@@ -64,11 +79,13 @@ pub struct RequestScope {
     /// The region the request came in through (`request.cf.colo`, or in
     /// tests the `Edgeleaf-Test-Colo` header), if the colo is a known one.
     region: Option<Region>,
+    /// TESTS ONLY: every call to a tag's root object fails
+    /// (`Config::test_root_unreachable`, loopback hosts only).
+    root_unreachable: bool,
+    /// TESTS ONLY: every call to a regional allocator fails
+    /// (`Config::test_allocators_unreachable`, loopback hosts only).
+    allocators_unreachable: bool,
 }
-
-/// TESTS ONLY: the header that sets a request's colo (honoured on a
-/// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
-pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 
 thread_local! {
     /// The scope of the request being polled (`RequestScope::run`).
@@ -86,20 +103,35 @@ impl RequestScope {
             Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
             None => false,
         });
-        let test_delay_ms = if loopback {
-            Config::cached(env).map_or(0, |c| c.test_object_delay_ms)
-        } else {
-            0
-        };
-        let test_colo = Config::cached(env)
-            .ok()
-            .filter(|c| loopback && c.test_colo_header)
+        // Test settings only on a loopback host (never a deployed Worker's).
+        let test = Config::cached(env).ok().filter(|_| loopback);
+        let test_delay_ms = test.as_ref().map_or(0, |c| c.test_object_delay_ms);
+        let test_colo = test
+            .as_ref()
+            .filter(|c| c.test_colo_header)
             .and_then(|_| req.headers().get(TEST_COLO_HEADER).ok().flatten());
         let colo = test_colo.or_else(|| req.cf().map(|cf| cf.colo()));
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
-            region: colo.as_deref().and_then(edgeleaf::region::colo_region),
+            region: colo.as_deref().and_then(colo_region),
+            root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
+            allocators_unreachable: test.is_some_and(|c| c.test_allocators_unreachable),
+        }
+    }
+
+    /// The scope of an object's request that calls other objects on its
+    /// caller's behalf (a regional allocator): the background budget (its
+    /// caller is bounded by its own), and the caller's test fault (a header
+    /// only `send` sets).
+    pub fn for_object(req: &Request) -> RequestScope {
+        let fault = req.headers().get(TEST_FAULT_HEADER).ok().flatten();
+        RequestScope {
+            budget: Cell::new(WaitBudget::for_background(now_ms())),
+            test_delay_ms: 0,
+            region: None,
+            root_unreachable: fault.as_deref() == Some(ROOT_UNREACHABLE),
+            allocators_unreachable: false,
         }
     }
 
@@ -129,6 +161,8 @@ pub fn budget() -> Budget {
             budget: Cell::new(WaitBudget::for_background(now_ms())),
             test_delay_ms: 0,
             region: None,
+            root_unreachable: false,
+            allocators_unreachable: false,
         })
     }))
 }
@@ -163,6 +197,20 @@ impl Budget {
     }
 }
 
+/// For a call in the background of the request being handled
+/// (`ctx.wait_until`): its region and test settings with the background
+/// budget. Run the background call in it (`RequestScope::run`).
+pub fn background() -> RequestScope {
+    let scope = budget().0;
+    RequestScope {
+        budget: Cell::new(WaitBudget::for_background(now_ms())),
+        test_delay_ms: scope.test_delay_ms,
+        region: scope.region,
+        root_unreachable: scope.root_unreachable,
+        allocators_unreachable: scope.allocators_unreachable,
+    }
+}
+
 /// Sends `request` (the object's request enum) to a Durable Object and
 /// decodes its JSON answer, within what is left of the request's budget.
 /// Only the object's own client functions call it.
@@ -171,10 +219,36 @@ pub async fn call<T: DeserializeOwned>(
     store: Store<'_>,
     request: &(impl Serialize + StoreRequest),
 ) -> ApiResult<T> {
+    call_within(env, store, request, None)
+        .await
+        .map_err(|missed| missed.error)
+}
+
+/// An object's call that did not bring its answer: the error, and how.
+pub struct Missed {
+    pub error: ApiError,
+    pub how: AllocatorMiss,
+}
+
+/// `call`, given at most `limit_ms` (if any) of what is left of the
+/// request's budget (the rest is kept for another object: the tag's root,
+/// when its region's allocator does not answer in time); a failure says
+/// whether the object answered it or how the call missed.
+pub async fn call_within<T: DeserializeOwned>(
+    env: &Env,
+    store: Store<'_>,
+    request: &(impl Serialize + StoreRequest),
+    limit_ms: Option<u64>,
+) -> Result<T, Missed> {
+    let answered = |error| Missed {
+        error,
+        how: AllocatorMiss::Answered,
+    };
     let text = serde_json::to_string(request)
-        .map_err(|e| ApiError::store_error(format!("store request: {e}")))?;
-    let answer = send_within_budget(env, store, &text, request.repeatable()).await?;
-    serde_json::from_str(&answer).map_err(|e| ApiError::store_error(format!("store answer: {e}")))
+        .map_err(|e| answered(ApiError::store_error(format!("store request: {e}"))))?;
+    let answer = send_within_budget(env, store, &text, request.repeatable(), limit_ms).await?;
+    serde_json::from_str(&answer)
+        .map_err(|e| answered(ApiError::store_error(format!("store answer: {e}"))))
 }
 
 /// The part of `call` that is the same for every request (not generic, so
@@ -185,51 +259,65 @@ async fn send_within_budget(
     store: Store<'_>,
     text: &str,
     repeatable: bool,
-) -> ApiResult<String> {
+    limit_ms: Option<u64>,
+) -> Result<String, Missed> {
     let budget = budget();
+    let deadline = limit_ms.map(|ms| now_ms().saturating_add(ms));
+    let left = || {
+        let left = budget.remaining_ms();
+        deadline.map_or(left, |d| left.min(d.saturating_sub(now_ms())))
+    };
+    let late = || {
+        let e = format!(
+            "{}: expected an answer within what is left of the request's {} ms, found none",
+            store.name(),
+            budget.max_ms()
+        );
+        Missed {
+            error: ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS),
+            how: AllocatorMiss::Late,
+        }
+    };
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let left = budget.remaining_ms();
-        let late = || {
-            let e = format!(
-                "{}: expected an answer within what is left of the request's {} ms, found none",
-                store.name(),
-                budget.max_ms()
-            );
-            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
-        };
-        if left == 0 {
+        let left_now = left();
+        if left_now == 0 {
             return Err(late());
         }
-        let sent = send(env, store, text, budget.0.test_delay_ms).boxed_local();
-        let failed = match future::select(sent, sleep_ms(left).boxed_local()).await {
-            Either::Left((Ok(answer), _)) => return answer,
+        let sent = send(env, store, text, &budget.0).boxed_local();
+        let failed = match future::select(sent, sleep_ms(left_now).boxed_local()).await {
+            Either::Left((Ok(Ok(answer)), _)) => return Ok(answer),
+            Either::Left((Ok(Err(error)), _)) => {
+                return Err(Missed {
+                    error,
+                    how: AllocatorMiss::Answered,
+                })
+            }
             Either::Left((Err(failed), _)) => failed,
             Either::Right(((), _)) => return Err(late()),
         };
         let failure = failure_kind(&failed);
-        match after_call_failed(
-            failure,
-            repeatable,
-            attempts,
-            budget.remaining_ms(),
-            random_u64(),
-        ) {
+        match after_call_failed(failure, repeatable, attempts, left(), random_u64()) {
             AfterFailure::Retry { after_ms } if budget.wait(after_ms) => sleep_ms(after_ms).await,
             AfterFailure::Retry { .. } => return Err(late()),
             AfterFailure::GiveUp { retry_after_ms } => {
-                let how = match failure {
-                    CallFailure::Overloaded => "overloaded: not called again".to_owned(),
-                    CallFailure::Retryable => format!("retryable, called {attempts} times"),
-                    CallFailure::Other => "not retryable".to_owned(),
+                let (how, miss) = match failure {
+                    CallFailure::Overloaded => (
+                        "overloaded: not called again".to_owned(),
+                        AllocatorMiss::Overloaded,
+                    ),
+                    CallFailure::Retryable => (
+                        format!("retryable, called {attempts} times"),
+                        AllocatorMiss::Failed,
+                    ),
+                    CallFailure::Other => ("not retryable".to_owned(), AllocatorMiss::Failed),
                 };
                 let e = format!("{}: {failed} ({how})", store.name());
-                return Err(ApiError::unavailable(
-                    ErrorCode::StoreUnavailable,
-                    e,
-                    retry_after_ms,
-                ));
+                return Err(Missed {
+                    error: ApiError::unavailable(ErrorCode::StoreUnavailable, e, retry_after_ms),
+                    how: miss,
+                });
             }
         }
     }
@@ -275,6 +363,7 @@ impl Store<'_> {
             Store::Key(id) => ("API_KEYS", (*id).to_owned()),
             Store::Minter(i, Some(r)) => ("MINTERS", format!("minter-{}-{i}", r.as_str())),
             Store::Minter(i, None) => ("MINTERS", format!("minter-{i}")),
+            Store::Allocator(tag, region) => ("ALLOCATORS", format!("{tag}@{}", region.as_str())),
         }
     }
 
@@ -287,6 +376,9 @@ impl Store<'_> {
             Store::Keys => "key index".to_owned(),
             Store::Key(id) => format!("key {id}"),
             Store::Minter(i, _) => format!("minter {i}"),
+            Store::Allocator(tag, region) => {
+                format!("allocator of tag {tag} in {}", region.as_str())
+            }
         }
     }
 }
@@ -297,22 +389,39 @@ async fn send(
     env: &Env,
     store: Store<'_>,
     text: &str,
-    test_delay_ms: u64,
+    scope: &RequestScope,
 ) -> worker::Result<ApiResult<String>> {
     let (binding, name) = store.binding();
+    let unreachable = match store {
+        Store::Tag(_) => scope.root_unreachable,
+        Store::Allocator(..) => scope.allocators_unreachable,
+        _ => false,
+    };
+    if unreachable {
+        // TESTS ONLY (`Config::test_root_unreachable`,
+        // `test_allocators_unreachable`): as the platform fails a call to an
+        // object it cannot reach.
+        return Err(worker::Error::RustError(format!(
+            "{}: unreachable (test fault)",
+            store.name()
+        )));
+    }
     let namespace = env.durable_object(binding)?;
     let stub = match store {
         // Created in its region (a hint the platform follows when the
         // object is first created; later calls find it where it is).
-        Store::Minter(_, Some(region)) => {
+        Store::Allocator(_, region) | Store::Minter(_, Some(region)) => {
             namespace.get_by_name_with_location_hint(&name, region.as_str())?
         }
         _ => namespace.id_from_name(&name)?.get_stub()?,
     };
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
-    if test_delay_ms > 0 {
-        headers.set(TEST_DELAY_HEADER, &test_delay_ms.to_string())?;
+    if scope.test_delay_ms > 0 {
+        headers.set(TEST_DELAY_HEADER, &scope.test_delay_ms.to_string())?;
+    }
+    if scope.root_unreachable {
+        headers.set(TEST_FAULT_HEADER, ROOT_UNREACHABLE)?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)

@@ -25,14 +25,15 @@ use std::cell::{Cell, RefCell};
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
     opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
-    tag::Remembered, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagKind,
-    tag::TagRecord, tag::REQUEST_ID_TTL_MS,
+    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
+    tag::TagChange, tag::TagKind, tag::TagRecord, tag::TailBack, tag::TakeBack,
+    tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use edgeleaf_rules::wire::{
     api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
     tag::Revealed, tag::SegmentLease, tag::TagHistory, tag::TagRequest, tag::TagUpsert,
-    tag::TagView,
+    tag::TagView, tag::TakeBackRequest, tag::TakenBack,
 };
 use serde::Deserialize;
 use worker::{
@@ -66,6 +67,12 @@ pub async fn history(env: &Env, tag: &str) -> ApiResult<TagHistory> {
 /// A segment of `tag`.
 pub async fn allocate(env: &Env, tag: &str, request: AllocateRequest) -> ApiResult<SegmentLease> {
     call(env, Store::Tag(tag), &TagRequest::Allocate(request)).await
+}
+
+/// Hands a leased range's unused tail back to `tag`'s root (a regional
+/// allocator's retired block): taken only if nothing followed it.
+pub async fn take_back(env: &Env, tag: &str, request: TakeBackRequest) -> ApiResult<TakenBack> {
+    call(env, Store::Tag(tag), &TagRequest::TakeBack(request)).await
 }
 
 /// What the opaque tag `tag` says of an ID.
@@ -521,6 +528,63 @@ impl TagStore {
         Ok(())
     }
 
+    /// A leased range's unused tail, handed back by its asker: the core
+    /// decides (`TagRecord::take_back`: nothing handed out after it, the end
+    /// of the range remembered under the asker's own request ID); the record
+    /// and the remembered range change in one synchronous turn (one write).
+    fn take_back(&self, req: &TakeBackRequest) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let bound = |s: &str| {
+            s.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::OutOfRange,
+                    format!("take back: expected a decimal bound, found {s:?}"),
+                )
+            })
+        };
+        let tail = Allocation::new(bound(&req.start)?, bound(&req.end)?)?;
+        let back = TailBack {
+            tail,
+            request_id: &req.request_id,
+            caller: Asker::Own(&req.by),
+            for_isolate: true,
+        };
+        let key = back.remembered_as();
+        let remembered = match &key {
+            Some(k) => self.remembered(k)?,
+            None => None,
+        };
+        let taken = match stored
+            .record
+            .take_back(&back, remembered.as_ref(), now_ms())?
+        {
+            TakeBack::Returned { record, remembered } => {
+                self.save(&record, false)?;
+                if let Some(k) = &key {
+                    match remembered {
+                        RememberedChange::Shorten(r) => self.sql.exec(
+                            "UPDATE lease SET end = ? WHERE request_id = ?",
+                            vec![r.segment.end.to_string().into(), k.as_str().into()],
+                        )?,
+                        RememberedChange::Remove => self.sql.exec(
+                            "DELETE FROM lease WHERE request_id = ?",
+                            vec![k.as_str().into()],
+                        )?,
+                    };
+                }
+                Some(record.max_id)
+            }
+            TakeBack::Skipped(_) => None,
+        };
+        json(
+            200,
+            &TakenBack {
+                taken: taken.is_some(),
+                max_id: taken.unwrap_or(stored.record.max_id).to_string(),
+            },
+        )
+    }
+
     /// An opaque ID's counter, and whether the tag handed it out.
     fn reveal(&self, id: &GivenId) -> ApiResult<Response> {
         let stored = self.live()?;
@@ -682,6 +746,7 @@ impl DurableObject for TagStore {
             TagRequest::Allocate(b) => self.lease(b),
             TagRequest::Reveal { id } => self.reveal(&id),
             TagRequest::Ids { count } => self.ids(count),
+            TagRequest::TakeBack(b) => self.take_back(&b),
         })
         .await
     }

@@ -1,21 +1,30 @@
 //! Segment-mode IDs: each tag's `SegmentDriver`, fed with segments from the
-//! tag's Durable Object (a monotonic tag's IDs come from the object alone).
+//! isolate's region's allocator (`REGIONAL_ALLOCATORS`), or the tag's root
+//! object when that one does not answer in time, or when there is none (a
+//! monotonic tag's IDs come from the root alone).
 
-use edgeleaf::{code::ErrorCode, driver::SegmentStep, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS};
-use edgeleaf_rules::wire::tag::AllocateRequest;
+use edgeleaf::{
+    code::ErrorCode, driver::SegmentStep, region::Region, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
+};
+use edgeleaf_rules::wire::allocator::allocator_share_ms;
+use edgeleaf_rules::wire::tag::{AllocateRequest, SegmentLease};
 use futures::FutureExt;
 use worker::{Context, Env};
 
+use super::state::new_driver;
 use super::{isolate_id, run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
-use crate::tag_store;
+use crate::config::Config;
+use crate::{allocator_store, stores, tag_store};
 
 /// `count` segment-mode IDs of `tag`, from this isolate's buffer; waits for
 /// the store only when the buffer is empty, within the request's budget
 /// (its own load, or another request's). A monotonic tag's IDs come from
 /// its object alone.
 pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
+    let regional = Config::cached(env).is_ok_and(|c| c.regional_allocators);
+    let region = stores::region().filter(|_| regional);
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
         let t = i.tags.entry(tag.to_owned()).or_default();
         if t.monotonic {
@@ -23,13 +32,33 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
             // does when a load is refused with this code).
             return Err(ApiError::new(ErrorCode::MonotonicTag, tag));
         }
-        let poll = t.driver.poll(now, out);
+        let mut spare_filled = 0;
+        let driver = match region {
+            None => &mut t.driver,
+            Some(r) => {
+                // First what fallbacks to the root brought: only what it
+                // holds (it is loaded by fallbacks alone, never from here).
+                let spare =
+                    usize::try_from(t.driver.available()).map_or(out.len(), |a| a.min(out.len()));
+                if spare > 0 {
+                    let p = t.driver.poll(now, &mut out[..spare]);
+                    spare_filled = p.filled;
+                    if p.next != (SegmentStep::Done { prefetch: None }) {
+                        // This poll marked a prefetch it will not send.
+                        t.driver.load_failed();
+                    }
+                }
+                t.regional.entry(r).or_insert_with(new_driver)
+            }
+        };
+        let poll = driver.poll(now, &mut out[spare_filled..]);
         let turn = match poll.next {
             SegmentStep::Done { prefetch } => {
                 if let Some(step) = prefetch {
-                    // Prefetch at 10%: in the background of this request.
-                    let load = load_segment(env.clone(), tag.to_owned(), step);
-                    ctx.wait_until(load.map(|_| ()));
+                    // Prefetch at 10%: in the background of this request
+                    // (with its region and test settings).
+                    let load = load_segment(env.clone(), tag.to_owned(), step, region);
+                    ctx.wait_until(stores::background().run(load).map(|_| ()));
                 }
                 Turn::Done
             }
@@ -39,10 +68,10 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
             }
             SegmentStep::Wait => Turn::Wait(POLL_MS),
         };
-        Ok((poll.filled, turn))
+        Ok((spare_filled + poll.filled, turn))
     };
     let send = async |step, _| {
-        load_segment(env.clone(), tag.to_owned(), step).await?;
+        load_segment(env.clone(), tag.to_owned(), step, region).await?;
         Ok(Then::Poll)
     };
     let late = |_, _| {
@@ -67,28 +96,45 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
     Ok(out)
 }
 
-/// Loads a segment of `tag` with `step` from its Durable Object into this
-/// isolate's driver. Runs in the context of the request the driver asked.
-async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
+/// Loads a segment of `tag` with `step` into this isolate's driver: from
+/// the region's allocator first, if the request's region is known and
+/// allocators are on (a tag found monotonic asks its root alone); from the
+/// root when there is none, or when it did not answer within its share of
+/// the budget. Runs in the context of the request the driver asked.
+async fn load_segment(env: Env, tag: String, step: u64, region: Option<Region>) -> ApiResult<()> {
     with(|i| i.counters.store_calls += 1);
-    let request = AllocateRequest {
-        step: Some(step),
-        request_id: None,
-        for_isolate: true,
-        by: format!("isolate:{}", isolate_id()),
-        own_credential: false,
+    let by = format!("isolate:{}", isolate_id());
+    let answer = match region {
+        Some(region) => from_region(&env, &tag, region, step, by).await,
+        None => from_root(&env, &tag, step, by).await.map(|l| (l, None)),
     };
-    let answer = tag_store::allocate(&env, &tag, request).await;
     with(|i| {
         let t = i.tags.entry(tag.clone()).or_default();
-        let installed = answer.and_then(|lease| {
+        // The driver that asked: the region's, or the root's.
+        let asked = region.filter(|_| !t.monotonic);
+        let installed = answer.and_then(|(lease, source)| {
             if let (Some(grant), None) = (&lease.opaque, &t.opaque) {
                 t.opaque = Some(grant.ids()?);
             }
-            Ok(t.driver.loaded(lease.allocation()?, now_ms())?)
+            let driver = match source {
+                Some(r) => t.regional.entry(r).or_insert_with(new_driver),
+                // From the root: into the root's driver (a regional one would
+                // then refuse its allocator's lower ranges); the regional
+                // driver's load is over, without a segment.
+                None => {
+                    if let Some(r) = asked {
+                        t.regional.entry(r).or_insert_with(new_driver).load_failed();
+                    }
+                    &mut t.driver
+                }
+            };
+            Ok(driver.loaded(lease.allocation()?, now_ms())?)
         });
         if let Err(e) = &installed {
-            t.driver.load_failed();
+            match asked {
+                Some(r) => t.regional.entry(r).or_insert_with(new_driver).load_failed(),
+                None => t.driver.load_failed(),
+            }
             t.monotonic |= e.code == ErrorCode::MonotonicTag;
             if e.code == ErrorCode::NotFound {
                 // Unknown (or deleted) tag: keep no state for it, so made-up
@@ -100,4 +146,40 @@ async fn load_segment(env: Env, tag: String, step: u64) -> ApiResult<()> {
         }
         installed
     })
+}
+
+/// A segment from the tag's root object.
+async fn from_root(env: &Env, tag: &str, step: u64, by: String) -> ApiResult<SegmentLease> {
+    let request = AllocateRequest {
+        step: Some(step),
+        request_id: None,
+        for_isolate: true,
+        by,
+        own_credential: false,
+    };
+    tag_store::allocate(env, tag, request).await
+}
+
+/// A segment from `region`'s allocator (with `Some(region)`), given its
+/// share of the budget; from the root with the rest (with `None`) if it did
+/// not answer (`AllocatorMiss::ask_root`).
+async fn from_region(
+    env: &Env,
+    tag: &str,
+    region: Region,
+    step: u64,
+    by: String,
+) -> ApiResult<(SegmentLease, Option<Region>)> {
+    let share = allocator_share_ms(stores::budget().remaining_ms());
+    match allocator_store::serve_range(env, tag, region, step, &by, share).await {
+        Ok(lease) => {
+            with(|i| i.counters.allocator_loads += 1);
+            Ok((lease, Some(region)))
+        }
+        Err(missed) if missed.how.ask_root(missed.error.code) => {
+            with(|i| i.counters.root_fallbacks += 1);
+            Ok((from_root(env, tag, step, by).await?, None))
+        }
+        Err(missed) => Err(missed.error),
+    }
 }

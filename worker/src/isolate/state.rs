@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use edgeleaf::{
     driver::SegmentDriver, holder::HolderConfig, holder::SnowflakeHolder, minted::MintConfig,
-    minted::MintedBuffer, opaque::OpaqueIds, rand::SplitMix64, segment::StepPolicy,
+    minted::MintedBuffer, opaque::OpaqueIds, rand::SplitMix64, region::Region, segment::StepPolicy,
     segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
 };
 use serde::Serialize;
@@ -27,26 +27,43 @@ pub struct Counters {
     pub store_calls: u64,
     pub minter_calls: u64,
     pub errors: u64,
+    /// Segments loaded from the region's allocator.
+    pub allocator_loads: u64,
+    /// Loads that went to the tag's root because the allocator missed.
+    pub root_fallbacks: u64,
 }
 
 pub(crate) struct TagState {
+    /// Segments from the tag's root object: every segment of an isolate
+    /// without regional allocators, else what fallbacks to the root brought.
     pub(crate) driver: SegmentDriver,
+    /// Segments from a region's allocator, one driver per region the
+    /// isolate's requests came through (one, but under tests' colos): each
+    /// driver's segments rise (the core's buffer refuses one at or below
+    /// what it held), and a source's segments rise only among its own.
+    pub(crate) regional: BTreeMap<Region, SegmentDriver>,
     pub(crate) monotonic: bool,
     /// An opaque tag's permutation: the driver hands out counters, and
     /// this turns them into the IDs served.
     pub(crate) opaque: Option<OpaqueIds>,
 }
 
+/// An isolate's driver of a tag's segments: the floor of the dynamic step
+/// is the tag's own step, which the store applies to every request
+/// (TagRecord::grant_step).
+pub(crate) fn new_driver() -> SegmentDriver {
+    SegmentDriver::new(StepPolicy {
+        min_step: 1,
+        max_step: MAX_STEP,
+        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
+    })
+}
+
 impl Default for TagState {
     fn default() -> Self {
         TagState {
-            // The floor of the dynamic step is the tag's own step, which the
-            // store applies to every request (TagRecord::grant_step).
-            driver: SegmentDriver::new(StepPolicy {
-                min_step: 1,
-                max_step: MAX_STEP,
-                duration_ms: DEFAULT_SEGMENT_DURATION_MS,
-            }),
+            driver: new_driver(),
+            regional: BTreeMap::new(),
             monotonic: false,
             opaque: None,
         }

@@ -1,13 +1,14 @@
 //! Tags (Leaf's `biz_tag`s): the catalog, each tag's object, and revealing
 //! an opaque tag's IDs.
 
-use edgeleaf::code::ErrorCode;
+use edgeleaf::{code::ErrorCode, region::Region};
+use edgeleaf_rules::wire::allocator::AllocatorViews;
 use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, TagPut, TagViews};
 use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::tag_store;
+use crate::{allocator_store, tag_store};
 use crate::{catalog, isolate};
 
 /// `GET /v1/tags`: the tags the caller may see (a key limited to some tags
@@ -71,5 +72,45 @@ pub async fn reveal(mut cx: Cx) -> ApiResult<Response> {
     json(
         200,
         &tag_store::reveal(&cx.env, &tag, GivenId::from_json(&id)).await?,
+    )
+}
+
+/// `GET /v1/tags/{tag}/allocators`: the tag's allocator in each hosting
+/// region (its blocks and runway), those that did not answer listed.
+pub async fn allocators(cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    // The tag exists (an unknown name creates no allocator views).
+    tag_store::get(&cx.env, &tag).await?;
+    let views = futures::future::join_all(
+        Region::HOSTING
+            .iter()
+            .map(|r| allocator_store::view(&cx.env, &tag, *r)),
+    )
+    .await;
+    let (mut allocators, mut unavailable) = (Vec::new(), Vec::new());
+    for (region, view) in Region::HOSTING.into_iter().zip(views) {
+        match view {
+            Ok(v) => allocators.push(v),
+            Err(_) => unavailable.push(region),
+        }
+    }
+    json(
+        200,
+        &AllocatorViews {
+            allocators,
+            unavailable,
+        },
+    )
+}
+
+/// `POST /v1/tags/{tag}/allocators/{region}/retire`: the allocator gives
+/// its blocks up; their unused tails go back to the tag when nothing was
+/// handed out after them (IDs stay dense).
+pub async fn retire_allocator(cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let region = Region::parse(cx.args.get(1).map_or("", String::as_str))?;
+    json(
+        200,
+        &allocator_store::retire(&cx.env, &tag, region.hosting()).await?,
     )
 }

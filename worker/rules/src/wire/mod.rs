@@ -18,6 +18,7 @@ use core::fmt;
 
 use edgeleaf::code::ErrorCode;
 
+pub mod allocator;
 pub mod api;
 pub mod catalog;
 pub mod keys;

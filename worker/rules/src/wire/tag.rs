@@ -43,6 +43,9 @@ pub enum TagRequest {
         /// How many.
         count: u64,
     },
+    /// A leased range's unused tail, handed back by the asker that leased
+    /// it (under the lease's request ID): answers [`TakenBack`].
+    TakeBack(TakeBackRequest),
 }
 
 impl super::StoreRequest for TagRequest {
@@ -57,8 +60,9 @@ impl super::StoreRequest for TagRequest {
             | TagRequest::Allocate(_)
             | TagRequest::Ids { .. } => true,
             // A conditional write run twice refuses itself; a delete run
-            // twice answers not_found.
-            TagRequest::Put(_) | TagRequest::Delete => false,
+            // twice answers not_found; a hand-back run twice finds its
+            // range shortened already and takes nothing.
+            TagRequest::Put(_) | TagRequest::Delete | TagRequest::TakeBack(_) => false,
         }
     }
 }
@@ -312,6 +316,31 @@ impl AllocateRequest {
             Asker::Shared
         }
     }
+}
+
+/// A tail handed back to the root ([`TagRequest::TakeBack`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TakeBackRequest {
+    /// The request ID the range was leased under.
+    pub request_id: String,
+    /// Who leased it (the lease's `by`: its own credential).
+    pub by: String,
+    /// First ID of the unused tail, decimal.
+    pub start: String,
+    /// Last ID of the tail (the leased range's end), decimal.
+    pub end: String,
+}
+
+/// What the root did with a tail handed back.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakenBack {
+    /// `max_id` moved back to `start - 1`: nothing was handed out after the
+    /// tail. `false`: the tail stays a gap.
+    pub taken: bool,
+    /// The tag's `max_id` after it, decimal.
+    pub max_id: String,
 }
 
 /// An opaque tag's permutation, for the service's own isolates.

@@ -1,0 +1,376 @@
+// Regional allocators in real workerd: isolates of several simulated colos
+// (the test-only header Edgeleaf-Test-Colo, honoured only on a loopback host
+// with TEST_COLO_HEADER = "1") draw segment IDs through their region's
+// RegionalAllocator, which leases blocks from the tag's root object.
+//
+// - Four colos (LHR → weur, IAD → sam, served by enam's, NRT → apac, SYD → oc)
+//   draw at once through a kill -9 of the whole service and its restart on
+//   the same state: no ID twice, the root's maxId never below an ID handed
+//   out, IDs after the restart, and every region's allocator served.
+// - An allocator replaced mid-block (workerd restarted: its memory lost, its
+//   state kept) goes on from where its block was, never serving a range twice.
+// - The root unreachable (TEST_ROOT_UNREACHABLE, a test-only fault: every
+//   call to a tag's root fails) while the allocators keep serving from their
+//   blocks; the rest answer a typed 503 with Retry-After; IDs again after.
+// - The allocators unreachable (TEST_ALLOCATORS_UNREACHABLE): isolates ask
+//   the root within their budget.
+// - A retired allocator hands its unused tails back: maxId moves back only
+//   when nothing followed (IDs stay dense), never when another region's
+//   block followed; a retired tail is never served.
+// - The colo header is ignored on a non-loopback host and without
+//   TEST_COLO_HEADER.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ADMIN, CLIENT, spawnService, killHard, start } from '../support/service.mjs';
+
+const REGIONAL = { REGIONAL_ALLOCATORS: '1', TEST_COLO_HEADER: '1' };
+const COLOS = { LHR: 'weur', IAD: 'enam', NRT: 'apac', SYD: 'oc' };
+
+/** Resolves once `check()` holds (polled every 20 ms), or fails after `ms`. */
+async function until(check, what, ms = 30_000) {
+  for (const end = Date.now() + ms; !(await check());) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A client of the service at `svc.url` (a child process). */
+function client(svc) {
+  const ask = async (path, { colo, token = CLIENT, method = 'GET', body } = {}) => {
+    const headers = { authorization: `Bearer ${token}` };
+    if (colo) headers['edgeleaf-test-colo'] = colo;
+    const res = await fetch(`${svc.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    let json;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    return { status: res.status, json, text, retryAfter: res.headers.get('retry-after') };
+  };
+  return {
+    ask,
+    ids: async (tag, count, colo) => {
+      const r = await ask(`/v1/segment/${tag}?count=${count}`, { colo });
+      return r.status === 200 ? { ...r, ids: r.json.ids.map(BigInt) } : r;
+    },
+    maxId: async (tag) => BigInt((await ask(`/v1/tags/${tag}`, { token: ADMIN })).json.maxId),
+    allocators: async (tag) => {
+      const r = await ask(`/v1/tags/${tag}/allocators`, { token: ADMIN });
+      assert.equal(r.status, 200, r.text);
+      return Object.fromEntries(r.json.allocators.map((a) => [a.region, a]));
+    },
+    history: async (tag) => (await ask(`/v1/tags/${tag}/history`, { token: ADMIN })).json,
+    put: async (tag, body) => {
+      const r = await ask(`/v1/tags/${tag}`, { token: ADMIN, method: 'PUT', body });
+      assert.ok([200, 201].includes(r.status), r.text);
+      return r.json;
+    },
+  };
+}
+
+/** Every ID, once: counts the IDs seen twice. */
+function ledger() {
+  const seen = new Set();
+  let dups = 0;
+  let high = 0n;
+  return {
+    add(ids) {
+      for (const id of ids) {
+        if (seen.has(id)) dups++;
+        seen.add(id);
+        if (id > high) high = id;
+      }
+    },
+    has: (id) => seen.has(id),
+    get dups() { return dups; },
+    get size() { return seen.size; },
+    get high() { return high; },
+  };
+}
+
+test('four colos draw through their regional allocators across a kill -9: no ID twice, maxId never below an ID handed out, every region served', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await spawnService(persist, REGIONAL);
+  let c = client(svc);
+  let stop = false;
+  try {
+    await c.put('planet', { step: 50 });
+    const all = ledger();
+    let afterRestart = 0;
+    let restarted = false;
+    let maxIdFell = null;
+    const byColo = Object.fromEntries(Object.keys(COLOS).map((k) => [k, 0]));
+    const draw = async (colo) => {
+      while (!stop) {
+        try {
+          const was = restarted;
+          const r = await c.ids('planet', 37, colo);
+          if (r.status !== 200) continue;
+          all.add(r.ids);
+          byColo[colo] += r.ids.length;
+          if (was) afterRestart += r.ids.length;
+        } catch {
+          await new Promise((r) => setTimeout(r, 20)); // the service is down
+        }
+      }
+    };
+    // maxId is read while they draw: never below an ID answered before the read.
+    const watch = async () => {
+      while (!stop) {
+        try {
+          const before = all.high;
+          const m = await c.maxId('planet');
+          if (m < before && !maxIdFell) maxIdFell = `maxId ${m} below ID ${before} handed out`;
+        } catch { /* down */ }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const clients = [...Object.keys(COLOS), ...Object.keys(COLOS)].map(draw);
+    const watcher = watch();
+    await until(() => all.size >= 3000, 'IDs before the kill');
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
+    restarted = true;
+    await until(() => afterRestart >= 3000, 'IDs after the restart');
+    stop = true;
+    await Promise.all([...clients, watcher]);
+
+    assert.equal(all.dups, 0, 'no ID handed out twice');
+    assert.equal(maxIdFell, null);
+    assert.ok((await c.maxId('planet')) >= all.high, 'maxId at or above every ID handed out');
+    for (const colo of Object.keys(COLOS)) assert.ok(byColo[colo] > 0, `${colo} was served`);
+    // Each region's allocator served its isolates (not only the root).
+    const allocators = await c.allocators('planet');
+    for (const region of Object.values(COLOS)) {
+      assert.ok(allocators[region]?.served > 0, `${region}'s allocator served: ${JSON.stringify(allocators[region])}`);
+      assert.ok(allocators[region].blocksLeased > 0, `${region}'s allocator leased blocks`);
+    }
+    // The root's history: the blocks went to the allocators.
+    const by = new Set((await c.history('planet')).recent.map((e) => e.by));
+    for (const region of Object.values(COLOS)) assert.ok(by.has(`allocator:${region}`), `root leased to ${region}: ${[...by]}`);
+  } finally {
+    stop = true;
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('an allocator replaced mid-block keeps its block and never serves a range twice; the root unreachable, allocators serve from their blocks', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await spawnService(persist, REGIONAL);
+  let c = client(svc);
+  try {
+    await c.put('block', { step: 20, maxStep: 20 });
+    const all = ledger();
+    // One draw per colo: each allocator leases a block (10 steps: 200 IDs)
+    // and hands one range on.
+    for (const colo of Object.keys(COLOS)) {
+      const r = await c.ids('block', 1, colo);
+      assert.equal(r.status, 200, r.text);
+      all.add(r.ids);
+    }
+    const before = await c.allocators('block');
+    const weur = before.weur;
+    assert.ok(weur.runway > 0, `weur holds a block: ${JSON.stringify(weur)}`);
+    const maxBefore = await c.maxId('block');
+
+    // Replaced mid-block: workerd restarted (memory lost, storage kept).
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
+    const r = await c.ids('block', 1, 'LHR');
+    assert.equal(r.status, 200, r.text);
+    all.add(r.ids);
+    assert.equal(all.dups, 0, 'the replaced allocator served no range again');
+    const served = BigInt(weur.blocks[0].next);
+    assert.ok(r.ids[0] >= served && r.ids[0] <= BigInt(weur.blocks[0].end),
+      `served on from its block: ${r.ids[0]} in ${served}..${weur.blocks[0].end}`);
+
+    // The root unreachable: allocators with runway go on serving; when one
+    // runs dry, a typed 503 with Retry-After.
+    await killHard(svc.child);
+    svc = await spawnService(persist, { ...REGIONAL, TEST_ROOT_UNREACHABLE: '1' });
+    c = client(svc);
+    const servedDuring = Object.fromEntries(Object.keys(COLOS).map((k) => [k, 0]));
+    const refusals = new Set();
+    for (let round = 0; round < 12; round++) {
+      for (const colo of Object.keys(COLOS)) {
+        const d = await c.ids('block', 5, colo);
+        if (d.status === 200) {
+          all.add(d.ids);
+          servedDuring[colo] += d.ids.length;
+        } else {
+          assert.equal(d.status, 503, d.text);
+          assert.equal(d.json.error.code, 'store_unavailable', d.text);
+          assert.ok(Number(d.retryAfter) >= 1, 'Retry-After');
+          refusals.add(colo);
+        }
+      }
+    }
+    for (const colo of Object.keys(COLOS)) {
+      assert.ok(servedDuring[colo] > 0, `${colo} served while the root was unreachable: ${JSON.stringify(servedDuring)}`);
+    }
+    assert.equal(await c.ask('/v1/tags/block', { token: ADMIN }).then((x) => x.status), 503, 'the root is unreachable');
+
+    // The root back: IDs after the fault, none twice, maxId above them all.
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
+    for (const colo of Object.keys(COLOS)) {
+      for (let i = 0; i < 30; i++) {
+        const d = await c.ids('block', 10, colo);
+        assert.equal(d.status, 200, d.text);
+        all.add(d.ids);
+      }
+    }
+    assert.equal(all.dups, 0, 'no ID handed out twice');
+    const maxAfter = await c.maxId('block');
+    assert.ok(maxAfter >= maxBefore && maxAfter >= all.high, `maxId ${maxBefore} → ${maxAfter}, highest ID ${all.high}`);
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('a retired allocator hands its tail back only when nothing followed: IDs stay dense, maxId never below an ID handed out', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  const svc = await spawnService(persist, REGIONAL);
+  const c = client(svc);
+  try {
+    const ledgers = { dense: ledger(), gap: ledger() };
+    const draw = async (tag, colo, count = 1) => {
+      const r = await c.ids(tag, count, colo);
+      assert.equal(r.status, 200, r.text);
+      ledgers[tag].add(r.ids);
+      return r.ids[0];
+    };
+    const settled = async (tag, region) => {
+      // The isolate's and the allocator's prefetches done.
+      await new Promise((r) => setTimeout(r, 300));
+      await until(async () => (await c.allocators(tag))[region].leasing === false, `${region} idle`);
+      return (await c.allocators(tag))[region];
+    };
+    const retire = async (tag, region) => {
+      const r = await c.ask(`/v1/tags/${tag}/allocators/${region}/retire`, { token: ADMIN, method: 'POST' });
+      assert.equal(r.status, 200, r.text);
+      return r.json;
+    };
+
+    // Nothing follows weur's blocks: they all come back, down to the
+    // highest ID it handed on; the next block starts right after (dense).
+    await c.put('dense', { step: 10, maxStep: 10 });
+    await draw('dense', 'LHR');
+    const held = await settled('dense', 'weur');
+    const maxHeld = await c.maxId('dense');
+    const handedOn = BigInt(held.servedHigh);
+    assert.ok(maxHeld > handedOn, `weur holds unserved IDs: maxId ${maxHeld}, handed on ${handedOn}`);
+    const retired = await retire('dense', 'weur');
+    assert.equal(retired.runway, 0);
+    assert.equal(BigInt(retired.handedBack), maxHeld - handedOn, 'every unserved ID went back');
+    assert.equal(await c.maxId('dense'), handedOn, 'maxId back to the highest ID handed on');
+    assert.equal(await draw('dense', 'NRT'), handedOn + 1n, 'IDs stay dense: apac\'s first range follows');
+
+    // apac's blocks follow weur's: weur's tail stays a gap, never served.
+    await c.put('gap', { step: 10, maxStep: 10 });
+    await draw('gap', 'LHR');
+    const weur = await settled('gap', 'weur');
+    await draw('gap', 'NRT');
+    await settled('gap', 'apac');
+    const maxFollowed = await c.maxId('gap');
+    const tail = { start: BigInt(weur.servedHigh) + 1n, end: BigInt(weur.blocks.at(-1).end) };
+    assert.ok(maxFollowed > tail.end, `apac's block followed weur's: maxId ${maxFollowed}, weur's tail ${tail.start}..${tail.end}`);
+    const kept = await retire('gap', 'weur');
+    assert.equal(kept.handedBack, 0, 'nothing taken back');
+    assert.equal(await c.maxId('gap'), maxFollowed, 'maxId unmoved: something followed the tail');
+    for (let i = 0; i < 30; i++) {
+      for (const colo of ['LHR', 'NRT']) await draw('gap', colo, 10);
+    }
+    const gapIds = ledgers.gap;
+    const inTail = [...Array(Number(tail.end - tail.start + 1n)).keys()].map((k) => tail.start + BigInt(k));
+    assert.equal(ledgers.dense.dups + gapIds.dups, 0, 'no ID twice');
+    assert.ok((await c.maxId('gap')) >= gapIds.high, 'maxId at or above every ID handed out');
+    assert.ok(inTail.every((id) => !gapIds.has(id)), 'the retired tail is never served');
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('allocators unreachable: isolates ask the root within their budget; then the allocators again, no ID twice', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await spawnService(persist, { ...REGIONAL, TEST_ALLOCATORS_UNREACHABLE: '1' });
+  let c = client(svc);
+  try {
+    await c.put('fallback', { step: 20 });
+    const all = ledger();
+    for (let i = 0; i < 20; i++) {
+      for (const colo of Object.keys(COLOS)) {
+        const t0 = performance.now();
+        const r = await c.ids('fallback', 7, colo);
+        assert.equal(r.status, 200, r.text);
+        assert.ok(performance.now() - t0 < 1300, 'within the budget');
+        all.add(r.ids);
+      }
+    }
+    const counters = (await c.ask('/v1/monitor', { token: ADMIN })).json.counters;
+    assert.ok(counters.rootFallbacks > 0, `fell back to the root: ${JSON.stringify(counters)}`);
+    assert.equal(counters.allocatorLoads, 0);
+    // The allocators back: they serve again, above everything the root gave.
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
+    for (let i = 0; i < 20; i++) {
+      for (const colo of Object.keys(COLOS)) {
+        const r = await c.ids('fallback', 7, colo);
+        assert.equal(r.status, 200, r.text);
+        all.add(r.ids);
+      }
+    }
+    assert.ok((await c.allocators('fallback')).weur.served > 0, 'weur\'s allocator serves again');
+    assert.equal(all.dups, 0, 'no ID twice');
+    assert.ok((await c.maxId('fallback')) >= all.high);
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('the colo header is honoured only on a loopback host with TEST_COLO_HEADER = "1"', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  const services = [];
+  try {
+    const draw = async (svc, host) => {
+      const res = await svc.mf.dispatchFetch(`http://${host}/v1/segment/hint?count=1`, {
+        headers: { authorization: `Bearer ${CLIENT}`, 'edgeleaf-test-colo': 'SYD' },
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+    };
+    const served = async (svc) => {
+      const res = await svc.admin('/v1/tags/hint/allocators');
+      return Object.fromEntries((await res.json()).allocators.map((a) => [a.region, a.served]));
+    };
+    // Without TEST_COLO_HEADER: Miniflare's own colo (DFW → wnam).
+    const off = await start({ persist, vars: { REGIONAL_ALLOCATORS: '1' } });
+    services.push(off);
+    assert.ok([200, 201].includes((await off.admin('/v1/tags/hint', { method: 'PUT', body: '{"step":10}' })).status));
+    await draw(off, 'localhost');
+    assert.equal((await served(off)).oc, 0, 'header ignored without TEST_COLO_HEADER');
+    assert.ok((await served(off)).wnam > 0, 'the request\'s own colo chose the allocator');
+    await off.dispose();
+    services.pop();
+    // With it, but on a host that is not loopback: ignored.
+    const on = await start({ persist, vars: REGIONAL });
+    services.push(on);
+    await draw(on, 'edgeleaf.example.com');
+    assert.equal((await served(on)).oc, 0, 'header ignored on a non-loopback host');
+    // On loopback with the setting: honoured.
+    // (A fresh isolate: the one above holds no oc driver yet.)
+    await draw(on, 'localhost');
+    assert.ok((await served(on)).oc > 0, 'header honoured on loopback with TEST_COLO_HEADER');
+  } finally {
+    for (const s of services) await s.dispose();
+    rmSync(persist, { recursive: true, force: true });
+  }
+});

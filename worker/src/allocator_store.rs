@@ -1,0 +1,409 @@
+//! `RegionalAllocator`: a tag's allocator in one region, the Durable Object
+//! named `"{tag}@{region}"` and created there (`locationHint`: the region's
+//! hosting region, `Region::hosting`). It is a segment client of the tag's
+//! root object (`TagStore`, which owns `max_id`) and a segment server to the
+//! isolates of its region: it leases *blocks* from the root and hands them
+//! on in contiguous ranges, so that a cold isolate's first segment comes
+//! from its own region, and the root sees one block lease per region where
+//! it saw one segment lease per isolate.
+//!
+//! The rule is the core's (`edgeleaf::block::BlockAllocator`: which range,
+//! when a block is due and of what size, its request ID, what a retirement
+//! hands back); this object only does its I/O:
+//!
+//! - it reads its state (kept in memory, read from SQLite at first use),
+//!   asks the core, **writes the state the core returns**, and only then
+//!   answers a range or sends a block ask (the output gate holds the answer
+//!   until the write is durable; a write that fails answers nothing and
+//!   drops the memory copy). A replacement restored from storage never
+//!   serves a range twice (`served_high`), and sends the pending block ask
+//!   again under the same request ID, which the root answers with the same
+//!   block (its lease rule under the allocator's own name, `Asker::Own`);
+//! - a block ask is made through the root's one lease path
+//!   (`TagRequest::Allocate`), `for_isolate` (an opaque tag's key comes with
+//!   it, kept here with the state and passed on to the region's isolates);
+//! - a retirement (`AllocatorRequest::Retire`) writes the state without its
+//!   blocks, then hands each unserved tail back to the root
+//!   (`TagRequest::TakeBack`), which takes it only if nothing followed it.
+//!
+//! Monotonic tags never reach it with success: the root refuses their
+//! leases (`monotonic_tag`), which this object relays.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use edgeleaf::{
+    block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::Serve, code::ErrorCode,
+    rand::RandSource, region::Region, wait::RETRY_AFTER_MS,
+};
+use edgeleaf_rules::wire::{
+    allocator::AllocatorRequest, allocator::AllocatorView, allocator::BlockView,
+    tag::AllocateRequest, tag::OpaqueGrant, tag::SegmentLease, tag::TakeBackRequest,
+};
+use serde::{Deserialize, Serialize};
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
+};
+
+use crate::api::{json, ApiError, ApiResult};
+use crate::clock::{now_ms, sleep_ms};
+use crate::stores::{self, call, call_within, create_tables, serve, Missed, RequestScope, Store};
+use crate::tag_store;
+
+/// A range of `tag` for an isolate of `region` (asked of the allocator of
+/// its hosting region), within `limit_ms` of the request's budget.
+pub async fn serve_range(
+    env: &Env,
+    tag: &str,
+    region: Region,
+    step: u64,
+    by: &str,
+    limit_ms: u64,
+) -> Result<SegmentLease, Missed> {
+    let region = region.hosting();
+    let request = AllocatorRequest::Serve {
+        tag: tag.to_owned(),
+        region,
+        step,
+        by: by.to_owned(),
+    };
+    call_within(env, Store::Allocator(tag, region), &request, Some(limit_ms)).await
+}
+
+/// What the allocator of `tag` in `region` holds.
+pub async fn view(env: &Env, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+    let request = AllocatorRequest::View {
+        tag: tag.to_owned(),
+        region,
+    };
+    call(env, Store::Allocator(tag, region), &request).await
+}
+
+/// Retires the blocks of the allocator of `tag` in `region`: their unused
+/// tails go back to the root when nothing followed them.
+pub async fn retire(env: &Env, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+    let request = AllocatorRequest::Retire {
+        tag: tag.to_owned(),
+        region,
+    };
+    call(env, Store::Allocator(tag, region), &request).await
+}
+
+/// How often a request waiting for the block in flight looks again.
+const POLL_MS: u64 = 5;
+
+/// Randomness for block request IDs: the platform's CSPRNG.
+struct Crypto;
+
+impl RandSource for Crypto {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        // A failure leaves zeros: the ID is then less random, and the root
+        // refuses a reused one of another step (never answers it twice).
+        let _ = getrandom::fill(&mut b);
+        u32::from_le_bytes(b)
+    }
+}
+
+/// Everything the object keeps, as one row (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Held {
+    tag: String,
+    region: Region,
+    /// The core's state.
+    allocator: BlockAllocator,
+    /// An opaque tag's key, as the root gave it with a block.
+    #[serde(default)]
+    grant: Option<OpaqueGrant>,
+    served: u64,
+    blocks_leased: u64,
+    handed_back: u64,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    state: String,
+}
+
+#[durable_object]
+pub struct RegionalAllocator {
+    broken: Option<ApiError>,
+    /// Shared with the block asks it sends in the background.
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    sql: SqlStorage,
+    env: Env,
+    /// The state, read at first use; `None` again after a write failed.
+    held: RefCell<Option<Held>>,
+}
+
+impl Inner {
+    /// Runs `f` on the state (read from storage, or new, at first use),
+    /// then writes the state back before anything else happens. A failed
+    /// write drops the memory copy (the next request reads storage again)
+    /// and is the answer.
+    fn with_held<T>(
+        &self,
+        tag: &str,
+        region: Region,
+        f: impl FnOnce(&mut Held) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        let mut cell = self.held.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(self.read(tag, region)?);
+        }
+        let held = cell
+            .as_mut()
+            .ok_or_else(|| ApiError::store_error("allocator: no state"))?;
+        if held.tag != tag || held.region != region {
+            return Err(ApiError::store_error(format!(
+                "allocator: expected requests for {}@{}, found one for {tag}@{region}",
+                held.tag, held.region
+            )));
+        }
+        let result = f(held);
+        if let Err(e) = self.write(held) {
+            *cell = None;
+            return Err(e);
+        }
+        result
+    }
+
+    /// Its view, without writing anything (an allocator never used stays
+    /// empty).
+    fn peek(&self, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+        if let Some(h) = self.held.borrow().as_ref() {
+            return Ok(Self::view_of(h));
+        }
+        Ok(Self::view_of(&self.read(tag, region)?))
+    }
+
+    fn read(&self, tag: &str, region: Region) -> ApiResult<Held> {
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT state FROM allocator WHERE id = 1", None)?
+            .to_array()?;
+        match rows.into_iter().next() {
+            Some(row) => serde_json::from_str(&row.state)
+                .map_err(|e| ApiError::store_error(format!("allocator: state: {e}"))),
+            None => Ok(Held {
+                tag: tag.to_owned(),
+                region,
+                allocator: BlockAllocator::new(),
+                grant: None,
+                served: 0,
+                blocks_leased: 0,
+                handed_back: 0,
+            }),
+        }
+    }
+
+    fn write(&self, held: &Held) -> ApiResult<()> {
+        let state = serde_json::to_string(held)
+            .map_err(|e| ApiError::store_error(format!("allocator: state: {e}")))?;
+        self.sql.exec(
+            "INSERT INTO allocator(id, state) VALUES (1, ?)
+             ON CONFLICT(id) DO UPDATE SET state = excluded.state",
+            vec![state.into()],
+        )?;
+        Ok(())
+    }
+
+    /// A range for an isolate: the core's answer, written, then answered;
+    /// a block ask it makes is sent (in the background when a range is
+    /// answered, else awaited), a wait for the block in flight within the
+    /// request's budget.
+    async fn serve_range(
+        self: &Rc<Self>,
+        tag: &str,
+        region: Region,
+        step: u64,
+    ) -> ApiResult<SegmentLease> {
+        let budget = stores::budget();
+        loop {
+            let (next, grant, tag_step) = self.with_held(tag, region, |h| {
+                let next = h.allocator.serve(step, now_ms(), &mut Crypto);
+                if matches!(next, Serve::Range { .. }) {
+                    h.served += 1;
+                }
+                Ok((next, h.grant.clone(), h.allocator.tag_step()))
+            })?;
+            match next {
+                Serve::Range { range, ask } => {
+                    if let Some(ask) = ask {
+                        // The next block, while this range is answered.
+                        let this = Rc::clone(self);
+                        let load = async move {
+                            let _ = this.lease_block(&ask).await;
+                        };
+                        let scope = stores::background();
+                        wasm_bindgen_futures::spawn_local(scope.run(load));
+                    }
+                    return Ok(SegmentLease {
+                        start: range.start.to_string(),
+                        end: range.end.to_string(),
+                        step: range.step,
+                        min_step: tag_step.unwrap_or(1),
+                        opaque: grant,
+                    });
+                }
+                Serve::Load(ask) => self.lease_block(&ask).await?,
+                Serve::Wait => {
+                    if !budget.wait(POLL_MS) {
+                        return Err(ApiError::unavailable(
+                            ErrorCode::StoreUnavailable,
+                            format!("allocator {tag}@{region}: expected a block from the tag's root within the budget, found none"),
+                            RETRY_AFTER_MS,
+                        ));
+                    }
+                    sleep_ms(POLL_MS).await;
+                }
+            }
+        }
+    }
+
+    /// Sends the block ask to the root and reports its answer to the core
+    /// (writing the state): the root's error is the answer.
+    async fn lease_block(&self, ask: &BlockAsk) -> ApiResult<()> {
+        let (tag, region) = {
+            let cell = self.held.borrow();
+            let held = cell
+                .as_ref()
+                .ok_or_else(|| ApiError::store_error("allocator: no state"))?;
+            (held.tag.clone(), held.region)
+        };
+        let request = AllocateRequest {
+            step: ask.step,
+            request_id: Some(ask.request_id.clone()),
+            for_isolate: true,
+            by: format!("allocator:{region}"),
+            own_credential: true,
+        };
+        let answer = tag_store::allocate(&self.env, &tag, request).await;
+        self.with_held(&tag, region, |h| {
+            let lease = match answer {
+                Ok(lease) => lease,
+                Err(e) => {
+                    h.allocator.load_failed(&ask.request_id);
+                    return Err(e);
+                }
+            };
+            let block = match lease.allocation() {
+                Ok(block) => block,
+                Err(e) => {
+                    h.allocator.load_failed(&ask.request_id);
+                    return Err(e.into());
+                }
+            };
+            if lease.opaque.is_some() {
+                h.grant = lease.opaque.clone();
+            }
+            let loaded = h
+                .allocator
+                .loaded(&ask.request_id, block, lease.min_step, now_ms())?;
+            if loaded == BlockLoad::Installed {
+                h.blocks_leased += 1;
+            }
+            Ok(())
+        })
+    }
+
+    /// Retires every block: the state without them is written first, then
+    /// each tail goes back to the root (last first).
+    async fn retire(&self, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+        let tails = self.with_held(tag, region, |h| Ok(h.allocator.retire()))?;
+        let mut back = 0;
+        for tail in tails {
+            let request = TakeBackRequest {
+                request_id: tail.request_id.clone(),
+                by: format!("allocator:{region}"),
+                start: tail.range.start.to_string(),
+                end: tail.range.end.to_string(),
+            };
+            match tag_store::take_back(&self.env, tag, request).await {
+                Ok(t) if t.taken => back += tail.range.step,
+                // Followed, or the root unreachable: the tail stays a gap
+                // (never served: the state without it is written).
+                _ => break,
+            }
+        }
+        self.with_held(tag, region, |h| {
+            h.handed_back += back;
+            Ok(Self::view_of(h))
+        })
+    }
+
+    fn view_of(h: &Held) -> AllocatorView {
+        let blocks = h
+            .allocator
+            .snapshot()
+            .segments
+            .iter()
+            .flatten()
+            .filter(|s| s.value <= s.max)
+            .map(|s| BlockView {
+                start: (s.max + 1 - s.step).to_string(),
+                end: s.max.to_string(),
+                next: s.value.to_string(),
+                left: s.max + 1 - s.value,
+            })
+            .collect();
+        AllocatorView {
+            tag: h.tag.clone(),
+            region: h.region,
+            blocks,
+            runway: h.allocator.available(),
+            served_high: h.allocator.served_high().to_string(),
+            leasing: h.allocator.pending().is_some(),
+            served: h.served,
+            blocks_leased: h.blocks_leased,
+            handed_back: h.handed_back,
+        }
+    }
+}
+
+impl DurableObject for RegionalAllocator {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        let broken = create_tables(
+            &sql,
+            &["CREATE TABLE IF NOT EXISTS allocator(id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL)"],
+        )
+        .err();
+        RegionalAllocator {
+            broken,
+            inner: Rc::new(Inner {
+                sql,
+                env,
+                held: RefCell::new(None),
+            }),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        // Its calls to the root run in a scope of their own: the background
+        // budget (the isolate bounds its own wait) and the caller's test
+        // fault.
+        let scope = RequestScope::for_object(&req);
+        let inner = &self.inner;
+        scope
+            .run(serve(self.broken.as_ref(), &mut req, async |r| match r {
+                AllocatorRequest::Serve {
+                    tag, region, step, ..
+                } => inner
+                    .serve_range(&tag, region, step)
+                    .await
+                    .and_then(|l| json(200, &l)),
+                AllocatorRequest::View { tag, region } => {
+                    inner.peek(&tag, region).and_then(|v| json(200, &v))
+                }
+                AllocatorRequest::Retire { tag, region } => {
+                    inner.retire(&tag, region).await.and_then(|v| json(200, &v))
+                }
+            }))
+            .await
+    }
+}
