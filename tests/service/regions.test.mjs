@@ -21,7 +21,8 @@
 //   TEST_COLO_HEADER.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN, CLIENT, spawnService, killHard, start } from '../support/service.mjs';
@@ -162,21 +163,29 @@ test('an allocator replaced mid-block keeps its block and never serves a range t
   let svc = await spawnService(persist, REGIONAL);
   let c = client(svc);
   try {
-    await c.put('block', { step: 20, maxStep: 20 });
+    await c.put('block', { step: 10 });
     const all = ledger();
-    // One draw per colo: each allocator leases a block (10 steps: 200 IDs)
-    // and hands one range on.
+    // Each allocator leases a block (10 of the tag's steps: 100 IDs) and
+    // hands ranges on; weur a few.
     for (const colo of Object.keys(COLOS)) {
       const r = await c.ids('block', 1, colo);
       assert.equal(r.status, 200, r.text);
       all.add(r.ids);
     }
-    const before = await c.allocators('block');
-    const weur = before.weur;
-    assert.ok(weur.runway > 0, `weur holds a block: ${JSON.stringify(weur)}`);
+    for (let i = 0; i < 3; i++) {
+      const r = await c.ids('block', 10, 'LHR');
+      assert.equal(r.status, 200, r.text);
+      all.add(r.ids);
+    }
+    await new Promise((r) => setTimeout(r, 300)); // the isolate's prefetches done
+    const weur = (await c.allocators('block')).weur;
+    assert.ok(weur.blocks[0]?.left > 0, `weur is mid-block: ${JSON.stringify(weur)}`);
     const maxBefore = await c.maxId('block');
 
-    // Replaced mid-block: workerd restarted (memory lost, storage kept).
+    // Replaced mid-block: workerd killed and restarted (memory lost,
+    // storage kept). It serves on from where it was: the next range starts
+    // right after the highest ID it handed on (not lower: it would serve
+    // IDs again; not higher: it would have dropped its block).
     await killHard(svc.child);
     svc = await spawnService(persist, REGIONAL);
     c = client(svc);
@@ -184,9 +193,7 @@ test('an allocator replaced mid-block keeps its block and never serves a range t
     assert.equal(r.status, 200, r.text);
     all.add(r.ids);
     assert.equal(all.dups, 0, 'the replaced allocator served no range again');
-    const served = BigInt(weur.blocks[0].next);
-    assert.ok(r.ids[0] >= served && r.ids[0] <= BigInt(weur.blocks[0].end),
-      `served on from its block: ${r.ids[0]} in ${served}..${weur.blocks[0].end}`);
+    assert.equal(r.ids[0], BigInt(weur.servedHigh) + 1n, `served on from its block (${JSON.stringify(weur)})`);
 
     // The root unreachable: allocators with runway go on serving; when one
     // runs dry, a typed 503 with Retry-After.
@@ -371,6 +378,37 @@ test('the colo header is honoured only on a loopback host with TEST_COLO_HEADER 
     assert.ok((await served(on)).oc > 0, 'header honoured on loopback with TEST_COLO_HEADER');
   } finally {
     for (const s of services) await s.dispose();
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('a name that is not a tag: not_found through the allocators, and no allocator state kept for it', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  let svc = await start({ persist, vars: REGIONAL });
+  try {
+    assert.ok([200, 201].includes((await svc.admin('/v1/tags/real', { method: 'PUT', body: '{"step":10}' })).status));
+    const ask = (tag, colo) => svc.fetch(`/v1/segment/${tag}?count=1`, { headers: { 'edgeleaf-test-colo': colo } });
+    assert.equal((await ask('real', 'LHR')).status, 200);
+    for (let i = 0; i < 5; i++) {
+      const r = await ask(`no-such-tag-${i}`, ['LHR', 'NRT'][i % 2]);
+      assert.equal(r.status, 404);
+      assert.equal((await r.json()).error.code, 'not_found');
+    }
+    await svc.dispose();
+    svc = null;
+    const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('RegionalAllocator')));
+    let objects = 0;
+    let withState = 0;
+    for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
+      objects++;
+      const db = new DatabaseSync(join(dir, f), { readOnly: true });
+      withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
+      db.close();
+    }
+    assert.ok(objects >= 6, `the names reached ${objects} allocators`);
+    assert.equal(withState, 1, 'only the real tag\'s allocator keeps a state');
+  } finally {
+    await svc?.dispose();
     rmSync(persist, { recursive: true, force: true });
   }
 });

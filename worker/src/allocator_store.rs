@@ -79,12 +79,19 @@ pub async fn view(env: &Env, tag: &str, region: Region) -> ApiResult<AllocatorVi
     call(env, Store::Allocator(tag, region), &request).await
 }
 
-/// Retires the blocks of the allocator of `tag` in `region`: their unused
-/// tails go back to the root when nothing followed them.
-pub async fn retire(env: &Env, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+/// Retires the blocks of the allocator of `tag` in `region`: with
+/// `hand_back`, their unused tails go back to the root when nothing
+/// followed them.
+pub async fn retire(
+    env: &Env,
+    tag: &str,
+    region: Region,
+    hand_back: bool,
+) -> ApiResult<AllocatorView> {
     let request = AllocatorRequest::Retire {
         tag: tag.to_owned(),
         region,
+        hand_back,
     };
     call(env, Store::Allocator(tag, region), &request).await
 }
@@ -181,14 +188,39 @@ impl Inner {
         Ok(Self::view_of(&self.read(tag, region)?))
     }
 
-    fn read(&self, tag: &str, region: Region) -> ApiResult<Held> {
+    /// Deletes the state of an allocator that never held a block (nothing
+    /// handed on, nothing to fence): `true` if it did.
+    fn forget_if_unused(&self) -> ApiResult<bool> {
+        let mut cell = self.held.borrow_mut();
+        if cell
+            .as_ref()
+            .is_some_and(|h| h.blocks_leased > 0 || h.allocator.served_high() > 0)
+        {
+            return Ok(false);
+        }
+        self.sql.exec("DELETE FROM allocator", None)?;
+        *cell = None;
+        Ok(true)
+    }
+
+    /// The stored state, if any.
+    fn stored(&self) -> ApiResult<Option<Held>> {
         let rows: Vec<Row> = self
             .sql
             .exec("SELECT state FROM allocator WHERE id = 1", None)?
             .to_array()?;
-        match rows.into_iter().next() {
-            Some(row) => serde_json::from_str(&row.state)
-                .map_err(|e| ApiError::store_error(format!("allocator: state: {e}"))),
+        rows.into_iter()
+            .next()
+            .map(|row| {
+                serde_json::from_str(&row.state)
+                    .map_err(|e| ApiError::store_error(format!("allocator: state: {e}")))
+            })
+            .transpose()
+    }
+
+    fn read(&self, tag: &str, region: Region) -> ApiResult<Held> {
+        match self.stored()? {
+            Some(held) => Ok(held),
             None => Ok(Held {
                 tag: tag.to_owned(),
                 region,
@@ -283,6 +315,13 @@ impl Inner {
             own_credential: true,
         };
         let answer = tag_store::allocate(&self.env, &tag, request).await;
+        if let Err(e) = &answer {
+            if e.code == ErrorCode::NotFound && self.forget_if_unused()? {
+                // A name that is not a tag: nothing kept for it (made-up
+                // names cost no storage, here as at the root).
+                return Err(e.clone());
+            }
+        }
         self.with_held(&tag, region, |h| {
             let lease = match answer {
                 Ok(lease) => lease,
@@ -313,10 +352,14 @@ impl Inner {
 
     /// Retires every block: the state without them is written first, then
     /// each tail goes back to the root (last first).
-    async fn retire(&self, tag: &str, region: Region) -> ApiResult<AllocatorView> {
+    async fn retire(&self, tag: &str, region: Region, hand_back: bool) -> ApiResult<AllocatorView> {
+        if self.held.borrow().is_none() && self.stored()?.is_none() {
+            // Never used: nothing to retire, nothing written.
+            return self.peek(tag, region);
+        }
         let tails = self.with_held(tag, region, |h| Ok(h.allocator.retire()))?;
         let mut back = 0;
-        for tail in tails {
+        for tail in tails.into_iter().filter(|_| hand_back) {
             let request = TakeBackRequest {
                 request_id: tail.request_id.clone(),
                 by: format!("allocator:{region}"),
@@ -400,9 +443,14 @@ impl DurableObject for RegionalAllocator {
                 AllocatorRequest::View { tag, region } => {
                     inner.peek(&tag, region).and_then(|v| json(200, &v))
                 }
-                AllocatorRequest::Retire { tag, region } => {
-                    inner.retire(&tag, region).await.and_then(|v| json(200, &v))
-                }
+                AllocatorRequest::Retire {
+                    tag,
+                    region,
+                    hand_back,
+                } => inner
+                    .retire(&tag, region, hand_back)
+                    .await
+                    .and_then(|v| json(200, &v)),
             }))
             .await
     }

@@ -25,17 +25,32 @@ pub fn monitor(access: &Access) -> serde_json::Value {
             .iter()
             .filter(|(tag, _)| access.sees_tag(tag))
             .map(|(tag, t)| {
-                let s: SegmentSnapshot = t.driver.snapshot();
-                let view = s.initialized.then(|| {
-                    json!({
-                        "initialized": s.initialized, "currentPos": s.current_pos, "nextReady": s.next_ready,
-                        "loading": s.loading, "step": s.step,
-                        "segments": s.segments.iter().map(|seg| seg.map(|v| json!({
-                            "value": v.value.to_string(), "max": v.max.to_string(), "step": v.step,
-                        }))).collect::<Vec<_>>(),
+                let view = |s: SegmentSnapshot| {
+                    s.initialized.then(|| {
+                        json!({
+                            "initialized": s.initialized, "currentPos": s.current_pos, "nextReady": s.next_ready,
+                            "loading": s.loading, "step": s.step,
+                            "segments": s.segments.iter().map(|seg| seg.map(|v| json!({
+                                "value": v.value.to_string(), "max": v.max.to_string(), "step": v.step,
+                            }))).collect::<Vec<_>>(),
+                        })
                     })
-                });
-                (tag, json!({ "monotonic": t.monotonic, "buffer": view }))
+                };
+                // The buffer of segments from the root; with regional
+                // allocators, each region's too (`buffer` is then the first
+                // region's when the root's is empty).
+                let regions: BTreeMap<&str, serde_json::Value> = t
+                    .regional
+                    .iter()
+                    .filter_map(|(r, d)| Some((r.as_str(), view(d.snapshot())?)))
+                    .collect();
+                let buffer = view(t.driver.snapshot())
+                    .or_else(|| t.regional.values().find_map(|d| view(d.snapshot())));
+                let mut entry = json!({ "monotonic": t.monotonic, "buffer": buffer });
+                if !regions.is_empty() {
+                    entry["regions"] = json!(regions);
+                }
+                (tag, entry)
             })
             .collect();
         let lease = i.snowflake.as_ref().and_then(|h| {

@@ -59,9 +59,21 @@ pub async fn put(mut cx: Cx) -> ApiResult<Response> {
 /// the name continues after every ID it ever handed out.
 pub async fn delete(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
+    let regional = cx.config()?.regional_allocators;
     let view = tag_store::delete(&cx.env, &tag).await?;
     catalog::remove(&cx.env, &tag).await?;
     isolate::forget_tag(&tag);
+    if regional {
+        // Its allocators stop serving it (their blocks kept as gaps: the
+        // tag keeps its max_id). One that does not answer now serves what
+        // its blocks hold, as other isolates' buffers do, then not_found.
+        let _ = futures::future::join_all(
+            Region::HOSTING
+                .iter()
+                .map(|r| allocator_store::retire(&cx.env, &tag, *r, false)),
+        )
+        .await;
+    }
     json(200, &Deleted { deleted: view })
 }
 
@@ -111,6 +123,6 @@ pub async fn retire_allocator(cx: Cx) -> ApiResult<Response> {
     let region = Region::parse(cx.args.get(1).map_or("", String::as_str))?;
     json(
         200,
-        &allocator_store::retire(&cx.env, &tag, region.hosting()).await?,
+        &allocator_store::retire(&cx.env, &tag, region.hosting(), true).await?,
     )
 }

@@ -40,13 +40,16 @@ pub enum AllocatorRequest {
         /// The allocator's region.
         region: Region,
     },
-    /// Retires its blocks cleanly: their unused tails go back to the root
-    /// when nothing was handed out after them. Answers an [`AllocatorView`].
+    /// Retires its blocks cleanly: with `hand_back`, their unused tails go
+    /// back to the root when nothing was handed out after them (without: a
+    /// deleted tag's, which keeps its `max_id`). Answers an [`AllocatorView`].
     Retire {
         /// The tag.
         tag: String,
         /// The allocator's region.
         region: Region,
+        /// Hand the tails back to the root.
+        hand_back: bool,
     },
 }
 
