@@ -961,6 +961,50 @@ mod tests {
     }
 
     #[test]
+    fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
+        // 6 minters, this region's pool 2..4, first asked: 3.
+        let config = MintConfig::in_pool(6, 2..4, 1);
+        assert_eq!((config.home, config.tries_per_request()), (3, 3));
+        let mut b = MintedBuffer::new(Layout::LEAF, config).unwrap();
+        let mut out = [0u64; 1];
+        let mut asked = vec![];
+        for _ in 0..4 {
+            let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+                panic!("expected a fetch")
+            };
+            asked.push(ask.minter);
+            b.fetch_failed();
+        }
+        // Its pool from home, then the others from one chosen by home.
+        assert_eq!(asked, [3, 2, 1, 4]);
+        // Away (since its first fetch outside its pool, at T), it is served by
+        // another region's minter, and stays there...
+        let MintStep::FetchNow(ask) = b.poll(T + 1, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(ask.minter, 5);
+        let late = T + RETURN_HOME_MS - 1;
+        b.fetched(&[(id(late, 5, 0), id(late, 5, 1))], late)
+            .unwrap();
+        let p = b.poll(late, &mut out);
+        assert_eq!(p.filled, 1);
+        let MintStep::Done {
+            prefetch: Some(ask),
+        } = p.next
+        else {
+            panic!("expected a prefetch")
+        };
+        assert_eq!(ask.minter, 5);
+        b.fetch_failed();
+        assert_eq!(b.minter(), 0, "the next other region's");
+        // ... until RETURN_HOME_MS after it left: then its region's again.
+        let MintStep::FetchNow(ask) = b.poll(T + RETURN_HOME_MS, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(ask.minter, 3);
+    }
+
+    #[test]
     fn a_batch_stale_on_arrival_is_a_failed_fetch() {
         let mut b = buf();
         let mut out = [0u64; 1];
