@@ -20,7 +20,12 @@
 //!   eighth of the bound), shrinking at most by half per window; halve it
 //!   when IDs went stale;
 //! - a failed fetch moves to the next minter; a request tries at most
-//!   [`MINTERS_PER_REQUEST`] of them. A batch whose IDs are all stale on
+//!   [`MINTERS_PER_REQUEST`] of them (more when the isolate's region hosts
+//!   more: [`MintConfig::tries_per_request`]);
+//! - minters are placed per region ([`MinterPools`]: the reserved worker IDs
+//!   split so that two regions never share one); an isolate asks its own
+//!   region's pool first and the others on failure, and comes back to its
+//!   own after [`RETURN_HOME_MS`]. A batch whose IDs are all stale on
 //!   arrival is a failed fetch ([`Fetched::Stale`]): its minter's clock lags
 //!   this one by more than the bound, and asking it again would starve the
 //!   isolate.
@@ -34,6 +39,7 @@ use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
 use crate::holder::{HolderNext, LeaseAsk, RENEW_RETRY_MS};
 use crate::layout::Layout;
+use crate::region::Region;
 use crate::snowflake::Wait;
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
@@ -48,6 +54,9 @@ pub const MAX_MINT_BATCH: u32 = 4_096;
 /// A request that finds nothing to serve tries at most this many minters
 /// (each failure is an answer, not a wait) before it gives up.
 pub const MINTERS_PER_REQUEST: u32 = 3;
+/// An isolate that failed over to another region's minters asks its own
+/// region's again this long after it left them.
+pub const RETURN_HOME_MS: u64 = 10_000;
 
 /// How a [`MintedBuffer`] asks for and serves batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +66,16 @@ pub struct MintConfig {
     /// How many minters there are (1..=65,536).
     pub minters: u32,
     /// The minter tried first (from the isolate's randomness), so that
-    /// isolates spread over the minters.
+    /// isolates spread over the minters; within the pool when there is one.
     pub home: u32,
+    /// The isolate's region's minters, `pool_start..pool_start + pool_len`
+    /// ([`MinterPools::pool`]), asked before the others. `pool_len` 0: no
+    /// region's pool (every minter alike, in turn from `home`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pool_start: u32,
+    /// How many minters the isolate's region hosts (0: none, or unknown).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pool_len: u32,
     /// Drop IDs whose time unit started longer ago than this (10..=60,000).
     pub staleness_ms: u64,
     /// A fetch in flight longer than this is presumed lost.
@@ -71,19 +88,39 @@ impl MintConfig {
     /// # Errors
     /// [`Error::OutOfRange`] for 0 minters, a `home` outside them, a
     /// `staleness_ms` outside 10..=60,000 or shorter than two time units of
-    /// the layout, or a `take_over_ms` outside 1..=60,000.
+    /// the layout, or a `take_over_ms` outside 1..=60,000; a pool beyond the
+    /// minters, or a `home` outside a pool there is.
     pub fn validate(&self, layout: &Layout) -> Result<(), Error> {
         check_range("minters", self.minters.into(), 1, 1 << 16)?;
         check_range("home", self.home.into(), 0, u64::from(self.minters) - 1)?;
+        check_range(
+            "pool_len",
+            self.pool_len.into(),
+            0,
+            u64::from(self.minters.saturating_sub(self.pool_start)),
+        )?;
+        if self.pool_len > 0 {
+            let start = u64::from(self.pool_start);
+            check_range(
+                "home",
+                self.home.into(),
+                start,
+                start + u64::from(self.pool_len) - 1,
+            )?;
+        }
         let shortest = (2 * layout.unit_ms()).max(10);
         check_range("staleness_ms", self.staleness_ms, shortest, 60_000)?;
         check_range("take_over_ms", self.take_over_ms, 1, 60_000)?;
         Ok(())
     }
 
-    /// How many minters a request tries before it gives up.
+    /// How many minters a request tries before it gives up: at most
+    /// [`MINTERS_PER_REQUEST`], or the whole of its region's pool and one
+    /// other region's minter when the pool is larger (so that a request
+    /// whose region's minters are all down still reaches another region's).
     pub fn tries_per_request(&self) -> u32 {
-        self.minters.min(MINTERS_PER_REQUEST)
+        self.minters
+            .min(MINTERS_PER_REQUEST.max(self.pool_len.saturating_add(1)))
     }
 
     /// `minters` minters, the first tried chosen by `home`, default bounds.
@@ -91,11 +128,159 @@ impl MintConfig {
         MintConfig {
             minters,
             home: u32::try_from(home % u64::from(minters.max(1))).unwrap_or(0),
+            pool_start: 0,
+            pool_len: 0,
             staleness_ms: DEFAULT_STALENESS_MS,
             take_over_ms: DEFAULT_TAKE_OVER_MS,
         }
     }
+
+    /// `minters` minters, those of `pool` (the isolate's region's,
+    /// [`MinterPools::pool`]) asked first, from one chosen by `home`; an
+    /// empty pool (a region hosting none): as [`MintConfig::new`]. A pool
+    /// beyond the minters is refused by [`MintConfig::validate`].
+    pub fn in_pool(minters: u32, pool: core::ops::Range<u32>, home: u64) -> MintConfig {
+        let len = pool.end.saturating_sub(pool.start);
+        if len == 0 {
+            return MintConfig::new(minters, home);
+        }
+        let home = pool.start + u32::try_from(home % u64::from(len)).unwrap_or(0);
+        MintConfig {
+            home,
+            pool_start: pool.start,
+            pool_len: len,
+            ..MintConfig::new(minters, 0)
+        }
+    }
+
+    /// The minter asked at position `pos` of this isolate's order (taken
+    /// modulo the minters): its region's pool from `home` on, then every
+    /// other minter in turn from one chosen by `home` (so that isolates
+    /// failing over spread over the other regions'), then the pool again.
+    /// Without a pool: `home`, `home + 1`, … modulo the minters.
+    pub fn minter_at(&self, pos: u32) -> u32 {
+        let n = self.minters.max(1);
+        let pos = pos % n;
+        let len = self.pool_len.min(n);
+        if pos < len {
+            return self.pool_start + (self.home.saturating_sub(self.pool_start) + pos) % len;
+        }
+        let others = n - len;
+        let j = (self.home + (pos - len)) % others;
+        (self.pool_start + len + j) % n
+    }
 }
+
+/// The most regions the reserved minter worker IDs are split among.
+pub const MAX_MINTER_REGIONS: u32 = 64;
+
+/// The split of the minters' reserved worker IDs `0..minters` among the
+/// regions that host minters, so that two regions never share a worker ID:
+/// minter `i` mints under worker ID `i`
+/// ([`Registry::lease_minter`](crate::registry::Registry::lease_minter))
+/// and lives in one region only.
+///
+/// The regions are numbered `0..regions` in the host's order of preference.
+/// Region `k` hosts a contiguous range of minters: with `h = min(minters,
+/// regions)` hosting regions, each gets `minters / h`, and the first
+/// `minters % h` one more (16 minters over 9 regions: the first 7 host 2,
+/// the last 2 host 1). With fewer minters than regions, the first `minters`
+/// regions host one each and the others none: their isolates have no
+/// region's pool and ask every minter in turn ([`MintConfig::new`]).
+///
+/// ```
+/// use edgeleaf::minted::MinterPools;
+/// let pools = MinterPools::new(16, 9)?;
+/// assert_eq!((pools.pool(0), pools.pool(6), pools.pool(7), pools.pool(8)), (0..2, 12..14, 14..15, 15..16));
+/// assert_eq!(pools.host(13), Some(6));
+/// let few = MinterPools::new(4, 9)?;
+/// assert_eq!((few.pool(3), few.pool(4)), (3..4, 4..4));
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinterPools {
+    minters: u32,
+    regions: u32,
+}
+
+impl MinterPools {
+    /// `minters` minters split among `regions` regions.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for more than 65,536 minters, or regions
+    /// outside 1..=[`MAX_MINTER_REGIONS`].
+    pub fn new(minters: u32, regions: u32) -> Result<MinterPools, Error> {
+        check_range("minters", minters.into(), 0, 1 << 16)?;
+        check_range("regions", regions.into(), 1, MAX_MINTER_REGIONS.into())?;
+        Ok(MinterPools { minters, regions })
+    }
+
+    /// How many regions host minters: `min(minters, regions)`.
+    pub fn hosting(&self) -> u32 {
+        self.minters.min(self.regions)
+    }
+
+    /// The minters (and so the worker IDs) of region `k`: empty for a
+    /// region that hosts none (or `k` beyond the regions).
+    pub fn pool(&self, k: u32) -> core::ops::Range<u32> {
+        let h = self.hosting();
+        if k >= h {
+            return self.minters..self.minters;
+        }
+        let (base, extra) = (self.minters / h, self.minters % h);
+        let start = k * base + k.min(extra);
+        start..start + base + u32::from(k < extra)
+    }
+
+    /// The region hosting minter `i`; `None` beyond the minters.
+    pub fn host(&self, i: u32) -> Option<u32> {
+        (0..self.hosting()).find(|&k| self.pool(k).contains(&i))
+    }
+
+    /// The service's split: `minters` over [`MINTER_REGIONS`], in that
+    /// order.
+    pub fn over_regions(minters: u32) -> MinterPools {
+        MinterPools {
+            minters: minters.min(1 << 16),
+            regions: MINTER_REGION_COUNT,
+        }
+    }
+
+    /// The minters of the isolates of `region`: those of the region its
+    /// objects land in ([`Region::hosting`]: `sam` → `enam`, `afr` →
+    /// `weur`, `me` → `eeur`). Empty when it hosts none.
+    pub fn region_pool(&self, region: Region) -> core::ops::Range<u32> {
+        let host = region.hosting();
+        match (0u32..).zip(MINTER_REGIONS).find(|(_, r)| *r == host) {
+            Some((k, _)) => self.pool(k),
+            None => self.minters..self.minters,
+        }
+    }
+
+    /// The region whose `locationHint` minter `i` is created with (its
+    /// object's name carries it); `None` beyond the minters.
+    pub fn minter_region(&self, i: u32) -> Option<Region> {
+        self.host(i).map(|k| MINTER_REGIONS[k as usize])
+    }
+}
+
+/// How many regions host minters.
+pub const MINTER_REGION_COUNT: u32 = 6;
+
+/// The regions that host minters, in the order they get them: one per
+/// continent first (eastern North America, western Europe, Asia-Pacific),
+/// then the second of North America and of Europe, then Oceania. These are
+/// the regions where objects really live ([`Region::HOSTING`]); a region
+/// that hosts no objects (`sam`, `afr`, `me`) is served by the minters of
+/// the region its objects land in.
+pub const MINTER_REGIONS: [Region; MINTER_REGION_COUNT as usize] = [
+    Region::Enam,
+    Region::Weur,
+    Region::Apac,
+    Region::Wnam,
+    Region::Eeur,
+    Region::Oc,
+];
 
 /// Ask minter `minter` for a batch of `count` IDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,8 +407,11 @@ pub struct MintedBuffer {
     held: VecDeque<Held>,
     available: u64,
     batch: u32,
-    /// The minter asked next.
-    minter: u32,
+    /// The position of the minter asked next in the isolate's order
+    /// ([`MintConfig::minter_at`]).
+    pos: u32,
+    /// Since when it asks other regions' minters (it failed over), if so.
+    away_since_ms: Option<u64>,
     fetching: InFlight,
     /// The start of the latest time unit of any batch fetched (Unix ms): the
     /// minters' clocks had reached it.
@@ -250,7 +438,8 @@ impl MintedBuffer {
             held: VecDeque::new(),
             available: 0,
             batch: FIRST_MINT_BATCH,
-            minter: config.home,
+            pos: 0,
+            away_since_ms: None,
             fetching: InFlight::default(),
             minted_up_to_ms: 0,
             window_start_ms: None,
@@ -315,7 +504,20 @@ impl MintedBuffer {
         if claimed && lost {
             // The fetch in flight is presumed lost: its minter may be stuck,
             // so the next one goes elsewhere.
-            self.minter = (self.minter + 1) % self.config.minters;
+            self.pos = (self.pos + 1) % self.config.minters;
+        }
+        if claimed {
+            // Away from its region's pool: back to it after a while (its
+            // minters may be back), never stuck on another region's.
+            if self.pos < self.config.pool_len || self.config.pool_len == 0 {
+                self.away_since_ms = None;
+            } else {
+                let since = *self.away_since_ms.get_or_insert(now_ms);
+                if now_ms.saturating_sub(since) >= RETURN_HOME_MS {
+                    self.pos = 0;
+                    self.away_since_ms = None;
+                }
+            }
         }
         claimed
     }
@@ -323,7 +525,7 @@ impl MintedBuffer {
     fn ask(&self, need: usize) -> BatchAsk {
         let need = u32::try_from(need).unwrap_or(MAX_MINT_BATCH);
         BatchAsk {
-            minter: self.minter,
+            minter: self.config.minter_at(self.pos),
             count: self.batch.max(need).min(MAX_MINT_BATCH),
         }
     }
@@ -425,7 +627,7 @@ impl MintedBuffer {
     /// goes to the next minter.
     pub fn fetch_failed(&mut self) {
         self.fetching.done();
-        self.minter = (self.minter + 1) % self.config.minters;
+        self.pos = (self.pos + 1) % self.config.minters;
     }
 
     /// IDs held and still fresh as of the last poll.
@@ -438,9 +640,14 @@ impl MintedBuffer {
         self.batch
     }
 
+    /// Its settings.
+    pub fn config(&self) -> &MintConfig {
+        &self.config
+    }
+
     /// The minter asked next.
     pub fn minter(&self) -> u32 {
-        self.minter
+        self.config.minter_at(self.pos)
     }
 
     /// IDs dropped unserved because they went stale.
@@ -751,6 +958,50 @@ mod tests {
         b.fetch_failed();
         b.fetch_failed();
         assert_eq!(b.minter(), 0);
+    }
+
+    #[test]
+    fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
+        // 6 minters, this region's pool 2..4, first asked: 3.
+        let config = MintConfig::in_pool(6, 2..4, 1);
+        assert_eq!((config.home, config.tries_per_request()), (3, 3));
+        let mut b = MintedBuffer::new(Layout::LEAF, config).unwrap();
+        let mut out = [0u64; 1];
+        let mut asked = vec![];
+        for _ in 0..4 {
+            let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+                panic!("expected a fetch")
+            };
+            asked.push(ask.minter);
+            b.fetch_failed();
+        }
+        // Its pool from home, then the others from one chosen by home.
+        assert_eq!(asked, [3, 2, 1, 4]);
+        // Away (since its first fetch outside its pool, at T), it is served by
+        // another region's minter, and stays there...
+        let MintStep::FetchNow(ask) = b.poll(T + 1, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(ask.minter, 5);
+        let late = T + RETURN_HOME_MS - 1;
+        b.fetched(&[(id(late, 5, 0), id(late, 5, 1))], late)
+            .unwrap();
+        let p = b.poll(late, &mut out);
+        assert_eq!(p.filled, 1);
+        let MintStep::Done {
+            prefetch: Some(ask),
+        } = p.next
+        else {
+            panic!("expected a prefetch")
+        };
+        assert_eq!(ask.minter, 5);
+        b.fetch_failed();
+        assert_eq!(b.minter(), 0, "the next other region's");
+        // ... until RETURN_HOME_MS after it left: then its region's again.
+        let MintStep::FetchNow(ask) = b.poll(T + RETURN_HOME_MS, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        assert_eq!(ask.minter, 3);
     }
 
     #[test]

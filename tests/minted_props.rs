@@ -29,8 +29,9 @@ use std::collections::HashSet;
 use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
     holder::SnowflakeHolder, minted::batch_ranges, minted::MintConfig, minted::MintStep,
-    minted::MintedBuffer, rand::SplitMix64, registry::GrantRequest, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, Error, Layout,
+    minted::MintedBuffer, minted::MinterPools, minted::RETURN_HOME_MS, rand::SplitMix64,
+    registry::GrantRequest, registry::Registry, registry::RegistryConfig, secret::LeaseSecret,
+    secret::SecretHash, Error, Layout,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -238,11 +239,42 @@ const CALM_SERVE: usize = 8;
 /// From this round on, every request is served and every minter mints.
 const CALM_DEADLINE: usize = 2;
 
+/// An upgrade's hand-over: build 1's minter `i`, at its first request,
+/// takes build 0's minter `i`'s saved state (once), which retires.
+#[derive(Default)]
+struct Succession {
+    enabled: bool,
+    /// Build 0's minter `i` handed its state over (or was asked to).
+    handed: Vec<bool>,
+    /// Build 1's minter `i` asked for it.
+    took_over: Vec<bool>,
+    /// The answer to minter `i`'s hand-over is lost.
+    lost: Vec<bool>,
+}
+
 struct World {
     reg: Registry,
+    /// The minter objects: `b * MINTERS + i` is minter `i` (worker ID `i`)
+    /// of build `b` (build 0: `minter-{i}`; build 1, after an upgrade:
+    /// `minter-{region}-{i}`, a new object with no saved state).
     minters: Vec<Minter>,
     /// Each isolate's buffer and clock offset.
     isolates: Vec<(MintedBuffer, i64)>,
+    /// Each isolate's build: it asks that build's minter objects.
+    builds: Vec<usize>,
+    /// Each isolate's region's minters (empty: none).
+    pools: Vec<std::ops::Range<u32>>,
+    /// The build left running in the calm phase (the other's isolates and
+    /// minters are gone).
+    calm_build: usize,
+    /// Minters that never answer in the calm phase (a region down).
+    down: Vec<u32>,
+    /// The IDs of the last `serve`.
+    last_served: Vec<u64>,
+    /// The calm phase's rounds are this far apart.
+    calm_step_ms: u64,
+    /// The hand-over from build 0's minters to build 1's.
+    succession: Succession,
     now: u64,
     /// The latest clock reading of any minter.
     latest_clock: u64,
@@ -259,6 +291,7 @@ impl World {
         let clock = self.now.saturating_add_signed(*offset);
         let mut out = vec![0u64; count];
         let poll = buf.poll(clock, &mut out);
+        self.last_served = out[..poll.filled].to_vec();
         for &id in &out[..poll.filled] {
             prop_assert!(self.minted.contains(&id), "served {id}, never minted");
             prop_assert!(self.served.insert(id), "served {id} twice");
@@ -276,8 +309,12 @@ impl World {
             MintStep::Wait => None,
         };
         if let Some(ask) = ask {
-            let m = ask.minter as usize;
-            let ids = self.mint(m, ask.count as usize)?;
+            let m = self.builds[n] * MINTERS as usize + ask.minter as usize;
+            let ids = if self.down.contains(&ask.minter) {
+                Vec::new()
+            } else {
+                self.mint(m, ask.count as usize)?
+            };
             self.in_flight.push((n, batch_ranges(&LAYOUT, &ids)));
         }
         Ok(poll.filled)
@@ -286,7 +323,30 @@ impl World {
     fn mint(&mut self, m: usize, count: usize) -> Result<Vec<u64>, TestCaseError> {
         let clock = self.now.saturating_add_signed(self.minters[m].offset);
         self.latest_clock = self.latest_clock.max(clock);
-        let index = u32::try_from(m).unwrap();
+        let index = u32::try_from(m).unwrap() % MINTERS;
+        let i = index as usize;
+        if m < MINTERS as usize && self.succession.handed[i] {
+            // Handed over: it never mints again (answers 503).
+            return Ok(Vec::new());
+        }
+        if m >= MINTERS as usize && self.succession.enabled && !self.succession.took_over[i] {
+            // A regional minter's first request: its predecessor's saved
+            // state, once; the predecessor retires (durably) before
+            // answering. A lost answer leaves it with nothing to prove.
+            self.succession.took_over[i] = true;
+            let handed = !self.succession.handed[i];
+            self.succession.handed[i] = true;
+            self.minters[i].holder = None;
+            if handed && !self.succession.lost[i] {
+                let state = self.minters[i].saved;
+                let last_id = self.minters[i].last_id;
+                let new = &mut self.minters[m];
+                new.saved = state;
+                new.holder = None;
+                // It carries on from its predecessor's IDs.
+                new.last_id = last_id;
+            }
+        }
         let ids = mint(&mut self.minters[m], index, &mut self.reg, self.now, count)?;
         for &id in &ids {
             prop_assert!(self.minted.insert(id), "minted {id} twice");
@@ -328,7 +388,8 @@ impl World {
             }
         }
         let (lagging, lag) = lagging;
-        self.minters[lagging].offset = -i64::try_from(lag).unwrap();
+        let first = self.calm_build * MINTERS as usize;
+        self.minters[first + lagging].offset = -i64::try_from(lag).unwrap();
         // Past every reservation, lease, fence and grace period; a minter's
         // clock behind its reservation passes it too.
         self.now = self.now.max(self.latest_clock)
@@ -337,10 +398,16 @@ impl World {
             + REG.max_skew_ms
             + REG.ttl_ms
             + REG.grace_ms;
-        let tries = MintConfig::new(MINTERS, 0).tries_per_request() as usize;
         for round in 0..CALM_ROUNDS {
-            self.now += CALM_STEP_MS;
-            for m in 0..self.minters.len() {
+            self.now += self.calm_step_ms;
+            // An isolate that failed over just before comes back to its
+            // region's minters within RETURN_HOME_MS.
+            let settled = round >= CALM_DEADLINE
+                && (round as u64) * self.calm_step_ms > RETURN_HOME_MS + self.calm_step_ms;
+            for m in first..first + MINTERS as usize {
+                if self.down.contains(&(u32::try_from(m).unwrap() % MINTERS)) {
+                    continue;
+                }
                 let ids = self.mint(m, CALM_SERVE)?;
                 prop_assert!(
                     round < CALM_DEADLINE || !ids.is_empty(),
@@ -350,9 +417,16 @@ impl World {
                 );
             }
             for n in 0..self.isolates.len() {
+                if self.builds[n] != self.calm_build {
+                    continue;
+                }
+                let tries = self.isolates[n].0.config().tries_per_request() as usize;
                 let mut served = 0;
                 for _ in 0..=tries {
                     served += self.serve(n, CALM_SERVE - served)?;
+                    if settled {
+                        self.check_own_region(n, lagging)?;
+                    }
                     while !self.in_flight.is_empty() {
                         self.deliver(0);
                     }
@@ -369,6 +443,32 @@ impl World {
                     CALM_SERVE
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// In the calm phase, an isolate with a region's pool serves IDs of its
+    /// region's minters (worker IDs in its pool), unless one of them lags
+    /// (its batches are stale) or its region is down: then of another's.
+    fn check_own_region(&self, n: usize, lagging: usize) -> Result<(), TestCaseError> {
+        let pool = self.pools[n].clone();
+        let lagging = u32::try_from(lagging).unwrap();
+        let all_down = pool.clone().all(|m| self.down.contains(&m));
+        if pool.is_empty() || pool.contains(&lagging) {
+            return Ok(());
+        }
+        for &id in &self.last_served {
+            let worker = LAYOUT.decompose(id).unwrap().worker_id;
+            prop_assert_eq!(
+                pool.contains(&worker),
+                !all_down,
+                "isolate {} (pool {:?}, down {:?}) served {} of worker ID {}",
+                n,
+                pool,
+                self.down,
+                id,
+                worker
+            );
         }
         Ok(())
     }
@@ -393,6 +493,13 @@ proptest! {
                     (MintedBuffer::new(LAYOUT, config).unwrap(), 0)
                 })
                 .collect(),
+            builds: vec![0; homes.len()],
+            pools: vec![0..0; homes.len()],
+            calm_build: 0,
+            down: Vec::new(),
+            last_served: Vec::new(),
+            calm_step_ms: CALM_STEP_MS,
+            succession: Succession { handed: vec![false; MINTERS as usize], ..Succession::default() },
             now: T0,
             latest_clock: T0,
             in_flight: Vec::new(),
@@ -488,4 +595,233 @@ fn a_minter_back_behind_its_reservation_mints_again_once_its_clock_passes_it() {
             "back {back}: minted again only at {resumed}, reservation {reserved}"
         );
     }
+}
+
+/// Regions in the upgrade test (over `MINTERS` = 3: pools 0..2 and 2..3).
+const REGIONS: u32 = 2;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// An upgrade from minters `minter-{i}` to regional minters
+    /// `minter-{region}-{i}` (new objects, same worker IDs): each new one
+    /// takes its predecessor's saved state over at its first request (the
+    /// old one retires first; an answer may be lost), or, without the
+    /// hand-over, starts with no state, so no proof of the old grants.
+    /// Isolates of the old build keep
+    /// asking the old objects while the new build's ask the new ones
+    /// (a rollout), minters restart, clocks step. No ID is minted or served
+    /// twice: a new minter with the state restarts from it (proving the
+    /// grant, after the reservation) while the old one mints no more; one
+    /// without gets its worker ID only once the old grant is free (lapsed +
+    /// grace), issuing after its end and after every timestamp the old one
+    /// reported. Then, the old build gone: every new
+    /// minter mints, every isolate is served, each from its own region's
+    /// minters (worker IDs in its pool), and with one region's minters down
+    /// its isolates from another region's, within each request.
+    #[test]
+    fn an_upgrade_to_regional_minters_never_mints_an_id_twice(
+        old_homes in prop::collection::vec(0u64..MINTERS as u64, 1..4),
+        new_isolates in prop::collection::vec((0..REGIONS, any::<u64>()), 1..5),
+        prefix in prop::collection::vec(op(3), 0..100),
+        ops in prop::collection::vec(op(7), 1..300),
+        lagging in (0..MINTERS as usize, STALENESS_MS + 1..=3 * STALENESS_MS),
+        down in prop::option::of(0..REGIONS),
+        hand_over in any::<bool>(),
+        lost in prop::collection::vec(any::<bool>(), MINTERS as usize),
+    ) {
+        let pools = MinterPools::new(MINTERS, REGIONS).unwrap();
+        let config = |c: MintConfig| MintConfig { staleness_ms: STALENESS_MS, ..c };
+        let mut isolates: Vec<(MintedBuffer, i64)> = old_homes
+            .iter()
+            .map(|&h| (MintedBuffer::new(LAYOUT, config(MintConfig::new(MINTERS, h))).unwrap(), 0))
+            .collect();
+        let mut builds = vec![0; isolates.len()];
+        let mut own = vec![0..0; isolates.len()];
+        for &(region, home) in &new_isolates {
+            own.push(pools.pool(region));
+            let c = config(MintConfig::in_pool(MINTERS, pools.pool(region), home));
+            isolates.push((MintedBuffer::new(LAYOUT, c).unwrap(), 0));
+            builds.push(1);
+        }
+        let mut w = World {
+            reg: Registry::new(REG).unwrap(),
+            minters: (0..2 * MINTERS).map(Minter::new).collect(),
+            isolates,
+            builds,
+            pools: own,
+            calm_build: 1,
+            down: Vec::new(),
+            last_served: Vec::new(),
+            calm_step_ms: 400,
+            succession: Succession {
+                enabled: hand_over,
+                handed: vec![false; MINTERS as usize],
+                took_over: vec![false; MINTERS as usize],
+                lost,
+            },
+            now: T0,
+            latest_clock: T0,
+            in_flight: Vec::new(),
+            minted: HashSet::new(),
+            served: HashSet::new(),
+        };
+        let old = old_homes.len();
+        // The old build alone first (its minters hold grants and saved
+        // reservations), then both builds at once.
+        for (k, op) in prefix.into_iter().map(|o| (0, o)).chain(ops.into_iter().map(|o| (1, o))) {
+            let isolates = if k == 0 { old } else { w.isolates.len() };
+            match op {
+                Op::Tick(ms) => w.now += ms,
+                Op::Step(n, d) => {
+                    let n = n % isolates;
+                    w.isolates[n].1 = (w.isolates[n].1 + d).clamp(-800, 800);
+                }
+                Op::Serve(n, count) => {
+                    let _ = w.serve(n % isolates, count)?;
+                }
+                Op::Deliver(k) if !w.in_flight.is_empty() => w.deliver(k),
+                Op::Lose(k) if !w.in_flight.is_empty() => {
+                    let (n, _) = w.in_flight.remove(k % w.in_flight.len());
+                    w.isolates[n].0.fetch_failed();
+                }
+                Op::Restart(m, back) => {
+                    let object = (m + (back as usize % 2) * MINTERS as usize * k) % w.minters.len();
+                    let minter = &mut w.minters[object];
+                    minter.holder = None;
+                    minter.offset = -i64::try_from(back).unwrap();
+                }
+                Op::Deliver(_) | Op::Lose(_) | Op::Lease => {}
+            }
+        }
+        w.down = down.map(|r| pools.pool(r).collect()).unwrap_or_default();
+        // Some minter that is neither down nor lagging must be left.
+        let (mut lagging, lag) = lagging;
+        if (0..MINTERS).all(|m| w.down.contains(&m) || m as usize == lagging) {
+            lagging = w.down[0] as usize;
+        }
+        w.calm((lagging, lag))?;
+    }
+}
+
+#[test]
+fn the_pool_split_is_disjoint_contiguous_and_even() {
+    for regions in 1..=MAX_REGIONS_TESTED {
+        for minters in 0..=200u32 {
+            let p = MinterPools::new(minters, regions).unwrap();
+            let h = p.hosting();
+            assert_eq!(h, minters.min(regions));
+            let mut next = 0;
+            let mut sizes = Vec::new();
+            for k in 0..regions + 2 {
+                let pool = p.pool(k);
+                if k >= h {
+                    assert!(
+                        pool.is_empty(),
+                        "{minters} over {regions}: region {k} hosts {pool:?}"
+                    );
+                    continue;
+                }
+                assert_eq!(
+                    pool.start, next,
+                    "{minters} over {regions}: region {k} not contiguous"
+                );
+                next = pool.end;
+                sizes.push(pool.len());
+                for i in pool {
+                    assert_eq!(p.host(i), Some(k));
+                }
+            }
+            assert_eq!(
+                next, minters,
+                "{minters} over {regions}: not every minter hosted"
+            );
+            assert!(sizes.iter().all(|&n| n >= 1), "a hosting region hosts none");
+            assert!(sizes.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1));
+            assert_eq!(p.host(minters), None);
+        }
+    }
+    assert!(MinterPools::new(4, 0).is_err());
+    assert!(MinterPools::new(4, 65).is_err());
+}
+
+const MAX_REGIONS_TESTED: u32 = 12;
+
+proptest! {
+    /// An isolate's order of minters: every minter once per turn, its
+    /// region's pool first (from its home), then the others.
+    #[test]
+    fn an_isolate_asks_its_regions_minters_first_then_every_other(
+        minters in 1u32..300,
+        regions in 1u32..=16,
+        region in 0u32..16,
+        home in any::<u64>(),
+    ) {
+        let pools = MinterPools::new(minters, regions).unwrap();
+        let pool = pools.pool(region % regions);
+        let c = MintConfig::in_pool(minters, pool.clone(), home);
+        prop_assert!(c.validate(&LAYOUT).is_ok());
+        let order: Vec<u32> = (0..minters).map(|p| c.minter_at(p)).collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(sorted, (0..minters).collect::<Vec<_>>());
+        let len = pool.len();
+        prop_assert!(order[..len].iter().all(|m| pool.contains(m)));
+        prop_assert_eq!(order.first().copied(), Some(c.home));
+        prop_assert_eq!(c.minter_at(minters), order[0]);
+        // A request reaches another region's minter when the whole pool fails.
+        let tries = c.tries_per_request() as usize;
+        prop_assert!(tries <= minters as usize);
+        prop_assert!(tries > len || len == minters as usize);
+    }
+}
+
+#[test]
+fn the_services_minters_are_split_over_the_hosting_regions() {
+    use edgeleaf::minted::MINTER_REGIONS;
+    use edgeleaf::region::Region;
+    let mut hosting = MINTER_REGIONS.to_vec();
+    hosting.sort_unstable();
+    let mut expected = Region::HOSTING.to_vec();
+    expected.sort_unstable();
+    assert_eq!(hosting, expected, "every region where objects live, once");
+    // 16 minters (the default) over 6 regions: 3, 3, 3, 3, 2, 2.
+    let p = MinterPools::over_regions(16);
+    let sizes: Vec<usize> = MINTER_REGIONS
+        .iter()
+        .map(|r| p.region_pool(*r).len())
+        .collect();
+    assert_eq!(sizes, [3, 3, 3, 3, 2, 2]);
+    for minters in 0..=64 {
+        let p = MinterPools::over_regions(minters);
+        for i in 0..minters {
+            let r = p.minter_region(i).expect("hosted");
+            assert!(p.region_pool(r).contains(&i));
+        }
+        for r in Region::ALL {
+            let pool = p.region_pool(r);
+            assert_eq!(pool, p.region_pool(r.hosting()));
+            // Two regions' pools never share a minter (a worker ID).
+            for o in Region::ALL
+                .into_iter()
+                .filter(|o| o.hosting() != r.hosting())
+            {
+                let other = p.region_pool(o);
+                assert!(
+                    pool.clone().all(|i| !other.contains(&i)),
+                    "{r} and {o} share"
+                );
+            }
+            let rank = MINTER_REGIONS
+                .iter()
+                .position(|h| *h == r.hosting())
+                .unwrap();
+            assert_eq!(pool.is_empty(), minters as usize <= rank);
+        }
+    }
+    // Fewer minters than regions: the first host one each.
+    let few = MinterPools::over_regions(2);
+    assert_eq!(few.region_pool(Region::Enam), 0..1);
+    assert_eq!(few.region_pool(Region::Afr), 1..2);
+    assert!(few.region_pool(Region::Oc).is_empty());
 }

@@ -15,18 +15,34 @@
 //! Renewals ride on mint requests (when the holder says one is due); an idle
 //! minter's lease lapses, which costs nothing: its worker ID stays reserved
 //! for it, and the next request leases again with proof.
+//!
+//! Minters live in regions: minter `i` is the object `minter-{region}-{i}`,
+//! created with its region's location hint, the region that
+//! `MinterPools::over_regions` gives it (the worker IDs split so that two
+//! regions never share one). An upgrade from the minters of before regions
+//! (`minter-{i}`, with saved reservations and live grants) takes each one's
+//! place by a hand-over: the regional minter, at its first request, asks
+//! `minter-{i}` for its saved state; the old object records that it handed
+//! it over (durable before it answers), never mints again, and answers the
+//! state once; the new one saves it as its own before it uses it, and then
+//! restarts from it as a killed minter does (it proves the grant, mints
+//! after the reservation). A hand-over whose answer is lost, or an old
+//! object that never minted, leaves the new one without proof: it waits,
+//! as the registry rules for a node without proof, until the old grant is
+//! free (lapsed + grace), and mints after its end and after every
+//! timestamp it reported.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use edgeleaf::{
     code::ErrorCode, holder::HolderConfig, holder::HolderState, holder::SnowflakeHolder,
     holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_lease_refused,
-    minted::minter_restore_refused, minted::minter_step, minted::MinterStep,
-    minted::MAX_MINT_BATCH, rand::SplitMix64,
+    minted::minter_restore_refused, minted::minter_step, minted::MinterPools, minted::MinterStep,
+    minted::MAX_MINT_BATCH, rand::SplitMix64, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::{
-    minter::Batch, minter::MintRequest, minter::MinterRequest, registry::MinterLeaseRequest,
-    registry::Previous,
+    minter::Batch, minter::HandOverRequest, minter::HandedOver, minter::MintRequest,
+    minter::MinterRequest, registry::MinterLeaseRequest, registry::Previous,
 };
 use serde::Deserialize;
 use worker::{
@@ -39,10 +55,17 @@ use crate::config::Config;
 use crate::registry_store;
 use crate::stores::{call, create_tables, serve, Store};
 
-/// A batch of `count` IDs from minter `index`: ranges `[start, end)`.
+/// A batch of `count` IDs from minter `index` (in its region):
+/// ranges `[start, end)`.
 pub async fn mint(env: &Env, index: u32, count: u32) -> ApiResult<Vec<(u64, u64)>> {
-    let request = MinterRequest::Mint(MintRequest { index, count });
-    let batch: Batch = call(env, Store::Minter(index), &request).await?;
+    let config = Config::cached(env)?;
+    let region = MinterPools::over_regions(config.minters).minter_region(index);
+    let request = MinterRequest::Mint(MintRequest {
+        index,
+        count,
+        regional: true,
+    });
+    let batch: Batch = call(env, Store::Minter(index, region), &request).await?;
     batch
         .numbers()
         .map_err(|e| ApiError::store_error(format!("minter {index}: {e}")))
@@ -59,6 +82,15 @@ pub struct SnowflakeMinter {
     broken: Option<ApiError>,
     env: Env,
     holder: RefCell<Option<SnowflakeHolder<SplitMix64>>>,
+    /// A minter of before regions that handed its state over to its
+    /// regional successor: it never mints again.
+    handed: Cell<bool>,
+    /// A regional minter that has its state (its own, or its predecessor's
+    /// taken over, or none to take).
+    settled: Cell<bool>,
+    /// A hand-over from its predecessor is in flight: other requests
+    /// answer 503 meanwhile.
+    taking_over: Cell<bool>,
 }
 
 fn holder_config(config: &Config) -> HolderConfig {
@@ -77,8 +109,19 @@ impl SnowflakeMinter {
         config: &Config,
         f: impl FnOnce(&mut SnowflakeHolder<SplitMix64>) -> ApiResult<T>,
     ) -> ApiResult<T> {
+        let handed = || {
+            let e = "minter: handed over to its regional successor (minter-{region}-{index}); expected to be asked no more";
+            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
+        };
+        if self.handed.get() {
+            return Err(handed());
+        }
         let mut cell = self.holder.borrow_mut();
         if cell.is_none() {
+            if self.stored("handed")?.is_some() {
+                self.handed.set(true);
+                return Err(handed());
+            }
             let rows: Vec<Row> = self
                 .sql
                 .exec("SELECT v FROM state WHERE k = 'holder'", None)?
@@ -99,6 +142,74 @@ impl SnowflakeMinter {
             .as_mut()
             .ok_or_else(|| ApiError::store_error("minter: holder missing"))?;
         f(holder)
+    }
+
+    /// The stored value under `k`.
+    fn stored(&self, k: &str) -> ApiResult<Option<String>> {
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT v FROM state WHERE k = ?", vec![k.into()])?
+            .to_array()?;
+        Ok(rows.into_iter().next().map(|r| r.v))
+    }
+
+    /// A regional minter's first request: it takes its predecessor's state
+    /// over (`minter-{index}`, of before regions), saved as its own before
+    /// it is used. Done once; an object with a state of its own never asks.
+    async fn take_over(&self, index: u32) -> ApiResult<()> {
+        if self.settled.get() || self.holder.borrow().is_some() {
+            return Ok(());
+        }
+        if self.stored("holder")?.is_some() || self.stored("took_over")?.is_some() {
+            self.settled.set(true);
+            return Ok(());
+        }
+        if self.taking_over.replace(true) {
+            let e = format!(
+                "minter {index}: taking over from minter-{index}, expected to be done shortly"
+            );
+            return Err(ApiError::unavailable(
+                ErrorCode::StoreUnavailable,
+                e,
+                RETRY_AFTER_MS,
+            ));
+        }
+        let request = MinterRequest::HandOver(HandOverRequest { index });
+        let answer: ApiResult<HandedOver> =
+            call(&self.env, Store::Minter(index, None), &request).await;
+        self.taking_over.set(false);
+        // A failure: asked again at the next request.
+        let answer = answer?;
+        if let Some(text) = answer.state {
+            self.sql.exec(
+                "INSERT OR REPLACE INTO state(k, v) VALUES ('holder', ?)",
+                vec![text.into()],
+            )?;
+        }
+        self.sql.exec(
+            "INSERT OR REPLACE INTO state(k, v) VALUES ('took_over', '1')",
+            None,
+        )?;
+        self.settled.set(true);
+        Ok(())
+    }
+
+    /// A minter of before regions hands its saved state to its regional
+    /// successor, once: it records that it did (durable before the answer
+    /// leaves: the output gate), forgets its holder, and never mints again.
+    fn hand_over(&self) -> ApiResult<HandedOver> {
+        if self.handed.get() || self.stored("handed")?.is_some() {
+            self.handed.set(true);
+            return Ok(HandedOver { state: None });
+        }
+        let state = self.stored("holder")?;
+        self.sql.exec(
+            "INSERT OR REPLACE INTO state(k, v) VALUES ('handed', '1')",
+            None,
+        )?;
+        self.handed.set(true);
+        *self.holder.borrow_mut() = None;
+        Ok(HandedOver { state })
     }
 
     /// Saves the state the holder asks to save (a later reservation), if a
@@ -144,6 +255,9 @@ impl SnowflakeMinter {
                 ErrorCode::OutOfRange,
                 format!("count: expected 1..={MAX_MINT_BATCH}, found {}", r.count),
             ));
+        }
+        if r.regional {
+            self.take_over(r.index).await?;
         }
         let layout = config.layout;
         let mut out = vec![0u64; r.count as usize];
@@ -238,6 +352,9 @@ impl DurableObject for SnowflakeMinter {
             broken,
             env,
             holder: RefCell::new(None),
+            handed: Cell::new(false),
+            settled: Cell::new(false),
+            taking_over: Cell::new(false),
         }
     }
 
@@ -247,6 +364,7 @@ impl DurableObject for SnowflakeMinter {
                 let config = Config::from_env(&self.env)?;
                 self.mint(&config, r).await.and_then(|b| json(200, &b))
             }
+            MinterRequest::HandOver(_) => self.hand_over().and_then(|h| json(200, &h)),
         })
         .await
     }

@@ -41,8 +41,9 @@ pub enum Store<'a> {
     Catalog,
     /// The single worker-ID registry.
     Registry,
-    /// Snowflake minter `i`.
-    Minter(u32),
+    /// Snowflake minter `i`, in its region (`None`: its object of before
+    /// regions, which only its successor calls, to take its state over).
+    Minter(u32, Option<Region>),
     /// The index of API keys.
     Keys,
     /// The own object of the API key with this ID.
@@ -379,7 +380,8 @@ impl Store<'_> {
             Store::Registry => ("REGISTRY", "registry".to_owned()),
             Store::Keys => ("KEYS", "keys".to_owned()),
             Store::Key(id) => ("API_KEYS", (*id).to_owned()),
-            Store::Minter(i) => ("MINTERS", format!("minter-{i}")),
+            Store::Minter(i, Some(r)) => ("MINTERS", format!("minter-{}-{i}", r.as_str())),
+            Store::Minter(i, None) => ("MINTERS", format!("minter-{i}")),
             Store::Allocator(tag, region) => ("ALLOCATORS", format!("{tag}@{}", region.as_str())),
         }
     }
@@ -392,7 +394,7 @@ impl Store<'_> {
             Store::Registry => "registry".to_owned(),
             Store::Keys => "key index".to_owned(),
             Store::Key(id) => format!("key {id}"),
-            Store::Minter(i) => format!("minter {i}"),
+            Store::Minter(i, _) => format!("minter {i}"),
             Store::Allocator(tag, region) => {
                 format!("allocator of tag {tag} in {}", region.as_str())
             }
@@ -427,7 +429,7 @@ async fn send(
     let stub = match store {
         // Created in its region (a hint the platform follows when the
         // object is first created; later calls find it where it is).
-        Store::Allocator(_, region) => {
+        Store::Allocator(_, region) | Store::Minter(_, Some(region)) => {
             namespace.get_by_name_with_location_hint(&name, region.as_str())?
         }
         _ => namespace.id_from_name(&name)?.get_stub()?,

@@ -32,7 +32,7 @@ use edgeleaf_rules::{
             ApiKeyRequest, CreatedKey, KeyBody, KeyEntry, KeyList, KeyRequest, KeyView, Lookup,
             NewKey, Revoked, StoredKey,
         },
-        minter::{Batch, MintRequest, MinterRequest},
+        minter::{Batch, HandOverRequest, MintRequest, MinterRequest},
         registry::{
             ClaimBody, EventList, EventView, Evicted, Granted, LeaseRequest, LeaseView,
             MinterLeaseRequest, Previous, RegistryRequest, Released, RenewRequest, WorkerLeaseBody,
@@ -339,8 +339,20 @@ fn every_catalog_and_minter_request_round_trips() {
     let mint = MinterRequest::Mint(MintRequest {
         index: 3,
         count: 4096,
+        regional: false,
     });
     assert_eq!(round_trip(&mint), r#"{"mint":{"index":3,"count":4096}}"#);
+    let regional = MinterRequest::Mint(MintRequest {
+        index: 3,
+        count: 1,
+        regional: true,
+    });
+    assert_eq!(
+        round_trip(&regional),
+        r#"{"mint":{"index":3,"count":1,"regional":true}}"#
+    );
+    let hand_over = MinterRequest::HandOver(HandOverRequest { index: 3 });
+    assert_eq!(round_trip(&hand_over), r#"{"handOver":{"index":3}}"#);
 }
 
 #[test]

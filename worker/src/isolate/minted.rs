@@ -10,7 +10,6 @@ use edgeleaf::{
 use futures::future::FutureExt;
 use worker::{Context, Env};
 
-use super::state::mint_config;
 use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
@@ -54,7 +53,8 @@ pub(super) async fn ids(
             Refused::Again => Then::Wait(POLL_MS),
             Refused::Next => {
                 failures += 1;
-                if failures >= mint_config(config).tries_per_request() {
+                let tries = with(|i| i.minted.as_ref().map(|b| b.config().tries_per_request()));
+                if failures >= tries.unwrap_or(1) {
                     Then::Late
                 } else {
                     Then::Poll

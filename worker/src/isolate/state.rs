@@ -117,11 +117,14 @@ impl Isolate {
 }
 
 /// This isolate's buffer settings: the configured minters and staleness
-/// bound, starting at a random minter.
+/// bound, its region's minters first (the region of the request that made
+/// it: an isolate runs in one colo), from a random one of them.
 pub(crate) fn mint_config(config: &Config) -> MintConfig {
+    let pools = edgeleaf::minted::MinterPools::over_regions(config.minters);
+    let pool = crate::stores::region().map_or(0..0, |r| pools.region_pool(r));
     MintConfig {
         staleness_ms: config.staleness_ms,
-        ..MintConfig::new(config.minters, random_u64())
+        ..MintConfig::in_pool(config.minters, pool, random_u64())
     }
 }
 

@@ -14,13 +14,18 @@ use super::WireError;
 pub enum MinterRequest {
     /// A batch of IDs: answers [`Batch`].
     Mint(MintRequest),
+    /// From its regional successor (`minter-{region}-{index}`) to a minter
+    /// of before regions (`minter-{index}`): give me your saved state and
+    /// never mint again. Answers [`HandedOver`].
+    HandOver(HandOverRequest),
 }
 
 impl super::StoreRequest for MinterRequest {
     fn repeatable(&self) -> bool {
         // A batch minted again leaves the first unused: a gap, never an ID
-        // twice.
-        true
+        // twice. A state is handed over once: asked again, the answer is
+        // none (the successor waits for the old grant to lapse).
+        matches!(self, MinterRequest::Mint(_))
     }
 }
 
@@ -28,10 +33,34 @@ impl super::StoreRequest for MinterRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MintRequest {
-    /// Which minter this object is (it is named `minter-{index}`).
+    /// Which minter this object is (it is named `minter-{region}-{index}`;
+    /// before regions, `minter-{index}`).
     pub index: u32,
     /// How many IDs.
     pub count: u32,
+    /// Sent to a regional minter (`minter-{region}-{index}`): at its first
+    /// request it takes over from `minter-{index}`. `false` (absent): from
+    /// an isolate of before regions, to `minter-{index}` itself.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub regional: bool,
+}
+
+/// A hand-over to minter `index`'s regional successor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandOverRequest {
+    /// Which minter (the worker ID both objects mint under).
+    pub index: u32,
+}
+
+/// The answer to a hand-over: the old minter's saved holder state (its
+/// JSON, as stored), the first time it is asked; `None` after (or when it
+/// never minted).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandedOver {
+    /// The state, as the old object stored it.
+    pub state: Option<String>,
 }
 
 /// The answer: ranges `[start, end)` as decimal strings.
