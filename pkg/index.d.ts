@@ -39,6 +39,7 @@ export type ErrorCode =
   | 'request_id_reused'
   | 'request_id_needs_key'
   | 'tag_changed'
+  | 'invalid_region'
   | 'monotonic_tag'
   | 'monotonic_immutable'
   | 'not_monotonic'

@@ -109,6 +109,8 @@ codes! {
     RequestIdNeedsKey = "request_id_needs_key";
     /// A conditional change of a tag found it other than its writer read it.
     TagChanged = "tag_changed";
+    /// A region name that is not one of the nine `locationHint`s.
+    InvalidRegion = "invalid_region";
 
     // ---- the service's own
     /// No such route or tag.

@@ -262,6 +262,12 @@ pub enum Error {
         /// The `max_id` the tag has now.
         found: Option<u64>,
     },
+    /// A region name that is not one of the nine `locationHint`s
+    /// ([`Region`](crate::region::Region)).
+    InvalidRegion {
+        /// The name's length in bytes (the name itself is the caller's).
+        len: usize,
+    },
 }
 
 /// An opaque domain as a `PUT` body names it (`none`: not opaque).
@@ -314,6 +320,7 @@ impl Error {
             Error::RequestIdReused { .. } => ErrorCode::RequestIdReused,
             Error::RequestIdNeedsKey => ErrorCode::RequestIdNeedsKey,
             Error::TagChanged { .. } => ErrorCode::TagChanged,
+            Error::InvalidRegion { .. } => ErrorCode::InvalidRegion,
         }
     }
 }
@@ -506,6 +513,10 @@ impl fmt::Display for Error {
                 tag(f, found)?;
                 f.write_str(": IDs were drawn or the tag was made in between; read it again")
             }
+            Error::InvalidRegion { len } => write!(
+                f,
+                "region: expected one of wnam, enam, sam, weur, eeur, apac, oc, afr, me, found another ({len} bytes)"
+            ),
         }
     }
 }

@@ -48,13 +48,17 @@
 //!   hand to isolates; [`secret`]: the proof that a lease is its holder's.
 //! - [`wait`]: how long a request may wait, and when work in flight is
 //!   presumed lost; [`opaque`]: the keyed permutation of opaque IDs.
+//! - [`block`]: a tag's regional allocator, a segment client of the tag's
+//!   store and a segment server to its region's isolates; [`region`]: the
+//!   Durable Object regions and the region nearest each colo.
 //! - [`leaf`]: where a tag moved from Leaf continues;
 //! - [`name`]: the rule for tags and node keys; [`rand`]: the seeded
 //!   randomness the host passes in; [`error`] and [`code`]: the one error
 //!   type and the one list of codes.
 //!
 //! ## Features
-//! - `alloc`: [`tag`], [`registry`] and [`minted`], which own strings and tables.
+//! - `alloc`: [`tag`], [`registry`], [`minted`] and [`block`], which own
+//!   strings and tables.
 //! - `std` (default, implies `alloc`): [`clock::unix_now_ms`].
 //! - `serde`: `Serialize`/`Deserialize` for state, records, leases, snapshots.
 #![no_std]
@@ -75,11 +79,14 @@ pub mod leaf;
 pub mod name;
 pub mod opaque;
 pub mod rand;
+pub mod region;
 pub mod secret;
 pub mod segment;
 pub mod snowflake;
 pub mod wait;
 
+#[cfg(feature = "alloc")]
+pub mod block;
 #[cfg(feature = "std")]
 pub mod clock;
 #[cfg(feature = "alloc")]

@@ -178,6 +178,17 @@ pub struct Take {
     pub load: bool,
 }
 
+/// The answer of [`SegmentBuffer::take_range`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct RangeTake {
+    /// The IDs taken: a contiguous range of the current half (`None`: both
+    /// halves are dry, or none was asked for).
+    pub range: Option<Allocation>,
+    /// Start loading the next segment now (as [`Take::load`]).
+    pub load: bool,
+}
+
 /// Leaf's double buffer for one tag.
 ///
 /// ```
@@ -398,6 +409,41 @@ impl SegmentBuffer {
         Take { filled, load }
     }
 
+    /// Takes a contiguous range of at most `max` IDs from the current half:
+    /// shorter at the half's end (the next call starts on the other half),
+    /// so that a segment server hands on ranges, not lists. `range: None`
+    /// with `max > 0` means both halves ran dry: `load` then says whether
+    /// the caller must start the load or one is in flight already; with a
+    /// range, `load` is the prefetch signal of [`SegmentBuffer::take`].
+    pub fn take_range(&mut self, max: u64) -> RangeTake {
+        if max == 0 {
+            return RangeTake {
+                range: None,
+                load: false,
+            };
+        }
+        self.drop_used_up();
+        if let Some(seg) = &mut self.segments[self.current] {
+            let len = seg.remaining().min(max);
+            if len > 0 {
+                let range = Allocation {
+                    start: seg.next,
+                    end: seg.next + (len - 1),
+                    step: len,
+                };
+                seg.next += len;
+                let load = self.wants_prefetch();
+                return RangeTake {
+                    range: Some(range),
+                    load,
+                };
+            }
+        }
+        let load = !self.loading;
+        self.loading = true;
+        RangeTake { range: None, load }
+    }
+
     /// Whether a load is in flight.
     pub fn loading(&self) -> bool {
         self.loading
@@ -548,5 +594,41 @@ mod tests {
         assert_eq!(b.next_id(), SegmentNext::Exhausted { load: true });
         b.load_failed();
         assert_eq!(b.next_id(), SegmentNext::Exhausted { load: true });
+    }
+
+    #[test]
+    fn take_range_stops_at_a_halfs_end_and_signals_as_take() {
+        let mut b = SegmentBuffer::new(StepPolicy::new(10).unwrap());
+        assert_eq!(
+            b.take_range(5),
+            RangeTake {
+                range: None,
+                load: true
+            }
+        );
+        assert!(!b.take_range(5).load, "a load is in flight");
+        b.load(Allocation::new(1, 10).unwrap(), 0).unwrap();
+        assert_eq!(b.take_range(0).range, None);
+        let t = b.take_range(1);
+        assert_eq!(
+            (t.range, t.load),
+            (Some(Allocation::new(1, 1).unwrap()), false)
+        );
+        let t = b.take_range(3);
+        assert_eq!(
+            (t.range, t.load),
+            (Some(Allocation::new(2, 4).unwrap()), true)
+        );
+        b.load(Allocation::new(101, 110).unwrap(), 0).unwrap();
+        let t = b.take_range(100);
+        assert_eq!(
+            t.range,
+            Some(Allocation::new(5, 10).unwrap()),
+            "the half's end"
+        );
+        let t = b.take_range(100);
+        assert_eq!(t.range, Some(Allocation::new(101, 110).unwrap()));
+        assert!(t.load, "past the prefetch point of the other half");
+        assert_eq!(b.take_range(1).range, None);
     }
 }

@@ -256,6 +256,87 @@ pub enum SegmentAnswer {
     },
 }
 
+/// The unused tail of a leased range, handed back to its tag's store by the
+/// asker that leased it ([`TagRecord::take_back`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailBack<'a> {
+    /// The IDs handed back: the end of the range leased under `request_id`.
+    pub tail: Allocation,
+    /// The request ID the range was leased under.
+    pub request_id: &'a str,
+    /// Who hands it back: only the asker that leased it, by its own name.
+    pub caller: Asker<'a>,
+    /// From one of the service's own isolates or allocators (as the lease was).
+    pub for_isolate: bool,
+}
+
+impl TailBack<'_> {
+    /// What the store remembers the leased range under (as
+    /// [`SegmentAsk::remembered_as`] for the lease): `None` for a caller
+    /// without a credential of its own.
+    pub fn remembered_as(&self) -> Option<String> {
+        self.as_lease().remembered_as()
+    }
+
+    fn as_lease(&self) -> SegmentAsk<'_> {
+        SegmentAsk {
+            step: None,
+            request_id: Some(self.request_id),
+            caller: self.caller,
+            for_isolate: self.for_isolate,
+        }
+    }
+}
+
+/// What becomes of the range remembered under a lease's request ID when its
+/// tail comes back: written with the record, in the same write, so that a
+/// retry of the lease is never answered the IDs handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RememberedChange {
+    /// The range without its tail (the IDs the asker kept).
+    Shorten(Remembered),
+    /// The whole range came back: forget it (a retry of the lease is then a
+    /// new lease, of new IDs).
+    Remove,
+}
+
+/// Why a tail handed back stays skipped (its IDs are never handed out, as
+/// when a holder is lost): nothing is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailSkipped {
+    /// IDs were handed out after it (`max_id` is past its end), or the tag
+    /// was moved: only the last range handed out can come back.
+    Followed {
+        /// The tag's `max_id` now.
+        max_id: u64,
+    },
+    /// Nothing is remembered under the request ID for this caller (another
+    /// caller's, forgotten after [`REQUEST_ID_TTL_MS`], or already handed
+    /// back whole).
+    NotRemembered,
+    /// The tail is not the end of the range remembered under it (already
+    /// handed back, or not this lease's IDs).
+    NotItsTail {
+        /// The range remembered under the request ID.
+        remembered: Allocation,
+    },
+}
+
+/// How a tag's store answers a tail handed back ([`TagRecord::take_back`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TakeBack {
+    /// The IDs return: store `record` (its `max_id` moved back to
+    /// `tail.start - 1`) and apply `remembered` in one write.
+    Returned {
+        /// The record to store.
+        record: TagRecord,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// The IDs stay skipped; nothing is written.
+    Skipped(TailSkipped),
+}
+
 /// Leaf's `leaf_alloc` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -436,6 +517,65 @@ impl TagRecord {
                 asked: step,
             }),
         }
+    }
+
+    /// How to answer a tail handed back by the asker that leased it, given
+    /// the range its store remembers under [`TailBack::remembered_as`]
+    /// (`remembered`). The IDs return (the next lease answers them) only
+    /// when nothing was handed out after them (`max_id == tail.end`, a
+    /// conditional write) and the tail is the end of the range its asker
+    /// leased under its own request ID (a capability only its holder has:
+    /// no one else can hand back another's IDs, nor the same IDs twice).
+    /// Monotonic tags never take IDs back: their IDs must keep increasing.
+    ///
+    /// # Errors
+    /// [`Error::MonotonicTag`] or [`Error::OpaqueTag`] as for a lease
+    /// ([`TagRecord::lease_segment`]); [`Error::RequestIdNeedsKey`] from a
+    /// caller without a credential of its own; [`Error::InvalidRequestId`]
+    /// for a request ID outside 1..=[`MAX_REQUEST_ID_LEN`] bytes;
+    /// [`Error::InvalidSegment`] for a malformed tail.
+    pub fn take_back(
+        &self,
+        back: &TailBack<'_>,
+        remembered: Option<&Remembered>,
+        now_ms: u64,
+    ) -> Result<TakeBack, Error> {
+        self.kind.check_lease(back.for_isolate)?;
+        let tail = Allocation::new(back.tail.start, back.tail.end)?;
+        // The same checks as the lease's (the kind, done above, is ignored
+        // there for a step of its own).
+        self.lease_segment(&back.as_lease(), None)?;
+        let Some(leased) = remembered else {
+            return Ok(TakeBack::Skipped(TailSkipped::NotRemembered));
+        };
+        let seg = leased.segment;
+        if tail.end != seg.end || tail.start < seg.start {
+            return Ok(TakeBack::Skipped(TailSkipped::NotItsTail {
+                remembered: seg,
+            }));
+        }
+        if self.max_id != tail.end {
+            return Ok(TakeBack::Skipped(TailSkipped::Followed {
+                max_id: self.max_id,
+            }));
+        }
+        let kept = if tail.start == seg.start {
+            RememberedChange::Remove
+        } else {
+            RememberedChange::Shorten(Remembered {
+                segment: Allocation::new(seg.start, tail.start - 1)?,
+                granted: leased.granted,
+            })
+        };
+        let record = TagRecord {
+            max_id: tail.start - 1,
+            update_time: now_ms,
+            ..self.clone()
+        };
+        Ok(TakeBack::Returned {
+            record,
+            remembered: kept,
+        })
     }
 
     /// The same record with its largest step set (`None`, or Leaf's cap of
@@ -822,5 +962,95 @@ mod tests {
             mono.lease_segment(&ask(None, id, false), Some(&first)),
             Err(Error::MonotonicTag)
         );
+    }
+
+    #[test]
+    fn a_tail_comes_back_only_last_and_only_from_its_asker() {
+        let r = TagRecord::new("t", 10, 100, "", 0).unwrap();
+        let leased = Remembered {
+            segment: Allocation::new(101, 200).unwrap(),
+            granted: 100,
+        };
+        let (_, r) = r.allocate(Some(100), 1).unwrap();
+        let back = |start, caller| TailBack {
+            tail: Allocation::new(start, 200).unwrap(),
+            request_id: "b-1",
+            caller,
+            for_isolate: true,
+        };
+        let mine = back(151, Asker::Own("a@weur"));
+        assert_eq!(
+            r.take_back(&mine, Some(&leased), 2),
+            Ok(TakeBack::Returned {
+                record: TagRecord {
+                    max_id: 150,
+                    update_time: 2,
+                    ..r.clone()
+                },
+                remembered: RememberedChange::Shorten(Remembered {
+                    segment: Allocation::new(101, 150).unwrap(),
+                    granted: 100,
+                }),
+            })
+        );
+        assert_eq!(
+            r.take_back(&back(101, Asker::Own("a@weur")), Some(&leased), 2)
+                .map(|t| matches!(
+                    t,
+                    TakeBack::Returned {
+                        remembered: RememberedChange::Remove,
+                        ..
+                    }
+                )),
+            Ok(true)
+        );
+        // Something followed: skipped.
+        let (_, later) = r.allocate(Some(10), 3).unwrap();
+        assert_eq!(
+            later.take_back(&mine, Some(&leased), 4),
+            Ok(TakeBack::Skipped(TailSkipped::Followed { max_id: 210 }))
+        );
+        // Nothing remembered for this caller, or not the end of its range.
+        assert_eq!(
+            r.take_back(&mine, None, 4),
+            Ok(TakeBack::Skipped(TailSkipped::NotRemembered))
+        );
+        let shorter = Remembered {
+            segment: Allocation::new(101, 150).unwrap(),
+            granted: 100,
+        };
+        assert_eq!(
+            r.take_back(&mine, Some(&shorter), 4),
+            Ok(TakeBack::Skipped(TailSkipped::NotItsTail {
+                remembered: shorter.segment
+            }))
+        );
+        // Refused: a shared credential, a monotonic tag, an outside
+        // caller's opaque tail.
+        assert_eq!(
+            r.take_back(&back(151, Asker::Shared), Some(&leased), 4),
+            Err(Error::RequestIdNeedsKey)
+        );
+        let mono = r.clone().with_kind(TagKind::Monotonic).unwrap();
+        assert_eq!(
+            mono.take_back(&mine, Some(&leased), 4),
+            Err(Error::MonotonicTag)
+        );
+        let opaque = r
+            .clone()
+            .with_kind(TagKind::Opaque(OpaqueDomain::Bits(40)))
+            .unwrap();
+        let outside = TailBack {
+            for_isolate: false,
+            ..mine
+        };
+        assert_eq!(
+            opaque.take_back(&outside, Some(&leased), 4),
+            Err(Error::OpaqueTag)
+        );
+        assert!(matches!(
+            opaque.take_back(&mine, Some(&leased), 4),
+            Ok(TakeBack::Returned { .. })
+        ));
     }
 }

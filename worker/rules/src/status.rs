@@ -21,7 +21,8 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::RequestIdNeedsKey
         | C::ReservedNodeKey
         | C::InvalidId
-        | C::InvalidKeySpec => (400, true),
+        | C::InvalidKeySpec
+        | C::InvalidRegion => (400, true),
         C::Unauthorized => (401, true),
         // Its own code: "someone else named your lease" is not "your lease
         // is gone" (409 lease_not_held), and must never stop the holder.
