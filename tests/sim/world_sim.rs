@@ -59,13 +59,15 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use edgeleaf::{
-    driver::SegmentDriver, driver::SegmentStep, holder::Grant, holder::HolderConfig,
-    holder::HolderState, holder::Renewal, holder::SnowflakeHolder, minted::batch_ranges,
-    minted::minter_step, minted::MintConfig, minted::MintStep, minted::MintedBuffer,
-    minted::MinterStep, rand::SplitMix64, registry::Registry, registry::RegistryConfig,
+    block::BlockAllocator, block::BlockAsk, block::Serve, block::Tail, driver::SegmentDriver,
+    driver::SegmentStep, holder::Grant, holder::HolderConfig, holder::HolderState, holder::Renewal,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
+    minted::MintStep, minted::MintedBuffer, minted::MinterStep, rand::SplitMix64,
+    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
     secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
     segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, wait::MAX_WAIT_MS, Layout,
+    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailBack,
+    tag::TakeBack, wait::MAX_WAIT_MS, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -84,9 +86,11 @@ const TAG_STEP: u64 = 1_000;
 /// region's.
 const TARGET_RATIO: f64 = 1.5;
 
-const REGIONS: [&str; 9] = [
-    "wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me",
-];
+/// The regions, by index (`Region::ALL`'s order).
+fn region_name(r: usize) -> &'static str {
+    Region::ALL[r].as_str()
+}
+
 const CONTINENTS: [&str; 7] = [
     "North America",
     "South America",
@@ -101,7 +105,15 @@ const CONTINENTS: [&str; 7] = [
 const USERS: [f64; 7] = [350.0, 450.0, 700.0, 2_700.0, 30.0, 650.0, 250.0];
 
 fn continent_of(region: usize) -> usize {
-    [0, 0, 1, 2, 2, 3, 4, 5, 6][region]
+    match Region::ALL[region] {
+        Region::Wnam | Region::Enam => 0,
+        Region::Sam => 1,
+        Region::Weur | Region::Eeur => 2,
+        Region::Apac => 3,
+        Region::Oc => 4,
+        Region::Afr => 5,
+        Region::Me => 6,
+    }
 }
 
 fn sha256(s: &LeaseSecret) -> SecretHash {
@@ -121,7 +133,10 @@ struct Colo {
 /// The measured latencies (where.durableobjects.live; see
 /// tests/sim/data/README.md).
 fn data_file() -> String {
-    let path = "/work/shared/data/where-durableobjects-live.json";
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sim/data/where-durableobjects-live.json"
+    );
     std::fs::read_to_string(path).unwrap_or_else(|e| {
         eprintln!("{path}: {e}");
         std::process::exit(2)
@@ -136,16 +151,23 @@ fn colos() -> Vec<Colo> {
         .iter()
         .map(|(code, c)| {
             let region_index = |name: &str| {
-                REGIONS
-                    .iter()
-                    .position(|r| *r == name)
-                    .unwrap_or_else(|| panic!("{code}: unknown region {name}"))
+                let r = Region::parse(name).unwrap_or_else(|_| panic!("{code}: region {name}?"));
+                Region::ALL.iter().position(|x| *x == r).expect("a region")
             };
             let mut cold = [0.0; 9];
             for (name, ms) in c["regions"].as_object().expect("regions") {
                 cold[region_index(name)] = ms.as_f64().expect("a latency");
             }
-            let region = region_index(c["nearestRegion"].as_str().expect("nearestRegion"));
+            // The isolate's region: the core's colo -> region table (the
+            // Worker's), which must agree with the data.
+            let region = colo_region(code)
+                .map(|r| region_index(r.as_str()))
+                .unwrap_or_else(|| panic!("{code}: not in colo_region's table"));
+            assert_eq!(
+                region_name(region),
+                c["nearestRegion"].as_str().expect("nearestRegion"),
+                "{code}: colo_region disagrees with the data"
+            );
             assert!(cold.iter().all(|ms| *ms > 0.0), "{code}: a region missing");
             Colo {
                 code: code.clone(),
@@ -281,91 +303,19 @@ impl Rng {
 
 // ------------------------------------------------------- the regional rule
 
-/// The regional allocator's state, as its object stores it: a segment
-/// client of the root (its blocks), a segment server to isolates.
-#[derive(Clone)]
-struct AllocState {
-    driver: SegmentDriver,
-    /// Block leases asked so far (the next request ID's number).
-    leases: u64,
-    /// The block lease in flight: its request ID and step, stored before it
-    /// is sent, so a replacement asks again with the same one.
-    pending: Option<(u64, u64)>,
+/// The allocator's state as its object stores it (JSON, as the Worker's
+/// storage holds it): what a replacement reads back.
+fn persist(a: &BlockAllocator) -> String {
+    serde_json::to_string(a).expect("the allocator's state serialises")
 }
 
-enum Serve {
-    /// Lease a block from the root (request ID number, step), then serve.
-    Lease(u64, u64),
-    Wait,
+fn restore(stored: &str) -> BlockAllocator {
+    serde_json::from_str(stored).expect("the allocator's state reads back")
 }
 
-impl AllocState {
-    fn new() -> AllocState {
-        AllocState {
-            driver: SegmentDriver::new(StepPolicy {
-                min_step: TAG_STEP,
-                max_step: MAX_STEP,
-                duration_ms: DEFAULT_SEGMENT_DURATION_MS,
-            }),
-            leases: 0,
-            pending: None,
-        }
-    }
-
-    /// A contiguous range of at most `step` IDs for an isolate, and the
-    /// block lease to start (in the background when a range was served).
-    fn serve(&mut self, step: u64, now: u64) -> (Option<Allocation>, Option<Serve>) {
-        let mut out = vec![0u64; usize::try_from(step).unwrap_or(1)];
-        let poll = self.driver.poll(now, &mut out);
-        // Only the contiguous front is handed on (a range ends at a block's
-        // end); the rest of what was taken is skipped.
-        let range = (poll.filled > 0).then(|| {
-            let mut n = 1;
-            while n < poll.filled && out[n] == out[n - 1] + 1 {
-                n += 1;
-            }
-            Allocation::new(out[0], out[n - 1]).expect("a range of the block")
-        });
-        let lease = |s: &mut AllocState, step| {
-            if s.pending.is_none() {
-                s.leases += 1;
-                s.pending = Some((s.leases, step));
-            }
-            let (n, step) = s.pending.expect("set");
-            Serve::Lease(n, step)
-        };
-        let next = match poll.next {
-            SegmentStep::Done { prefetch: None } => None,
-            SegmentStep::Done {
-                prefetch: Some(step),
-            }
-            | SegmentStep::LoadNow { step } => Some(lease(self, step)),
-            SegmentStep::Wait => range.is_none().then_some(Serve::Wait),
-        };
-        (range, next)
-    }
-
-    fn block(&mut self, a: Allocation, now: u64) -> bool {
-        self.pending = None;
-        self.driver.loaded(a, now).is_ok()
-    }
-
-    fn block_failed(&mut self) {
-        self.driver.load_failed();
-    }
-
-    fn available(&self) -> u64 {
-        self.driver.available()
-    }
-
-    /// The state a new instance reads from storage: nothing is in flight
-    /// (the block lease on record, if any, is asked again with its ID).
-    fn restored(stored: &AllocState) -> AllocState {
-        let mut s = stored.clone();
-        s.driver.load_failed();
-        s
-    }
-}
+/// An allocator stops after this long without a request (its blocks'
+/// tails go back to the root, when nothing followed them).
+const IDLE_MS: u64 = 5 * 60_000;
 
 // ------------------------------------------------------------ the objects
 
@@ -379,15 +329,18 @@ enum ObjKind {
     },
     Allocator {
         tag: usize,
-        /// Memory (`None` after a replacement, until restored) and storage.
-        live: Option<AllocState>,
-        stored: AllocState,
+        /// Memory (`None` after a replacement or retirement, until read
+        /// back from storage) and storage.
+        live: Option<BlockAllocator>,
+        stored: String,
         /// Calls waiting for a block.
         parked: Vec<usize>,
-        /// A block lease is on its way to the root.
-        asking: bool,
         /// Replacements so far: an answer to an earlier instance is lost.
         epoch: u32,
+        /// Its last request (idle retirement).
+        last_call: u64,
+        /// Its randomness (block asks' request IDs).
+        rand: SplitMix64,
     },
     Minter {
         index: u32,
@@ -436,12 +389,14 @@ enum Caller {
     Object(usize),
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 enum Ask {
     /// An isolate's segment (tag, step).
     Segment(usize, u64),
-    /// An allocator's block (tag, request ID number, step).
-    Block(usize, u64, u64),
+    /// An allocator's block (tag, its ask).
+    Block(usize, BlockAsk),
+    /// An allocator's tail handed back (tag, the tail).
+    Back(usize, Tail),
     /// An isolate's batch of `count` snowflake IDs.
     Mint(u32),
 }
@@ -479,6 +434,8 @@ enum Event {
     Replace(usize),
     /// Region r unreachable (true) or back (false).
     Down(usize, bool),
+    /// Allocators idle for `IDLE_MS` retire.
+    RetireIdle,
 }
 
 // -------------------------------------------------------------- isolates
@@ -554,12 +511,23 @@ struct Report {
     objects_replaced: u64,
     /// Ranges refused by a driver or buffer (overlap: a would-be duplicate).
     refused_ranges: u64,
+    /// Isolates' buffers started over: an allocator's range below the
+    /// buffer's high-water (after a fallback to the root).
+    restarted: u64,
+    /// Cold isolates of the region down given their first ID while it was
+    /// (through the fallback).
+    first_while_down: u64,
+    /// IDs of tails the roots took back, and of tails they refused.
+    handed_back: u64,
+    not_handed_back: u64,
 }
 
 struct Outcome {
     report: Report,
     duplicates: u64,
     skipped_per_hour: f64,
+    /// The run's simulated hours.
+    hours: f64,
     down_region: Option<usize>,
     /// Isolates alive at the storm (or the outage).
     alive_at_event: u64,
@@ -588,7 +556,6 @@ struct Sim<'a> {
     args: Args,
     colos: &'a [Colo],
     regional: bool,
-    scenario: Scenario,
     layout: Layout,
     /// Arrivals, rates, requests: the same in both designs.
     rng: Rng,
@@ -617,6 +584,7 @@ struct Sim<'a> {
     measure: (u64, u64),
     end: u64,
     alive_at_event: u64,
+    down_region: Option<usize>,
     report: Report,
 }
 
@@ -688,11 +656,12 @@ impl<'a> Sim<'a> {
                         objs.push(Obj::new(
                             ObjKind::Allocator {
                                 tag: t,
-                                live: Some(AllocState::new()),
-                                stored: AllocState::new(),
+                                live: None,
+                                stored: persist(&BlockAllocator::new()),
                                 parked: Vec::new(),
-                                asking: false,
                                 epoch: 0,
+                                last_call: 0,
+                                rand: SplitMix64::new((t * 9 + r) as u64 + 1),
                             },
                             Some(r),
                         ));
@@ -750,7 +719,6 @@ impl<'a> Sim<'a> {
             args,
             colos,
             regional,
-            scenario,
             layout,
             rng: Rng(0),
             net: Rng(0),
@@ -773,6 +741,7 @@ impl<'a> Sim<'a> {
             measure,
             end,
             alive_at_event: 0,
+            down_region: None,
             report: Report {
                 first: vec![Default::default(); 7],
                 nearest: vec![Hist::default(); 7],
@@ -788,6 +757,9 @@ impl<'a> Sim<'a> {
             let at = T0 + sim.rng.below(sim.args.warmup_min * 60_000);
             let c = sim.rng.pick(&sim.colo_cumulative);
             sim.born(at, c);
+        }
+        if regional {
+            sim.at(T0 + 60_000, Event::RetireIdle);
         }
         match scenario {
             Scenario::Steady => {}
@@ -826,13 +798,7 @@ impl<'a> Sim<'a> {
             alive: false,
             rate,
             drivers: (0..tags)
-                .map(|_| {
-                    SegmentDriver::new(StepPolicy {
-                        min_step: 1,
-                        max_step: MAX_STEP,
-                        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
-                    })
-                })
+                .map(|_| SegmentDriver::new(isolate_policy()))
                 .collect(),
             waiting: vec![Vec::new(); tags + 1],
             first: vec![None; tags + 1],
@@ -869,6 +835,7 @@ impl<'a> Sim<'a> {
                 Event::Deadline(i, k) => self.deadline(i, k),
                 Event::Replace(o) => self.replace(o),
                 Event::Down(r, down) => self.set_down(r, down),
+                Event::RetireIdle => self.retire_idle(),
             }
         }
         self.finish()
@@ -1055,6 +1022,9 @@ impl<'a> Sim<'a> {
             return;
         }
         let colo = &self.colos[iso.colo];
+        if self.down[colo.region] {
+            self.report.first_while_down += 1;
+        }
         let cont = continent_of(colo.region);
         let kind = usize::from(k == self.args.tags);
         self.report.first[cont][kind].record(self.now - since);
@@ -1158,21 +1128,28 @@ impl<'a> Sim<'a> {
         }
         let done = now.max(obj.busy_until) + WORK_MS;
         obj.busy_until = done;
-        let ask = self.calls[c].ask;
+        let ask = self.calls[c].ask.clone();
         let is_allocator = matches!(self.objs[o].kind, ObjKind::Allocator { .. });
         match ask {
             // An allocator's segment: served from its blocks, or parked.
             Ask::Segment(..) if is_allocator => self.allocator_serve(o, vec![c], done),
             Ask::Segment(_, step) => {
-                let a = self.root_allocate(o, step, None);
+                let a = self.root_allocate(o, Some(step), None);
                 self.answer(c, done, a);
             }
-            Ask::Block(_, n, step) => {
+            Ask::Block(_, block) => {
                 let Caller::Object(from) = self.calls[c].from else {
                     return;
                 };
-                let a = self.root_allocate(o, step, Some((n, from)));
+                let a = self.root_allocate(o, block.step, Some((&block.request_id, from)));
                 self.answer(c, done, a);
+            }
+            Ask::Back(_, tail) => {
+                let Caller::Object(from) = self.calls[c].from else {
+                    return;
+                };
+                self.root_take_back(o, &tail, from);
+                self.answer(c, done, Answer::Failed);
             }
             Ask::Mint(count) => {
                 let a = self.mint(o, count as usize, done);
@@ -1183,18 +1160,15 @@ impl<'a> Sim<'a> {
 
     /// The root: a segment for an isolate, or a block (remembered under
     /// its request ID) for an allocator. Stored before it is answered.
-    fn root_allocate(&mut self, o: usize, step: u64, request: Option<(u64, usize)>) -> Answer {
+    fn root_allocate(
+        &mut self,
+        o: usize,
+        step: Option<u64>,
+        request: Option<(&str, usize)>,
+    ) -> Answer {
         let now = self.now;
         // An allocator's own name: its request IDs are its own.
-        let caller = request.map_or(String::new(), |(_, from)| {
-            let region = self.objs[from].region.unwrap_or(0);
-            match self.objs[from].kind {
-                ObjKind::Allocator { tag, .. } => {
-                    format!("allocator:tag-{tag}@{}", REGIONS[region])
-                }
-                _ => String::new(),
-            }
-        });
+        let caller = request.map_or(String::new(), |(_, from)| self.name_of(from));
         let ObjKind::Root {
             record, remembered, ..
         } = &mut self.objs[o].kind
@@ -1202,10 +1176,9 @@ impl<'a> Sim<'a> {
             // Not a root (an allocator's call): answered by allocator_serve.
             return Answer::Failed;
         };
-        let id = request.map(|(n, _)| format!("block-{n}"));
         let ask = SegmentAsk {
-            step: Some(step),
-            request_id: id.as_deref(),
+            step,
+            request_id: request.map(|(id, _)| id),
             caller: if request.is_some() {
                 Asker::Own(&caller)
             } else {
@@ -1237,119 +1210,200 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// An allocator's name, as its object's and its request IDs' owner.
+    fn name_of(&self, o: usize) -> String {
+        let region = self.objs[o].region.unwrap_or(0);
+        match self.objs[o].kind {
+            ObjKind::Allocator { tag, .. } => {
+                format!("allocator:tag-{tag}@{}", region_name(region))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// A tail handed back by allocator `from`: the root takes it if
+    /// nothing followed it (`TagRecord::take_back`).
+    fn root_take_back(&mut self, o: usize, tail: &Tail, from: usize) {
+        let now = self.now;
+        let caller = self.name_of(from);
+        let ObjKind::Root {
+            record, remembered, ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        let back = TailBack {
+            tail: tail.range,
+            request_id: &tail.request_id,
+            caller: Asker::Own(&caller),
+            for_isolate: true,
+        };
+        let key = back.remembered_as();
+        let entry = key.as_ref().and_then(|k| remembered.get(k));
+        match record.take_back(&back, entry, now) {
+            Ok(TakeBack::Returned {
+                record: next,
+                remembered: change,
+            }) => {
+                *record = next;
+                if let Some(k) = key {
+                    match change {
+                        RememberedChange::Shorten(r) => {
+                            remembered.insert(k, r);
+                        }
+                        RememberedChange::Remove => {
+                            remembered.remove(&k);
+                        }
+                    }
+                }
+                self.report.handed_back += tail.range.step;
+            }
+            Ok(TakeBack::Skipped(_)) | Err(_) => self.report.not_handed_back += tail.range.step,
+        }
+    }
+
+    /// The allocator's instance: in memory, or read back from storage.
+    fn allocator(&mut self, o: usize) -> Option<&mut BlockAllocator> {
+        let ObjKind::Allocator { live, stored, .. } = &mut self.objs[o].kind else {
+            return None;
+        };
+        Some(live.get_or_insert_with(|| restore(stored)))
+    }
+
     /// The allocator serves calls `cs` (parked ones again after a block),
-    /// leasing a block from the root as its rule says.
+    /// as its host does: `serve`, persist, then answer and send the ask.
     fn allocator_serve(&mut self, o: usize, cs: Vec<usize>, at: u64) {
         let now = self.now;
         let fault = self.args.fault;
-        let tag_record = TagRecord::new("tag", TAG_STEP, 0, "", now).expect("a tag");
-        let mut lease = None;
+        let mut asks = Vec::new();
         let mut answers = Vec::new();
-        {
-            let ObjKind::Allocator {
-                live,
-                stored,
-                parked,
-                asking,
-                ..
-            } = &mut self.objs[o].kind
-            else {
-                return;
+        let mut wait = Vec::new();
+        self.allocator(o);
+        let ObjKind::Allocator {
+            live,
+            stored,
+            parked,
+            last_call,
+            rand,
+            ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        *last_call = now;
+        let state = live.as_mut().expect("read back");
+        for c in cs {
+            let Ask::Segment(_, step) = self.calls[c].ask else {
+                continue;
             };
-            // Restored from storage after a replacement.
-            let state = live.get_or_insert_with(|| AllocState::restored(stored));
-            for c in cs {
-                let Ask::Segment(_, step) = self.calls[c].ask else {
-                    continue;
-                };
-                // The tag's own rule for an isolate's step, as the root
-                // applies it.
-                let step = tag_record.grant_step(Some(step));
-                let (range, next) = state.serve(step, now);
-                match next {
-                    Some(Serve::Lease(n, s)) => lease = Some((n, s)),
-                    Some(Serve::Wait) | None => {}
+            match state.serve(step, now, rand) {
+                Serve::Range { range, ask } => {
+                    answers.push((c, range));
+                    asks.extend(ask);
                 }
-                match range {
-                    Some(a) => answers.push((c, a)),
-                    None => parked.push(c),
+                Serve::Load(ask) => {
+                    wait.push(c);
+                    asks.push(ask);
                 }
+                Serve::Wait => wait.push(c),
             }
-            // Stored before anything is answered (the planted fault: not).
-            if fault != Fault::ServeBeforePersist {
-                *stored = state.clone();
-            } else if lease.is_some() {
-                // (the block lease's request ID is still stored)
-                stored.pending = state.pending;
-                stored.leases = state.leases;
-            }
-            if lease.is_some() {
-                if *asking {
-                    lease = None;
-                } else {
-                    *asking = true;
-                }
-            }
+        }
+        parked.extend(wait);
+        // Stored before anything leaves (the planted fault: ranges leave
+        // first, and the state is stored only with a block ask).
+        if fault != Fault::ServeBeforePersist || !asks.is_empty() {
+            *stored = persist(state);
         }
         for (c, a) in answers {
             self.answer(c, at, Answer::Range(a));
         }
-        if let Some((n, step)) = lease {
-            let ObjKind::Allocator { tag, epoch, .. } = self.objs[o].kind else {
-                return;
-            };
+        let ObjKind::Allocator { tag, epoch, .. } = self.objs[o].kind else {
+            return;
+        };
+        for ask in asks {
             let root = self.roots[tag];
-            self.send(Caller::Object(o), root, Ask::Block(tag, n, step), epoch);
+            self.send(Caller::Object(o), root, Ask::Block(tag, ask), epoch);
         }
     }
 
-    /// The root's block reaches allocator `o` (lost if `o` was replaced
-    /// since it asked: `epoch`).
-    fn allocator_block(&mut self, o: usize, answer: Answer, asked_in: u32) {
+    /// The root's answer to block ask `ask` reaches allocator `o` (lost if
+    /// `o` was replaced since it asked: `asked_in`).
+    fn allocator_block(&mut self, o: usize, ask: &BlockAsk, answer: Answer, asked_in: u32) {
         let now = self.now;
-        let parked = {
+        match self.objs[o].kind {
+            ObjKind::Allocator { epoch, .. } if epoch == asked_in => {}
+            _ => return,
+        }
+        let state = self.allocator(o).expect("an allocator");
+        let installed = match answer {
+            Answer::Range(a) => match state.loaded(&ask.request_id, a, TAG_STEP, now) {
+                Ok(_) => true,
+                Err(_) => {
+                    self.report.refused_ranges += 1;
+                    false
+                }
+            },
+            _ => {
+                state.load_failed(&ask.request_id);
+                false
+            }
+        };
+        let ObjKind::Allocator {
+            live,
+            stored,
+            parked,
+            ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        *stored = persist(live.as_ref().expect("live"));
+        let parked = std::mem::take(parked);
+        if installed {
+            self.allocator_serve(o, parked, now + WORK_MS);
+        } else {
+            // The calls waiting for a block: unavailable (the isolates fall
+            // back to the root).
+            for c in parked {
+                self.answer(c, now, Answer::Failed);
+            }
+        }
+    }
+
+    /// Idle allocators retire: their tails go back to the root.
+    fn retire_idle(&mut self) {
+        let now = self.now;
+        for o in 0..self.objs.len() {
             let ObjKind::Allocator {
                 live,
                 stored,
+                last_call,
+                tag,
                 parked,
-                asking,
-                epoch,
                 ..
             } = &mut self.objs[o].kind
             else {
-                return;
+                continue;
             };
-            if asked_in != *epoch {
-                return;
+            if now.saturating_sub(*last_call) < IDLE_MS || !parked.is_empty() {
+                continue;
             }
-            *asking = false;
-            let state = live.get_or_insert_with(|| AllocState::restored(stored));
-            match answer {
-                Answer::Range(a) => {
-                    if !state.block(a, now) {
-                        self.report.refused_ranges += 1;
-                    }
-                    *stored = state.clone();
-                    std::mem::take(parked)
-                }
-                _ => {
-                    state.block_failed();
-                    // The calls waiting for a block: unavailable (the
-                    // isolates fall back to the root).
-                    std::mem::take(parked)
-                        .into_iter()
-                        .map(|c| usize::MAX - c)
-                        .collect()
-                }
+            let state = live.get_or_insert_with(|| restore(stored));
+            if state.available() == 0 && state.pending().is_none() {
+                continue;
             }
-        };
-        let (failed, ok): (Vec<usize>, Vec<usize>) =
-            parked.into_iter().partition(|c| *c > usize::MAX / 2);
-        for c in failed {
-            self.answer(usize::MAX - c, now, Answer::Failed);
+            let tails = state.retire();
+            *stored = persist(state);
+            // The object goes idle: its memory is gone.
+            *live = None;
+            let tag = *tag;
+            for tail in tails {
+                let root = self.roots[tag];
+                self.send(Caller::Object(o), root, Ask::Back(tag, tail), 0);
+            }
         }
-        if !ok.is_empty() {
-            self.allocator_serve(o, ok, now + WORK_MS);
+        if self.regional {
+            self.at(now + 60_000, Event::RetireIdle);
         }
     }
 
@@ -1425,15 +1479,17 @@ impl<'a> Sim<'a> {
     fn reply(&mut self, c: usize) {
         let answer = self.calls[c].answer.take().expect("answered");
         let Call {
-            from,
-            obj,
-            ask,
-            attempt,
-            ..
+            from, obj, attempt, ..
         } = self.calls[c];
+        let ask = std::mem::replace(&mut self.calls[c].ask, Ask::Mint(0));
         self.free_calls.push(c);
         let i = match from {
-            Caller::Object(o) => return self.allocator_block(o, answer, attempt),
+            Caller::Object(o) => {
+                if let Ask::Block(_, block) = ask {
+                    self.allocator_block(o, &block, answer, attempt);
+                }
+                return;
+            }
             Caller::Isolate(i) => i,
         };
         if !self.isolates[i].alive {
@@ -1443,8 +1499,18 @@ impl<'a> Sim<'a> {
         let tags = self.args.tags;
         match (ask, answer) {
             (Ask::Segment(t, _), Answer::Range(a)) => {
-                if self.isolates[i].drivers[t].loaded(a, now).is_err() {
-                    self.report.refused_ranges += 1;
+                let driver = &mut self.isolates[i].drivers[t];
+                if driver.loaded(a, now).is_err() {
+                    // Below this buffer's high-water: after a fallback to
+                    // the root, the allocator's ranges are below the root's.
+                    // The range is fresh (the root allocated it once): the
+                    // isolate starts the tag's buffer over with it.
+                    let mut fresh = SegmentDriver::new(isolate_policy());
+                    if fresh.loaded(a, now).is_err() {
+                        self.report.refused_ranges += 1;
+                    }
+                    *driver = fresh;
+                    self.report.restarted += 1;
                 }
                 self.first_available(i, t);
                 self.serve(i, t);
@@ -1478,7 +1544,8 @@ impl<'a> Sim<'a> {
                 // within the budget and three tries, as the isolate does.
                 let oldest = self.isolates[i].waiting[tags].first().copied();
                 let in_budget = oldest.is_none_or(|s| now - s < MAX_WAIT_MS);
-                if in_budget && attempt + 1 < MintConfig::new(3, 0).tries_per_request() {
+                let tries = MintConfig::new(3, 0).tries_per_request();
+                if in_budget && attempt + 1 < tries && self.args.fault != Fault::NoFallback {
                     let minter = self.isolates[i].buffer.minter();
                     let target = if self.regional {
                         self.minter_for(i, minter, attempt + 1)
@@ -1537,12 +1604,10 @@ impl<'a> Sim<'a> {
             ObjKind::Allocator {
                 live,
                 parked,
-                asking,
                 epoch,
                 ..
             } => {
                 *live = None;
-                *asking = false;
                 *epoch += 1;
                 // Calls in its memory are lost with it: their callers see a
                 // failure.
@@ -1556,10 +1621,23 @@ impl<'a> Sim<'a> {
 
     fn set_down(&mut self, r: usize, down: bool) {
         if r == usize::MAX {
-            // The region of the first tag's root (today's worst case), for
-            // a minute.
-            let r = self.objs[self.roots[0]].region.unwrap_or(5);
+            // The busiest region (by traffic weight) that holds no root:
+            // its allocators and minters (and, today, whatever objects were
+            // placed there) unreachable for a minute.
+            let mut weight = [0.0; 9];
+            let mut before = 0.0;
+            for (c, cum) in self.colo_cumulative.iter().enumerate() {
+                weight[self.colos[c].region] += cum - before;
+                before = *cum;
+            }
+            let roots: Vec<Option<usize>> =
+                self.roots.iter().map(|&o| self.objs[o].region).collect();
+            let r = (0..9)
+                .filter(|r| !roots.contains(&Some(*r)))
+                .max_by(|a, b| weight[*a].total_cmp(&weight[*b]))
+                .unwrap_or(0);
             self.alive_at_event = self.isolates.iter().filter(|i| i.alive).count() as u64;
+            self.down_region = Some(r);
             self.down[r] = true;
             let now = self.now;
             self.at(now + 60_000, Event::Down(r, false));
@@ -1605,9 +1683,9 @@ impl<'a> Sim<'a> {
             .objs
             .iter()
             .map(|o| match &o.kind {
-                ObjKind::Allocator { live, stored, .. } => {
-                    live.as_ref().unwrap_or(stored).available()
-                }
+                ObjKind::Allocator { live, stored, .. } => live
+                    .as_ref()
+                    .map_or_else(|| restore(stored).available(), BlockAllocator::available),
                 _ => 0,
             })
             .sum();
@@ -1625,11 +1703,14 @@ impl<'a> Sim<'a> {
             let name = match &obj.kind {
                 ObjKind::Root { tag, .. } => format!("root tag-{tag}"),
                 ObjKind::Allocator { tag, .. } => {
-                    format!("allocator tag-{tag}@{}", REGIONS[obj.region.unwrap_or(0)])
+                    format!(
+                        "allocator tag-{tag}@{}",
+                        region_name(obj.region.unwrap_or(0))
+                    )
                 }
                 ObjKind::Minter { index, .. } => format!("minter-{index}"),
             };
-            let at = obj.region.map_or("-", |r| REGIONS[r]);
+            let at = obj.region.map_or("-", |r| region_name(r));
             let _ = o;
             r.busiest
                 .push((format!("{name} ({at})"), obj.peak_rps, obj.peak_queue));
@@ -1640,12 +1721,20 @@ impl<'a> Sim<'a> {
             report: r,
             duplicates,
             skipped_per_hour: skipped as f64 / hours,
-            down_region: self.down.iter().position(|d| *d).or_else(|| {
-                (self.scenario == Scenario::Outage)
-                    .then(|| self.objs[self.roots[0]].region.unwrap_or(5))
-            }),
+            hours,
+            down_region: self.down_region,
             alive_at_event: self.alive_at_event,
         }
+    }
+}
+
+/// An isolate's policy, as the Worker's (the floor is the tag's step,
+/// which the root or allocator applies).
+fn isolate_policy() -> StepPolicy {
+    StepPolicy {
+        min_step: 1,
+        max_step: MAX_STEP,
+        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
     }
 }
 
@@ -1713,7 +1802,7 @@ fn main() {
             ),
             Scenario::Outage => format!(
                 "{}'s objects unreachable for 60 s; watched {} s",
-                REGIONS[regional.down_region.unwrap_or(5)],
+                region_name(regional.down_region.unwrap_or(5)),
                 a.watch_s
             ),
         };
@@ -1759,8 +1848,8 @@ fn main() {
             }
         }
         println!();
-        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks | IDs skipped per hour | duplicates |");
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks | buffers started over | IDs skipped per hour | tails handed back per hour (refused) | duplicates |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (name, o) in [("today", today), ("regional", regional)] {
             let r = &o.report;
             let busiest: Vec<String> = r
@@ -1769,7 +1858,7 @@ fn main() {
                 .map(|(n, p, q)| format!("{n} {p} ({q})"))
                 .collect();
             println!(
-                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {:.0} | {} |",
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}) | {} |",
                 r.requests,
                 r.served,
                 r.refused,
@@ -1778,7 +1867,10 @@ fn main() {
                 r.root_queue,
                 busiest.join("; "),
                 r.fallbacks,
+                r.restarted,
                 o.skipped_per_hour,
+                r.handed_back as f64 / o.hours,
+                r.not_handed_back as f64 / o.hours,
                 o.duplicates,
             );
         }
@@ -1818,10 +1910,16 @@ fn main() {
             }
             let unserved: Vec<&str> = (0..9)
                 .filter(|&g| colos.iter().any(|c| c.region == g) && !r.served_regions[g])
-                .map(|g| REGIONS[g])
+                .map(|g| region_name(g))
                 .collect();
             if !unserved.is_empty() {
                 fails.push(format!("regions served no ID: {}", unserved.join(", ")));
+            }
+            if *s == Scenario::Outage && r.first_while_down == 0 {
+                fails.push(format!(
+                    "no cold isolate of {} got an ID while its objects were unreachable",
+                    region_name(o.down_region.unwrap_or(0))
+                ));
             }
             duplicates += o.duplicates;
             if name == "regional" {
