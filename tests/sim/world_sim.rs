@@ -463,6 +463,41 @@ struct Isolate {
 
 // ---------------------------------------------------------------- report
 
+/// The IDs served, as runs `(first, last)`: compacted as they grow (sorted,
+/// overlaps counted as duplicates, touching runs merged).
+#[derive(Default)]
+struct Runs {
+    runs: Vec<(u64, u64)>,
+    compacted: usize,
+    duplicates: u64,
+}
+
+impl Runs {
+    fn push(&mut self, r: (u64, u64)) {
+        self.runs.push(r);
+        if self.runs.len() > 2 * self.compacted + 1_000_000 {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.runs.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(self.runs.len());
+        for &(a, b) in &self.runs {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => {
+                    self.duplicates += last.1.min(b) - a + 1;
+                    last.1 = last.1.max(b);
+                }
+                Some(last) if a == last.1 + 1 => last.1 = b,
+                _ => out.push((a, b)),
+            }
+        }
+        self.runs = out;
+        self.compacted = self.runs.len();
+    }
+}
+
 #[derive(Default, Clone)]
 struct Hist(Vec<u32>);
 
@@ -579,8 +614,8 @@ struct Sim<'a> {
     /// Per colo: the regions by latency, its nearest first.
     order: Vec<[usize; 9]>,
     /// Per tag: served runs; snowflake runs.
-    runs: Vec<Vec<(u64, u64)>>,
-    snow_runs: Vec<(u64, u64)>,
+    runs: Vec<Runs>,
+    snow_runs: Runs,
     measure: (u64, u64),
     end: u64,
     alive_at_event: u64,
@@ -715,7 +750,7 @@ impl<'a> Sim<'a> {
             .collect();
         let mut sim = Sim {
             order,
-            runs: vec![Vec::new(); args.tags],
+            runs: (0..args.tags).map(|_| Runs::default()).collect(),
             args,
             colos,
             regional,
@@ -737,7 +772,7 @@ impl<'a> Sim<'a> {
             colo_cumulative,
             tag_cumulative,
             region_lat,
-            snow_runs: Vec::new(),
+            snow_runs: Runs::default(),
             measure,
             end,
             alive_at_event: 0,
@@ -1652,16 +1687,8 @@ impl<'a> Sim<'a> {
         }
         let mut duplicates = 0;
         for runs in self.runs.iter_mut().chain([&mut self.snow_runs]) {
-            runs.sort_unstable();
-            let mut last: Option<u64> = None;
-            for &(a, b) in runs.iter() {
-                if let Some(l) = last {
-                    if a <= l {
-                        duplicates += l.min(b) - a + 1;
-                    }
-                }
-                last = Some(last.map_or(b, |l| l.max(b)));
-            }
+            runs.compact();
+            duplicates += runs.duplicates;
         }
         // Skipped: allocated by the roots, never served, not held.
         let allocated: u64 = self
@@ -1672,7 +1699,12 @@ impl<'a> Sim<'a> {
                 _ => 0,
             })
             .sum();
-        let served: u64 = self.runs.iter().flatten().map(|(a, b)| b - a + 1).sum();
+        let served: u64 = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.runs)
+            .map(|(a, b)| b - a + 1)
+            .sum();
         let held_isolates: u64 = self
             .isolates
             .iter()
@@ -1783,8 +1815,12 @@ fn main() {
     let scenarios = [Scenario::Steady, Scenario::Storm, Scenario::Outage];
     let mut results = Vec::new();
     for s in scenarios {
-        let today = Sim::new(a.clone(), &colos, false, s).run();
-        let regional = Sim::new(a.clone(), &colos, true, s).run();
+        // The two designs side by side, one thread each (2 cores).
+        let (today, regional) = std::thread::scope(|scope| {
+            let today = scope.spawn(|| Sim::new(a.clone(), &colos, false, s).run());
+            let regional = Sim::new(a.clone(), &colos, true, s).run();
+            (today.join().expect("today's run"), regional)
+        });
         results.push((s, today, regional));
     }
     let mut violations = Vec::new();
