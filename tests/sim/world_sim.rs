@@ -14,17 +14,20 @@
 //!   `locationHint`, holding blocks leased from the root and serving the
 //!   segments of its region's isolates (an isolate falls back to the root
 //!   within its wait budget when its allocator does not answer); minters per
-//!   region, an isolate asking its region's first and the next-nearest on
-//!   failure.
+//!   region, an isolate asking its region's (two of them) first and the
+//!   next-nearest region's on failure.
 //!
 //! ```text
 //! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters-per-region 8] [--tags 4] [--seed 1] [--short]
-//!     [--fault serve-before-persist|no-fallback]
+//!     [--fault serve-before-persist|no-fallback] [--retire-idle-min 0]
 //! ```
 //! `--short` (used by `make test`) is 1,000 isolates, a 10-minute steady
 //! scenario and shorter storm and outage windows. `--fault` plants a bug in
-//! the regional design (to see the checks fail).
+//! the regional design (to see the checks fail). `--retire-idle-min N`:
+//! an allocator idle N minutes retires and hands its blocks' unserved tails
+//! back to the root (`BlockAllocator::retire`, `TagRecord::take_back`);
+//! off by default (a retired allocator gives up its region's runway).
 //!
 //! The model, stated (docs/benchmarks.md#the-world-simulation repeats it):
 //! - Latency from a colo to an object in region `r` is the data's figure
@@ -67,7 +70,7 @@ use edgeleaf::{
     secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
     segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
     tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailBack,
-    tag::TakeBack, wait::MAX_WAIT_MS, Layout,
+    tag::TailSkipped, tag::TakeBack, wait::MAX_WAIT_MS, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -208,6 +211,9 @@ struct Args {
     /// How long the storm and the outage are watched, from their start.
     watch_s: u64,
     fault: Fault,
+    /// An allocator idle this long retires, handing its tails back to the
+    /// root (0: never).
+    retire_idle_min: u64,
 }
 
 fn args() -> Args {
@@ -222,6 +228,7 @@ fn args() -> Args {
         warmup_min: 10,
         watch_s: 300,
         fault: Fault::None,
+        retire_idle_min: 0,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -250,6 +257,7 @@ fn args() -> Args {
             }
             "--tags" => a.tags = usize::try_from(number(i)).unwrap_or(1).clamp(1, 16),
             "--seed" => a.seed = number(i),
+            "--retire-idle-min" => a.retire_idle_min = number(i),
             "--fault" => {
                 a.fault = match value(i).as_str() {
                     "serve-before-persist" => Fault::ServeBeforePersist,
@@ -312,10 +320,6 @@ fn persist(a: &BlockAllocator) -> String {
 fn restore(stored: &str) -> BlockAllocator {
     serde_json::from_str(stored).expect("the allocator's state reads back")
 }
-
-/// An allocator stops after this long without a request (its blocks'
-/// tails go back to the root, when nothing followed them).
-const IDLE_MS: u64 = 5 * 60_000;
 
 // ------------------------------------------------------------ the objects
 
@@ -434,7 +438,7 @@ enum Event {
     Replace(usize),
     /// Region r unreachable (true) or back (false).
     Down(usize, bool),
-    /// Allocators idle for `IDLE_MS` retire.
+    /// Allocators idle for `--retire-idle-min` retire.
     RetireIdle,
 }
 
@@ -555,6 +559,12 @@ struct Report {
     /// IDs of tails the roots took back, and of tails they refused.
     handed_back: u64,
     not_handed_back: u64,
+    /// Tails refused because the root had leased past them since.
+    backs_followed: u64,
+    /// Tails sent back.
+    backs: u64,
+    /// Minter calls answered with no IDs, by the code of the answer.
+    minter_empty: std::collections::BTreeMap<&'static str, u64>,
 }
 
 struct Outcome {
@@ -793,7 +803,7 @@ impl<'a> Sim<'a> {
             let c = sim.rng.pick(&sim.colo_cumulative);
             sim.born(at, c);
         }
-        if regional {
+        if regional && sim.args.retire_idle_min > 0 {
             sim.at(T0 + 60_000, Event::RetireIdle);
         }
         match scenario {
@@ -1002,14 +1012,20 @@ impl<'a> Sim<'a> {
     }
 
     /// The minter an isolate asks: today, the buffer's; regional, the
-    /// buffer's within its region, or (attempt n) the n-th next-nearest
-    /// region's.
+    /// buffer's within its region, then (attempt 1) the next one of its
+    /// region, then (attempt 2) the buffer's in the next-nearest region.
     fn minter_for(&self, i: usize, index: u32, attempt: u32) -> usize {
         if !self.regional {
             return self.minters[index as usize];
         }
-        let r = self.order[self.isolates[i].colo][attempt as usize % 9];
-        self.minters[r * self.args.minters_per_region as usize + index as usize]
+        let per = self.args.minters_per_region;
+        let (nth_region, index) = match attempt {
+            0 => (0, index),
+            1 => (0, (index + 1) % per),
+            n => (n as usize - 1, index),
+        };
+        let r = self.order[self.isolates[i].colo][nth_region % 9];
+        self.minters[r * per as usize + index as usize]
     }
 
     fn served(&mut self, i: usize, k: usize, id: u64, since: u64) {
@@ -1293,6 +1309,10 @@ impl<'a> Sim<'a> {
                 }
                 self.report.handed_back += tail.range.step;
             }
+            Ok(TakeBack::Skipped(TailSkipped::Followed { .. })) => {
+                self.report.not_handed_back += tail.range.step;
+                self.report.backs_followed += 1;
+            }
             Ok(TakeBack::Skipped(_)) | Err(_) => self.report.not_handed_back += tail.range.step,
         }
     }
@@ -1408,6 +1428,7 @@ impl<'a> Sim<'a> {
     /// Idle allocators retire: their tails go back to the root.
     fn retire_idle(&mut self) {
         let now = self.now;
+        let idle_ms = self.args.retire_idle_min * 60_000;
         for o in 0..self.objs.len() {
             let ObjKind::Allocator {
                 live,
@@ -1420,7 +1441,7 @@ impl<'a> Sim<'a> {
             else {
                 continue;
             };
-            if now.saturating_sub(*last_call) < IDLE_MS || !parked.is_empty() {
+            if now.saturating_sub(*last_call) < idle_ms || !parked.is_empty() {
                 continue;
             }
             let state = live.get_or_insert_with(|| restore(stored));
@@ -1432,6 +1453,7 @@ impl<'a> Sim<'a> {
             // The object goes idle: its memory is gone.
             *live = None;
             let tag = *tag;
+            self.report.backs += tails.len() as u64;
             for tail in tails {
                 let root = self.roots[tag];
                 self.send(Caller::Object(o), root, Ask::Back(tag, tail), 0);
@@ -1457,13 +1479,21 @@ impl<'a> Sim<'a> {
         if holder.is_none() {
             match SnowflakeHolder::restore(holder_config(), SplitMix64::new(now), *saved, now) {
                 Ok(h) => *holder = Some(h),
-                Err(_) => return Answer::Failed,
+                Err(_) => {
+                    *self
+                        .report
+                        .minter_empty
+                        .entry("restore refused")
+                        .or_default() += 1;
+                    return Answer::Failed;
+                }
             }
         }
         let h = holder.as_mut().expect("restored");
         let mut out = vec![0u64; count];
         let mut filled = 0;
         let mut leased = false;
+        let mut unavailable = None;
         for _ in 0..64 {
             if h.save_due_in(now) == Some(0) {
                 if let Some(state) = h.save_request(now) {
@@ -1479,7 +1509,11 @@ impl<'a> Sim<'a> {
                 renew(&mut self.reg, h, r, now, layout);
             }
             match minter_step(filled, poll.next, leased) {
-                MinterStep::Answer | MinterStep::Unavailable { .. } => break,
+                MinterStep::Answer => break,
+                MinterStep::Unavailable { code, .. } => {
+                    unavailable = Some(code);
+                    break;
+                }
                 MinterStep::Lease(ask) => {
                     leased = true;
                     let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
@@ -1504,6 +1538,8 @@ impl<'a> Sim<'a> {
         }
         out.truncate(filled);
         if out.is_empty() {
+            let code = unavailable.map_or("none", |c| c.as_str());
+            *self.report.minter_empty.entry(code).or_default() += 1;
             Answer::Failed
         } else {
             Answer::Ranges(batch_ranges(&layout, &out))
@@ -1884,7 +1920,7 @@ fn main() {
             }
         }
         println!();
-        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks | buffers started over | IDs skipped per hour | tails handed back per hour (refused) | duplicates |");
+        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks | buffers started over | IDs skipped per hour | IDs handed back per hour (refused) | duplicates |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (name, o) in [("today", today), ("regional", regional)] {
             let r = &o.report;
@@ -1894,7 +1930,7 @@ fn main() {
                 .map(|(n, p, q)| format!("{n} {p} ({q})"))
                 .collect();
             println!(
-                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}) | {} |",
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}; {} of {} tails refused as followed) | {} |",
                 r.requests,
                 r.served,
                 r.refused,
@@ -1907,9 +1943,15 @@ fn main() {
                 o.skipped_per_hour,
                 r.handed_back as f64 / o.hours,
                 r.not_handed_back as f64 / o.hours,
+                r.backs_followed,
+                r.backs,
                 o.duplicates,
             );
         }
+        println!(
+            "Minter calls answered without IDs, by code (a replaced minter's clock is behind the reservation it saved for up to 3 s: clock_moved_backwards): today {:?}, regional {:?}.",
+            today.report.minter_empty, regional.report.minter_empty
+        );
         // The checks, per design.
         for (name, o) in [("today", today), ("regional", regional)] {
             let r = &o.report;
