@@ -1,18 +1,869 @@
-//! The regional allocators' rule (src/block.rs) with the root's (src/tag.rs)
-//! over one tag: see the properties below.
+//! Regional allocators (src/block.rs) and the tag's root (src/tag.rs) over
+//! one tag, with the hosts played as the Worker plays them (read the state
+//! once, call, persist, then answer or send), under random sequences of:
+//! isolates served in several regions; block asks and their answers
+//! delivered late, out of order, twice or never; asks given up and sent
+//! again under their request ID; allocators killed, or replaced while the
+//! old instance still runs (its writes fail), each replacement restored
+//! from the last persisted state (through serde); transient write failures;
+//! allocators retired with their tails handed back; an outside client that
+//! leases under its own request IDs, uses part and hands the rest back;
+//! isolates that lease from the root directly (the fallback); and a caller
+//! that hands back tails that are not its own. Properties:
+//! - no ID is handed out twice (to an isolate by an allocator, by the root to
+//!   an isolate, or used by the client);
+//! - the root's `max_id` is never below an ID handed out;
+//! - a tail comes back only when nothing followed it: it holds no ID handed
+//!   out, and the root's `max_id` was its end;
+//! - a lease answered again under its request ID answers only IDs that
+//!   request still holds (never IDs handed back, nor another's);
+//! - a block ask is sent only once it is in the stored state;
+//! - blocks are served: the run hands out IDs.
+//!
+//! Each property is shown to fail by a planted fault (`Fault`): the tests
+//! `each_planted_fault_is_caught` run the same worlds with one fault each
+//! and expect a violation.
 
-use edgeleaf::block::{BlockAllocator, Serve};
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::{BTreeMap, HashMap};
+
+use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, Serve, Tail};
 use edgeleaf::rand::SplitMix64;
+use edgeleaf::segment::Allocation;
+use edgeleaf::tag::{
+    Asker, Remembered, RememberedChange, SegmentAnswer, SegmentAsk, TagRecord, TailBack,
+    TailSkipped, TakeBack,
+};
+use edgeleaf::Error;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
 
+const SITES: usize = 3;
+const CLIENT: &str = "client";
+const INTRUDER: &str = "intruder";
+
+/// A fault planted in the hosts or the root, to show a property fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    /// The root takes a tail back whatever followed it.
+    TakeBackWithoutCondition,
+    /// The root takes a tail back but keeps the range remembered whole.
+    KeepRemembered,
+    /// The root finds the remembered range by request ID alone, whoever
+    /// hands the tail back.
+    RememberedByRequestIdOnly,
+    /// An allocator's host answers a range although its write failed.
+    ServeBeforePersist,
+    /// An allocator's host hands tails back although its write failed.
+    HandBackBeforePersist,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// An isolate of region `site` asks for `step` IDs: of the current
+    /// instance, or of an old one still running; `write_fails`: the
+    /// current instance's write fails (the host drops its memory copy).
+    Serve {
+        site: usize,
+        old: bool,
+        step: u64,
+        write_fails: bool,
+    },
+    /// Delivers the `pick`-th message in flight.
+    Deliver { pick: usize },
+    /// Loses it.
+    Lose { pick: usize },
+    /// Sends it twice (a retry the network made).
+    Duplicate { pick: usize },
+    /// An instance gives up waiting for its block ask (it will send it again).
+    AskFailed { site: usize, old: bool },
+    /// The platform replaces the allocator: a new instance from storage;
+    /// the old one dies (`keep_old: false`) or runs on, its writes failing.
+    Replace { site: usize, keep_old: bool },
+    /// The allocator retires its blocks and hands their tails back.
+    Retire { site: usize, old: bool },
+    /// The outside client leases `step` IDs under a new request ID.
+    ClientLease { step: u64 },
+    /// The client sends an unanswered lease again.
+    ClientRetry { pick: usize },
+    /// An isolate leases a segment from the root directly (no request ID).
+    RootLease { step: u64 },
+    /// Another caller hands back the tail of a range remembered for
+    /// someone else, under that range's request ID.
+    Intrude { pick: usize, from: u64 },
+    /// Time passes.
+    Tick { ms: u64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let site = 0..SITES;
+    prop_oneof![
+        8 => (site.clone(), prop::bool::weighted(0.2), 1..40u64, prop::bool::weighted(0.05))
+            .prop_map(|(site, old, step, write_fails)| Op::Serve { site, old, step, write_fails }),
+        12 => any::<usize>().prop_map(|pick| Op::Deliver { pick }),
+        1 => any::<usize>().prop_map(|pick| Op::Lose { pick }),
+        1 => any::<usize>().prop_map(|pick| Op::Duplicate { pick }),
+        1 => (site.clone(), any::<bool>()).prop_map(|(site, old)| Op::AskFailed { site, old }),
+        1 => (site.clone(), any::<bool>()).prop_map(|(site, keep_old)| Op::Replace { site, keep_old }),
+        1 => (site, prop::bool::weighted(0.3)).prop_map(|(site, old)| Op::Retire { site, old }),
+        1 => (1..60u64).prop_map(|step| Op::ClientLease { step }),
+        1 => any::<usize>().prop_map(|pick| Op::ClientRetry { pick }),
+        1 => (1..30u64).prop_map(|step| Op::RootLease { step }),
+        1 => (any::<usize>(), 0..100u64).prop_map(|(pick, from)| Op::Intrude { pick, from }),
+        2 => (0..5_000u64).prop_map(|ms| Op::Tick { ms }),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Msg {
+    /// A block ask, from instance `epoch` of allocator `site`.
+    Ask {
+        site: usize,
+        epoch: u32,
+        ask: BlockAsk,
+    },
+    /// The root's answer to it.
+    Answer {
+        site: usize,
+        epoch: u32,
+        request_id: String,
+        block: Allocation,
+        tag_step: u64,
+    },
+    /// The client's lease.
+    ClientAsk { request_id: String, step: u64 },
+    /// Its answer.
+    ClientAnswer {
+        request_id: String,
+        range: Allocation,
+    },
+    /// A tail handed back by `caller`.
+    TakeBack { caller: String, tail: Tail },
+}
+
+struct Instance {
+    epoch: u32,
+    alloc: BlockAllocator,
+}
+
+/// An allocator object: its storage and the instances running.
+struct Site {
+    name: String,
+    epoch: u32,
+    saved: Option<String>,
+    current: Option<Instance>,
+    /// An old instance still running; its writes fail.
+    old: Option<Instance>,
+}
+
+struct World {
+    fault: Fault,
+    /// How many of the sites are used (1..=SITES).
+    active: usize,
+    now: u64,
+    rand: SplitMix64,
+    record: TagRecord,
+    /// What the root remembers under each lease's key.
+    remembered: HashMap<String, Remembered>,
+    /// Which lease's key each ID allocated by the root belongs to (by range
+    /// start: end, key); a returned tail is removed.
+    owners: BTreeMap<u64, (u64, String)>,
+    sites: Vec<Site>,
+    net: Vec<Msg>,
+    /// IDs handed out (start: end, by whom).
+    handed: BTreeMap<u64, (u64, String)>,
+    /// The client's leases not yet answered, with their steps.
+    client_waiting: Vec<(String, u64)>,
+    client_leases: u32,
+}
+
+type Verdict = Result<(), String>;
+
+fn overlaps(
+    map: &BTreeMap<u64, (u64, String)>,
+    start: u64,
+    end: u64,
+) -> Option<(u64, u64, String)> {
+    map.range(..=end)
+        .next_back()
+        .filter(|(_, (e, _))| *e >= start)
+        .map(|(s, (e, who))| (*s, *e, who.clone()))
+}
+
+impl World {
+    fn new(fault: Fault, step: u64, pinned: bool, seed: u64, active: usize) -> World {
+        let record = TagRecord::new("t", step, 0, "", 0)
+            .unwrap()
+            .with_max_step(pinned.then_some(step))
+            .unwrap();
+        World {
+            fault,
+            active,
+            now: 1_000_000,
+            rand: SplitMix64::new(seed),
+            record,
+            remembered: HashMap::new(),
+            owners: BTreeMap::new(),
+            sites: (0..SITES)
+                .map(|i| Site {
+                    name: format!("t@region{i}"),
+                    epoch: 0,
+                    saved: None,
+                    current: Some(Instance {
+                        epoch: 0,
+                        alloc: BlockAllocator::new(),
+                    }),
+                    old: None,
+                })
+                .collect(),
+            net: Vec::new(),
+            handed: BTreeMap::new(),
+            client_waiting: Vec::new(),
+            client_leases: 0,
+        }
+    }
+
+    fn hand_out(&mut self, range: Allocation, by: &str) -> Verdict {
+        if let Some((s, e, who)) = overlaps(&self.handed, range.start, range.end) {
+            return Err(format!(
+                "ID handed out twice: {}..={} by {by} overlaps {s}..={e} by {who}",
+                range.start, range.end
+            ));
+        }
+        self.handed.insert(range.start, (range.end, by.into()));
+        let highest = self.handed.last_key_value().map_or(0, |(_, (e, _))| *e);
+        if self.record.max_id < highest {
+            return Err(format!(
+                "max_id {} below {highest} handed out",
+                self.record.max_id
+            ));
+        }
+        Ok(())
+    }
+
+    /// The root's `max_id` against every ID handed out.
+    fn check_max_id(&self) -> Verdict {
+        let highest = self.handed.last_key_value().map_or(0, |(_, (e, _))| *e);
+        if self.record.max_id < highest {
+            return Err(format!(
+                "max_id {} below {highest} handed out",
+                self.record.max_id
+            ));
+        }
+        Ok(())
+    }
+
+    fn instance(&mut self, site: usize, old: bool) -> Option<&mut Instance> {
+        let s = &mut self.sites[site];
+        if old {
+            s.old.as_mut()
+        } else {
+            s.current.as_mut()
+        }
+    }
+
+    /// Persists `site`'s instance (`old` or current): only the current
+    /// epoch's write succeeds, unless `fails`. A failed write drops the
+    /// instance (the host reads storage again next time).
+    fn persist(&mut self, site: usize, old: bool, fails: bool) -> bool {
+        let s = &mut self.sites[site];
+        let slot = if old { &mut s.old } else { &mut s.current };
+        let Some(inst) = slot else { return false };
+        if inst.epoch == s.epoch && !fails {
+            s.saved = Some(serde_json::to_string(&inst.alloc).unwrap());
+            return true;
+        }
+        *slot = None;
+        false
+    }
+
+    /// The current instance, read from storage if the host has none.
+    fn ensure_current(&mut self, site: usize) {
+        let s = &mut self.sites[site];
+        if s.current.is_none() {
+            s.current = Some(Instance {
+                epoch: s.epoch,
+                alloc: restore(s.saved.as_deref()),
+            });
+        }
+    }
+
+    fn serve(&mut self, site: usize, old: bool, step: u64, write_fails: bool) -> Verdict {
+        if !old {
+            self.ensure_current(site);
+        }
+        let (now, mut rand) = (self.now, self.rand);
+        let Some(inst) = self.instance(site, old) else {
+            return Ok(());
+        };
+        let epoch = inst.epoch;
+        let answer = inst.alloc.serve(step, now, &mut rand);
+        self.rand = rand;
+        let persisted = self.persist(site, old, write_fails);
+        if !persisted && self.fault != Fault::ServeBeforePersist {
+            return Ok(());
+        }
+        let ask = match answer {
+            Serve::Range { range, ask } => {
+                let by = format!("{} epoch {epoch}", self.sites[site].name);
+                self.hand_out(range, &by)?;
+                ask
+            }
+            Serve::Load(ask) => Some(ask),
+            Serve::Wait => None,
+        };
+        if let Some(ask) = ask {
+            // Sent only once it is in the stored state: a replacement sends
+            // it again under the same request ID.
+            let stored = restore(self.sites[site].saved.as_deref());
+            if persisted && stored.pending() != Some(&ask) {
+                return Err(format!("block ask {ask:?} sent before it was stored"));
+            }
+            self.net.push(Msg::Ask { site, epoch, ask });
+        }
+        Ok(())
+    }
+
+    fn retire(&mut self, site: usize, old: bool) -> Verdict {
+        let Some(inst) = self.instance(site, old) else {
+            return Ok(());
+        };
+        let tails = inst.alloc.retire();
+        let persisted = self.persist(site, old, false);
+        if !persisted && self.fault != Fault::HandBackBeforePersist {
+            return Ok(());
+        }
+        let caller = self.sites[site].name.clone();
+        for tail in tails {
+            self.net.push(Msg::TakeBack {
+                caller: caller.clone(),
+                tail,
+            });
+        }
+        Ok(())
+    }
+
+    fn replace(&mut self, site: usize, keep_old: bool) {
+        let s = &mut self.sites[site];
+        s.epoch += 1;
+        let previous = s.current.take();
+        s.old = if keep_old { previous } else { None };
+        s.current = Some(Instance {
+            epoch: s.epoch,
+            alloc: restore(s.saved.as_deref()),
+        });
+    }
+
+    /// The root answers a lease (`request_id` under `caller`'s own names,
+    /// or none): again, or a new range it remembers.
+    fn root_lease(&mut self, ask: &SegmentAsk<'_>, caller: &str) -> Result<Allocation, String> {
+        let key = ask.remembered_as();
+        let remembered = key.as_ref().and_then(|k| self.remembered.get(k)).copied();
+        match self.record.lease_segment(ask, remembered.as_ref()) {
+            Ok(SegmentAnswer::Again(range)) => {
+                let key = key.expect("answered again under a key");
+                self.check_owned(range, &key)?;
+                Ok(range)
+            }
+            Ok(SegmentAnswer::Allocate { step }) => {
+                let (range, next) = self.record.allocate(Some(step), self.now).unwrap();
+                self.record = next;
+                let owner = key
+                    .clone()
+                    .unwrap_or_else(|| format!("{caller}, no request ID"));
+                if let Some((s, e, k)) = overlaps(&self.owners, range.start, range.end) {
+                    return Err(format!(
+                        "root allocated {}..={} already held by {k} ({s}..={e})",
+                        range.start, range.end
+                    ));
+                }
+                self.owners.insert(range.start, (range.end, owner));
+                if let Some(k) = key {
+                    self.remembered.insert(
+                        k,
+                        Remembered {
+                            segment: range,
+                            granted: step,
+                        },
+                    );
+                }
+                Ok(range)
+            }
+            Err(e) => Err(format!("lease refused: {e}")),
+        }
+    }
+
+    /// A range answered again under `key` holds only IDs that key holds.
+    fn check_owned(&self, range: Allocation, key: &str) -> Verdict {
+        let mut at = range.start;
+        while at <= range.end {
+            match overlaps(&self.owners, at, at) {
+                Some((_, e, k)) if k == key => at = e + 1,
+                found => {
+                    return Err(format!(
+                        "lease {key} answered again {}..={}, but ID {at} is held by {found:?}",
+                        range.start, range.end
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn take_back(&mut self, caller: &str, tail: &Tail) -> Verdict {
+        let back = TailBack {
+            for_isolate: caller != CLIENT,
+            ..tail.as_back(caller)
+        };
+        let key = if self.fault == Fault::RememberedByRequestIdOnly {
+            self.remembered
+                .keys()
+                .find(|k| k.ends_with(&format!(":{}", tail.request_id)))
+                .cloned()
+        } else {
+            back.remembered_as()
+        };
+        let remembered = key.as_ref().and_then(|k| self.remembered.get(k)).copied();
+        let mut answer = self
+            .record
+            .take_back(&back, remembered.as_ref(), self.now)
+            .map_err(|e| format!("take-back refused: {e}"))?;
+        if let (
+            Fault::TakeBackWithoutCondition,
+            TakeBack::Skipped(TailSkipped::Followed { .. }),
+            Some(r),
+        ) = (self.fault, &answer, remembered)
+        {
+            answer = TagRecord {
+                max_id: r.segment.end,
+                ..self.record.clone()
+            }
+            .take_back(&back, Some(&r), self.now)
+            .unwrap();
+        }
+        let TakeBack::Returned { record, remembered } = answer else {
+            return Ok(());
+        };
+        if self.record.max_id != tail.range.end {
+            return Err(format!(
+                "tail {:?} came back with max_id {} past its end",
+                tail.range, self.record.max_id
+            ));
+        }
+        if let Some((s, e, who)) = overlaps(&self.handed, tail.range.start, tail.range.end) {
+            return Err(format!(
+                "tail {:?} came back holding {s}..={e} handed out by {who}",
+                tail.range
+            ));
+        }
+        self.record = record;
+        let key = key.expect("returned under a key");
+        match (remembered, self.fault) {
+            (_, Fault::KeepRemembered) => {}
+            (RememberedChange::Shorten(r), _) => {
+                self.remembered.insert(key.clone(), r);
+            }
+            (RememberedChange::Remove, _) => {
+                self.remembered.remove(&key);
+            }
+        }
+        self.release(tail.range, &key)?;
+        self.check_max_id()
+    }
+
+    /// The root no longer holds `range` for `key`.
+    fn release(&mut self, range: Allocation, key: &str) -> Verdict {
+        let held = self
+            .owners
+            .range(..=range.start)
+            .next_back()
+            .map(|(s, v)| (*s, v.clone()));
+        let Some((s, (e, k))) = held
+            .clone()
+            .filter(|(_, (e, k))| k == key && *e == range.end)
+        else {
+            return Err(format!(
+                "tail {range:?} came back for {key}, which does not hold it: {held:?}"
+            ));
+        };
+        self.owners.remove(&s);
+        if s < range.start {
+            self.owners.insert(s, (range.start - 1, k));
+        }
+        let _ = e;
+        Ok(())
+    }
+
+    fn deliver(&mut self, msg: Msg) -> Verdict {
+        match msg {
+            Msg::Ask { site, epoch, ask } => {
+                let name = self.sites[site].name.clone();
+                let block = self.root_lease(&ask.as_lease(&name), &name)?;
+                self.net.push(Msg::Answer {
+                    site,
+                    epoch,
+                    request_id: ask.request_id,
+                    block,
+                    tag_step: self.record.step,
+                });
+            }
+            Msg::Answer {
+                site,
+                epoch,
+                request_id,
+                block,
+                tag_step,
+            } => {
+                let now = self.now;
+                let s = &mut self.sites[site];
+                let current = s.epoch;
+                let inst = [s.current.as_mut(), s.old.as_mut()]
+                    .into_iter()
+                    .flatten()
+                    .find(|i| i.epoch == epoch);
+                if let Some(inst) = inst {
+                    match inst.alloc.loaded(&request_id, block, tag_step, now) {
+                        Ok(BlockLoad::Installed | BlockLoad::Ignored) => {}
+                        // An old instance's ask, abandoned by its
+                        // replacement's retirement: the root may answer it
+                        // below the old instance's blocks (their tails came
+                        // back). Its fence refuses it (it could not serve
+                        // it anyway).
+                        Err(Error::SegmentOverlap { .. }) if epoch < current => {}
+                        Err(e) => return Err(format!("block {block:?} refused: {e}")),
+                    }
+                }
+            }
+            Msg::ClientAsk { request_id, step } => {
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    request_id: Some(&request_id),
+                    caller: Asker::Own(CLIENT),
+                    for_isolate: false,
+                };
+                let range = self.root_lease(&ask, CLIENT)?;
+                self.net.push(Msg::ClientAnswer { request_id, range });
+            }
+            Msg::ClientAnswer { request_id, range } => {
+                let Some(i) = self
+                    .client_waiting
+                    .iter()
+                    .position(|(r, _)| *r == request_id)
+                else {
+                    return Ok(());
+                };
+                self.client_waiting.swap_remove(i);
+                // Uses the first third, hands the rest back.
+                let used = range.step.div_ceil(3);
+                self.hand_out(
+                    Allocation::new(range.start, range.start + used - 1).unwrap(),
+                    CLIENT,
+                )?;
+                if used < range.step {
+                    self.net.push(Msg::TakeBack {
+                        caller: CLIENT.into(),
+                        tail: Tail {
+                            range: Allocation::new(range.start + used, range.end).unwrap(),
+                            request_id,
+                        },
+                    });
+                }
+            }
+            Msg::TakeBack { caller, tail } => self.take_back(&caller, &tail)?,
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, op: &Op) -> Verdict {
+        let pick = |n: usize, p: usize| (n > 0).then(|| p % n);
+        let op = &op.on_sites(self.active);
+        match *op {
+            Op::Serve {
+                site,
+                old,
+                step,
+                write_fails,
+            } => self.serve(site, old, step, write_fails && !old)?,
+            Op::Deliver { pick: p } => {
+                if let Some(i) = pick(self.net.len(), p) {
+                    let msg = self.net.remove(i);
+                    self.deliver(msg)?;
+                }
+            }
+            Op::Lose { pick: p } => {
+                if let Some(i) = pick(self.net.len(), p) {
+                    self.net.remove(i);
+                }
+            }
+            Op::Duplicate { pick: p } => {
+                if let Some(i) = pick(self.net.len(), p) {
+                    self.net.push(self.net[i].clone());
+                }
+            }
+            Op::AskFailed { site, old } => {
+                if let Some(inst) = self.instance(site, old) {
+                    if let Some(id) = inst.alloc.pending().map(|a| a.request_id.clone()) {
+                        inst.alloc.load_failed(&id);
+                    }
+                }
+            }
+            Op::Replace { site, keep_old } => self.replace(site, keep_old),
+            Op::Retire { site, old } => self.retire(site, old)?,
+            Op::ClientLease { step } => {
+                self.client_leases += 1;
+                let request_id = format!("c-{}", self.client_leases);
+                self.client_waiting.push((request_id.clone(), step));
+                self.net.push(Msg::ClientAsk { request_id, step });
+            }
+            Op::ClientRetry { pick: p } => {
+                if let Some(i) = pick(self.client_waiting.len(), p) {
+                    // A retry asks for the step first asked for.
+                    let (request_id, step) = self.client_waiting[i].clone();
+                    self.net.push(Msg::ClientAsk { request_id, step });
+                }
+            }
+            Op::RootLease { step } => {
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    for_isolate: true,
+                    ..SegmentAsk::default()
+                };
+                let range = self.root_lease(&ask, "isolate")?;
+                self.hand_out(range, "an isolate, from the root")?;
+            }
+            Op::Intrude { pick: p, from } => {
+                let mut keys: Vec<(&String, &Remembered)> = self.remembered.iter().collect();
+                keys.sort_by_key(|(k, _)| *k);
+                if let Some(i) = pick(keys.len(), p) {
+                    let (key, r) = keys[i];
+                    let request_id = key.rsplit(':').next().unwrap().to_string();
+                    let start = (r.segment.start + from).min(r.segment.end);
+                    let tail = Tail {
+                        range: Allocation::new(start, r.segment.end).unwrap(),
+                        request_id,
+                    };
+                    self.take_back(INTRUDER, &tail)?;
+                }
+            }
+            Op::Tick { ms } => self.now += ms,
+        }
+        self.check_max_id()
+    }
+}
+
+fn restore(saved: Option<&str>) -> BlockAllocator {
+    saved.map_or_else(BlockAllocator::new, |s| serde_json::from_str(s).unwrap())
+}
+
+impl Op {
+    /// The same op on one of the `active` sites.
+    fn on_sites(&self, active: usize) -> Op {
+        let mut op = self.clone();
+        match &mut op {
+            Op::Serve { site, .. }
+            | Op::AskFailed { site, .. }
+            | Op::Replace { site, .. }
+            | Op::Retire { site, .. } => *site %= active,
+            _ => {}
+        }
+        op
+    }
+}
+
+/// A world: the tag's step, whether it pins it (`max_step == step`), a
+/// seed for request IDs, how many regions, and what happens.
+#[derive(Debug, Clone)]
+struct Plan {
+    step: u64,
+    pinned: bool,
+    seed: u64,
+    active: usize,
+    ops: Vec<Op>,
+}
+
+/// Runs a plan; the first violation, if any.
+fn run(fault: Fault, plan: &Plan) -> Verdict {
+    let Plan {
+        step,
+        pinned,
+        seed,
+        active,
+        ref ops,
+    } = *plan;
+    let mut world = World::new(fault, step, pinned, seed, active);
+    for (i, op) in ops.iter().enumerate() {
+        world
+            .apply(op)
+            .map_err(|e| format!("after op {i} ({op:?}): {e}"))?;
+    }
+    // Then every message is delivered and every region served once more.
+    while let Some(msg) = world.net.pop() {
+        world.deliver(msg)?;
+    }
+    for site in 0..active {
+        world.serve(site, false, step, false)?;
+    }
+    Ok(())
+}
+
+fn plan() -> impl Strategy<Value = Plan> {
+    (
+        1..20u64,
+        prop::bool::weighted(0.2),
+        any::<u64>(),
+        1..=SITES,
+        prop::collection::vec(op(), 1..200),
+    )
+        .prop_map(|(step, pinned, seed, active, ops)| Plan {
+            step,
+            pinned,
+            seed,
+            active,
+            ops,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_id_twice_max_id_covers_all_and_tails_return_only_when_last(plan in plan()) {
+        if let Err(e) = run(Fault::None, &plan) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+}
+
+/// The worlds hand IDs out, hand tails back, and see them return: the
+/// properties are not vacuous.
 #[test]
-fn an_allocator_state_survives_serde() {
-    let mut rand = SplitMix64::new(1);
-    let mut a = BlockAllocator::new();
-    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
-        panic!()
-    };
-    let saved = serde_json::to_string(&a).unwrap();
-    let mut restored: BlockAllocator = serde_json::from_str(&saved).unwrap();
-    assert_eq!(restored.pending(), Some(&ask));
-    assert_eq!(restored.serve(5, 1, &mut rand), Serve::Load(ask));
+fn the_worlds_serve_ids_and_take_tails_back() {
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        ..Config::default()
+    });
+    let (mut served, mut returned) = (0u64, 0u64);
+    for _ in 0..64 {
+        let plan = plan().new_tree(&mut runner).unwrap().current();
+        let mut w = World::new(Fault::None, plan.step, plan.pinned, plan.seed, plan.active);
+        let before = w.record.max_id;
+        for op in &plan.ops {
+            let max_id = w.record.max_id;
+            w.apply(op).unwrap();
+            returned += u64::from(w.record.max_id < max_id);
+        }
+        served += w.handed.values().count() as u64;
+        assert!(w.record.max_id >= before);
+    }
+    println!("64 worlds: {served} ranges handed out, {returned} tails returned");
+    assert!(served > 300, "ranges handed out: {served}");
+    assert!(returned > 10, "tails returned: {returned}");
+}
+
+/// Each planted fault breaks a property the worlds check.
+#[test]
+fn each_planted_fault_is_caught() {
+    for fault in [
+        Fault::TakeBackWithoutCondition,
+        Fault::KeepRemembered,
+        Fault::RememberedByRequestIdOnly,
+        Fault::ServeBeforePersist,
+        Fault::HandBackBeforePersist,
+    ] {
+        let mut runner = TestRunner::new(Config {
+            cases: 2_000,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let found = runner.run(&plan(), |plan| {
+            run(fault, &plan).map_err(TestCaseError::fail)
+        });
+        match found {
+            Err(proptest::test_runner::TestError::Fail(why, _)) => {
+                println!("{fault:?}: {why}");
+            }
+            other => panic!("{fault:?} went unnoticed: {other:?}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum SoloOp {
+    Serve(u64),
+    /// The root answers the ask in flight.
+    Answer,
+    /// The root's record goes back by this many IDs (a store restored from
+    /// an old copy: a fault outside the rules, which the allocator's fence
+    /// must not turn into a repeated ID).
+    RootGoesBack(u64),
+    Retire,
+    /// A replacement restored from the stored state.
+    Restore,
+    Tick(u64),
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// One allocator never serves an ID twice, whatever its root answers:
+    /// across retirements and restores, it refuses a block at or below the
+    /// highest ID it served (the state's high-water).
+    #[test]
+    fn an_allocator_never_serves_below_its_high_water(
+        step in 1..20u64,
+        seed in any::<u64>(),
+        ops in prop::collection::vec(prop_oneof![
+            4 => (1..40u64).prop_map(SoloOp::Serve),
+            4 => Just(SoloOp::Answer),
+            1 => (0..200u64).prop_map(SoloOp::RootGoesBack),
+            1 => Just(SoloOp::Retire),
+            1 => Just(SoloOp::Restore),
+            1 => (0..5_000u64).prop_map(SoloOp::Tick),
+        ], 1..200),
+    ) {
+        let mut rand = SplitMix64::new(seed);
+        let mut record = TagRecord::new("t", step, 0, "", 0).unwrap();
+        let mut alloc = BlockAllocator::new();
+        let mut saved = serde_json::to_string(&alloc).unwrap();
+        let mut sent: Option<BlockAsk> = None;
+        let mut served: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        let mut now = 0u64;
+        for op in ops {
+            match op {
+                SoloOp::Serve(n) => {
+                    let answer = alloc.serve(n, now, &mut rand);
+                    saved = serde_json::to_string(&alloc).unwrap();
+                    match answer {
+                        Serve::Range { range, ask } => {
+                            prop_assert!(overlaps(&served, range.start, range.end).is_none(),
+                                "{:?} served twice", range);
+                            served.insert(range.start, (range.end, String::new()));
+                            sent = ask.or(sent);
+                        }
+                        Serve::Load(ask) => sent = Some(ask),
+                        Serve::Wait => {}
+                    }
+                }
+                SoloOp::Answer => if let Some(ask) = sent.take() {
+                    let (block, next) = record.allocate(Some(record.grant_step(ask.step)), now).unwrap();
+                    record = next;
+                    let _ = alloc.loaded(&ask.request_id, block, step, now);
+                },
+                SoloOp::RootGoesBack(n) => record.max_id = record.max_id.saturating_sub(n),
+                SoloOp::Retire => {
+                    let _ = alloc.retire();
+                    saved = serde_json::to_string(&alloc).unwrap();
+                    sent = None;
+                }
+                SoloOp::Restore => {
+                    alloc = serde_json::from_str(&saved).unwrap();
+                    sent = None;
+                }
+                SoloOp::Tick(ms) => now += ms,
+            }
+        }
+    }
 }

@@ -1,5 +1,8 @@
 //! Properties of segment mode: the store never hands out overlapping ranges,
-//! and a buffer fed from it never yields an ID twice or outside what it loaded;
+//! and a buffer fed from it never yields an ID twice or outside what it loaded,
+//! and yields them ascending (one by one, in slices, or in ranges that are
+//! shorter than asked only at a segment's end, each signalling its load as
+//! the others do);
 //! the tag's last segment is the IDs left (shorter than the step), and only
 //! then is the tag exhausted. A monotonic tag's store running twice (an old
 //! instance beside its replacement, over one storage, each write a
@@ -22,6 +25,8 @@ use proptest::prelude::*;
 enum Op {
     Next,
     Take(usize),
+    /// A contiguous range of at most this many IDs (`take_range`).
+    TakeRange(u64),
     /// Deliver the load in flight, if any; `true` makes the store fail it.
     Deliver(bool),
     /// Another node takes a segment from the same tag in between.
@@ -33,6 +38,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => Just(Op::Next),
         3 => (1usize..50).prop_map(Op::Take),
+        3 => (0u64..50).prop_map(Op::TakeRange),
         4 => Just(Op::Deliver(false)),
         1 => Just(Op::Deliver(true)),
         1 => (1u64..100).prop_map(Op::Interleave),
@@ -57,8 +63,11 @@ proptest! {
         let mut in_flight = false;
         let mut loaded: Vec<Allocation> = Vec::new();
         let mut seen = HashSet::new();
+        let mut last = 0u64;
         let mut check = |id: u64, loaded: &[Allocation]| {
             assert!(seen.insert(id), "duplicate {id}");
+            assert!(id > last, "{id} after {last}: IDs ascend");
+            last = id;
             assert!(loaded.iter().any(|a| (a.start..=a.end).contains(&id)), "{id} outside");
         };
         for op in ops {
@@ -78,6 +87,33 @@ proptest! {
                     let t = buf.take(&mut out);
                     for &id in &out[..t.filled] { check(id, &loaded); }
                     if t.load { assert!(!in_flight); in_flight = true; }
+                }
+                Op::TakeRange(max) => {
+                    let mut twin = buf.clone();
+                    let t = buf.take_range(max);
+                    // The same as `take` of as many IDs: IDs, signal, state.
+                    let len = t.range.map_or(max, |r| r.step);
+                    let mut out = vec![0; usize::try_from(len).unwrap()];
+                    let tt = twin.take(&mut out);
+                    let ids: Vec<u64> = t.range.map_or(vec![], |r| (r.start..=r.end).collect());
+                    prop_assert_eq!(&out[..tt.filled], &ids[..]);
+                    prop_assert_eq!(tt.load, t.load);
+                    prop_assert_eq!(&twin, &buf);
+                    match t.range {
+                        Some(r) => {
+                            prop_assert!(r.step >= 1 && r.step <= max && r.end - r.start + 1 == r.step);
+                            for id in r.start..=r.end { check(id, &loaded); }
+                            // Shorter than asked only at a segment's end.
+                            prop_assert!(r.step == max || loaded.iter().any(|a| a.end == r.end));
+                            if t.load { prop_assert!(!in_flight); in_flight = true; }
+                        }
+                        None if max == 0 => prop_assert!(!t.load),
+                        None => {
+                            prop_assert_eq!(buf.available(), 0);
+                            prop_assert_eq!(t.load, !in_flight, "asked to load exactly when none in flight");
+                            in_flight = true;
+                        }
+                    }
                 }
                 Op::Deliver(fail) if in_flight => {
                     in_flight = false;

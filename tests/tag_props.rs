@@ -16,15 +16,22 @@
 //!   its own (none, or a shared token) may send none (`RequestIdNeedsKey`);
 //! - a conditional change goes through exactly when the tag is as its
 //!   writer read it (`TagChanged` otherwise, and nothing changes);
-//! - no two segments handed out overlap.
+//! - no two segments handed out overlap;
+//! - a tail handed back returns (`max_id` back to its start − 1) exactly when
+//!   its caller leased it under its own request ID, it is the end of the
+//!   range remembered there, and nothing was handed out after it; the
+//!   remembered range is shortened in the same decision, so a retry of the
+//!   lease answers only the IDs its caller kept; never for a monotonic tag,
+//!   nor an opaque tag's from outside.
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use edgeleaf::{
-    opaque::OpaqueDomain, tag::Asker, tag::Remembered, tag::SegmentAnswer, tag::SegmentAsk,
-    tag::TagChange, tag::TagExpected, tag::TagKind, tag::TagRecord, tag::MAX_REQUEST_ID_LEN, Error,
+    opaque::OpaqueDomain, segment::Allocation, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagExpected, tag::TagKind,
+    tag::TagRecord, tag::TailBack, tag::TakeBack, tag::MAX_REQUEST_ID_LEN, Error,
 };
 use proptest::prelude::*;
 
@@ -55,6 +62,16 @@ enum Op {
     Ids,
     /// An opaque ID's counter.
     Reveal,
+    /// A tail handed back by caller `caller` under request ID `request_id`:
+    /// from `from` IDs into the range remembered under that ID (for any
+    /// caller), to its end or (`short`) one before.
+    TakeBack {
+        request_id: usize,
+        caller: usize,
+        from: u64,
+        short: bool,
+        for_isolate: bool,
+    },
 }
 
 /// Two credentials whose request IDs are their own, and callers without one.
@@ -90,6 +107,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(step, request_id, caller, for_isolate)| Op::Lease { step, request_id, caller, for_isolate }),
         1 => Just(Op::Ids),
         1 => Just(Op::Reveal),
+        3 => (0usize..5, 0..CALLERS.len(), 0u64..3_000, prop::bool::weighted(0.2), prop::bool::weighted(0.8))
+            .prop_map(|(request_id, caller, from, short, for_isolate)| Op::TakeBack { request_id, caller, from, short, for_isolate }),
     ]
 }
 
@@ -101,6 +120,9 @@ struct Store {
     remembered: HashMap<String, (Remembered, usize)>,
     /// The highest ID of any segment handed out.
     high_water: u64,
+    /// The IDs held (start: end, the key of their lease, if any): segments
+    /// handed out, less the tails that came back.
+    held: BTreeMap<u64, (u64, Option<String>)>,
     now: u64,
 }
 
@@ -261,6 +283,11 @@ impl Store {
             (Some(first), Ok(SegmentAnswer::Again(again))) => {
                 prop_assert_eq!(first.granted, granted);
                 prop_assert_eq!(again, first.segment, "a retry got another segment");
+                prop_assert_eq!(
+                    self.held.get(&again.start),
+                    Some(&(again.end, ask.remembered_as())),
+                    "a retry answered IDs its lease does not hold"
+                );
             }
             (Some(first), Err(Error::RequestIdReused { granted: g, asked })) => {
                 prop_assert_eq!((g, asked), (first.granted, granted));
@@ -281,6 +308,8 @@ impl Store {
                         self.high_water
                     );
                     self.high_water = alloc.end;
+                    self.held
+                        .insert(alloc.start, (alloc.end, ask.remembered_as()));
                     if let Some(key) = ask.remembered_as() {
                         let r = Remembered {
                             segment: alloc,
@@ -295,6 +324,117 @@ impl Store {
                 prop_assert!(false, "remembered {:?}: answered {:?}", remembered, answer)
             }
         }
+        Ok(())
+    }
+}
+
+impl Store {
+    fn take_back(&mut self, ids: &[String; 5], op: &Op) -> Result<(), TestCaseError> {
+        let Op::TakeBack {
+            request_id,
+            caller,
+            from,
+            short,
+            for_isolate,
+        } = *op
+        else {
+            unreachable!()
+        };
+        let Some(r) = &self.record else { return Ok(()) };
+        let id = ids[request_id].as_str();
+        let asker = CALLERS[caller];
+        // The end of a range remembered under this ID (any caller's: not
+        // always this one's), or of the last range handed out.
+        let under_id = CALLERS
+            .iter()
+            .filter_map(|c| {
+                SegmentAsk {
+                    request_id: Some(id),
+                    caller: *c,
+                    ..SegmentAsk::default()
+                }
+                .remembered_as()
+            })
+            .find_map(|k| self.remembered.get(&k))
+            .map(|(r, _)| r.segment);
+        let Some(range) = under_id.or_else(|| Allocation::new(1, r.max_id).ok()) else {
+            return Ok(());
+        };
+        let start = range.start.saturating_add(from).min(range.end);
+        let end = if short && range.end > start {
+            range.end - 1
+        } else {
+            range.end
+        };
+        let back = TailBack {
+            tail: Allocation::new(start, end).unwrap(),
+            request_id: id,
+            caller: asker,
+            for_isolate,
+        };
+        let key = back.remembered_as();
+        let own = key
+            .as_ref()
+            .and_then(|k| self.remembered.get(k))
+            .map(|(r, _)| *r);
+        let answer = r.take_back(&back, own.as_ref(), self.now + 1);
+        let refused = match r.kind {
+            TagKind::Monotonic => Some(Error::MonotonicTag),
+            TagKind::Opaque(_) if !for_isolate => Some(Error::OpaqueTag),
+            _ if asker == Asker::Shared => Some(Error::RequestIdNeedsKey),
+            _ if id.is_empty() || id.len() > MAX_REQUEST_ID_LEN => Some(Error::InvalidRequestId {
+                len: id.len(),
+                max: MAX_REQUEST_ID_LEN,
+            }),
+            _ => None,
+        };
+        if let Some(e) = refused {
+            prop_assert_eq!(answer, Err(e));
+            return Ok(());
+        }
+        let returns = own.is_some_and(|o| o.segment.end == end && start >= o.segment.start)
+            && r.max_id == end;
+        let answer = answer.map_err(|e| TestCaseError::fail(format!("take-back: {e}")))?;
+        let TakeBack::Returned { record, remembered } = answer else {
+            prop_assert!(!returns, "a tail that may return was skipped: {:?}", answer);
+            return Ok(());
+        };
+        prop_assert!(returns, "{:?} returned against the rule", back.tail);
+        let (key, own) = (key.unwrap(), own.unwrap());
+        // Nothing was handed out after it, and its caller holds it.
+        prop_assert!(
+            self.held.range(end + 1..).next().is_none(),
+            "IDs held above {}",
+            end
+        );
+        let (held_start, (held_end, held_key)) = self
+            .held
+            .range(..=start)
+            .next_back()
+            .map(|(s, v)| (*s, v.clone()))
+            .unwrap();
+        prop_assert_eq!((held_end, held_key.as_deref()), (end, Some(key.as_str())));
+        prop_assert_eq!(record.max_id, start - 1);
+        self.held.remove(&held_start);
+        if held_start < start {
+            self.held.insert(held_start, (start - 1, Some(key.clone())));
+        }
+        match remembered {
+            RememberedChange::Remove => {
+                prop_assert_eq!(start, own.segment.start);
+                self.remembered.remove(&key);
+            }
+            RememberedChange::Shorten(kept) => {
+                prop_assert_eq!(
+                    kept.segment,
+                    Allocation::new(own.segment.start, start - 1).unwrap()
+                );
+                self.remembered.get_mut(&key).unwrap().0 = kept;
+            }
+        }
+        self.now += 1;
+        self.high_water = record.max_id;
+        self.record = Some(record);
         Ok(())
     }
 }
@@ -318,6 +458,7 @@ proptest! {
                 Op::Reveal => if let Some(r) = &store.record {
                     prop_assert_eq!(r.kind.check_opaque(), r.kind.opaque().ok_or(Error::NotOpaque));
                 },
+                Op::TakeBack { .. } => store.take_back(&ids, op)?,
             }
             // The kind never changes once the tag exists.
             if let Some(r) = &store.record {
