@@ -20,14 +20,14 @@
 //! ```text
 //! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters-per-region 8] [--tags 4] [--seed 1] [--short]
-//!     [--fault serve-before-persist|no-fallback] [--retire-idle-min 0]
+//!     [--fault serve-before-persist|no-fallback] [--no-retire]
 //! ```
 //! `--short` (used by `make test`) is 1,000 isolates, a 10-minute steady
 //! scenario and shorter storm and outage windows. `--fault` plants a bug in
-//! the regional design (to see the checks fail). `--retire-idle-min N`:
-//! an allocator idle N minutes retires and hands its blocks' unserved tails
-//! back to the root (`BlockAllocator::retire`, `TagRecord::take_back`);
-//! off by default (a retired allocator gives up its region's runway).
+//! the regional design (to see the checks fail). An allocator retires when
+//! the core says it is due (`BlockAllocator::retire_due`) and hands its
+//! blocks' unserved tails back to the root (`TagRecord::take_back`);
+//! `--no-retire` leaves that out, to compare.
 //!
 //! The model, stated (docs/benchmarks.md#the-world-simulation repeats it):
 //! - Latency from a colo to an object in region `r` is the data's figure
@@ -69,8 +69,8 @@ use edgeleaf::{
     region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
     secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
     segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
-    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailBack,
-    tag::TailSkipped, tag::TakeBack, wait::MAX_WAIT_MS, Layout,
+    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped,
+    tag::TakeBack, wait::MAX_WAIT_MS, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -211,9 +211,8 @@ struct Args {
     /// How long the storm and the outage are watched, from their start.
     watch_s: u64,
     fault: Fault,
-    /// An allocator idle this long retires, handing its tails back to the
-    /// root (0: never).
-    retire_idle_min: u64,
+    /// Allocators never retire (to compare: no tail handed back).
+    no_retire: bool,
 }
 
 fn args() -> Args {
@@ -228,7 +227,7 @@ fn args() -> Args {
         warmup_min: 10,
         watch_s: 300,
         fault: Fault::None,
-        retire_idle_min: 0,
+        no_retire: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -257,7 +256,11 @@ fn args() -> Args {
             }
             "--tags" => a.tags = usize::try_from(number(i)).unwrap_or(1).clamp(1, 16),
             "--seed" => a.seed = number(i),
-            "--retire-idle-min" => a.retire_idle_min = number(i),
+            "--no-retire" => {
+                a.no_retire = true;
+                i += 1;
+                continue;
+            }
             "--fault" => {
                 a.fault = match value(i).as_str() {
                     "serve-before-persist" => Fault::ServeBeforePersist,
@@ -341,8 +344,6 @@ enum ObjKind {
         parked: Vec<usize>,
         /// Replacements so far: an answer to an earlier instance is lost.
         epoch: u32,
-        /// Its last request (idle retirement).
-        last_call: u64,
         /// Its randomness (block asks' request IDs).
         rand: SplitMix64,
     },
@@ -438,8 +439,8 @@ enum Event {
     Replace(usize),
     /// Region r unreachable (true) or back (false).
     Down(usize, bool),
-    /// Allocators idle for `--retire-idle-min` retire.
-    RetireIdle,
+    /// The allocators' hosts ask whether to retire (every minute).
+    RetireDue,
 }
 
 // -------------------------------------------------------------- isolates
@@ -563,6 +564,8 @@ struct Report {
     backs_followed: u64,
     /// Tails sent back.
     backs: u64,
+    /// Allocator retirements.
+    retired: u64,
     /// Minter calls answered with no IDs, by the code of the answer.
     minter_empty: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -705,7 +708,6 @@ impl<'a> Sim<'a> {
                                 stored: persist(&BlockAllocator::new()),
                                 parked: Vec::new(),
                                 epoch: 0,
-                                last_call: 0,
                                 rand: SplitMix64::new((t * 9 + r) as u64 + 1),
                             },
                             Some(r),
@@ -803,8 +805,8 @@ impl<'a> Sim<'a> {
             let c = sim.rng.pick(&sim.colo_cumulative);
             sim.born(at, c);
         }
-        if regional && sim.args.retire_idle_min > 0 {
-            sim.at(T0 + 60_000, Event::RetireIdle);
+        if regional {
+            sim.at(T0 + 60_000, Event::RetireDue);
         }
         match scenario {
             Scenario::Steady => {}
@@ -880,7 +882,7 @@ impl<'a> Sim<'a> {
                 Event::Deadline(i, k) => self.deadline(i, k),
                 Event::Replace(o) => self.replace(o),
                 Event::Down(r, down) => self.set_down(r, down),
-                Event::RetireIdle => self.retire_idle(),
+                Event::RetireDue => self.retire_due(),
             }
         }
         self.finish()
@@ -1185,14 +1187,21 @@ impl<'a> Sim<'a> {
             // An allocator's segment: served from its blocks, or parked.
             Ask::Segment(..) if is_allocator => self.allocator_serve(o, vec![c], done),
             Ask::Segment(_, step) => {
-                let a = self.root_allocate(o, Some(step), None);
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    request_id: None,
+                    caller: Asker::Shared,
+                    for_isolate: true,
+                };
+                let a = self.root_allocate(o, &ask);
                 self.answer(c, done, a);
             }
             Ask::Block(_, block) => {
                 let Caller::Object(from) = self.calls[c].from else {
                     return;
                 };
-                let a = self.root_allocate(o, block.step, Some((&block.request_id, from)));
+                let name = self.name_of(from);
+                let a = self.root_allocate(o, &block.as_lease(&name));
                 self.answer(c, done, a);
             }
             Ask::Back(_, tail) => {
@@ -1211,35 +1220,17 @@ impl<'a> Sim<'a> {
 
     /// The root: a segment for an isolate, or a block (remembered under
     /// its request ID) for an allocator. Stored before it is answered.
-    fn root_allocate(
-        &mut self,
-        o: usize,
-        step: Option<u64>,
-        request: Option<(&str, usize)>,
-    ) -> Answer {
+    fn root_allocate(&mut self, o: usize, ask: &SegmentAsk<'_>) -> Answer {
         let now = self.now;
-        // An allocator's own name: its request IDs are its own.
-        let caller = request.map_or(String::new(), |(_, from)| self.name_of(from));
         let ObjKind::Root {
             record, remembered, ..
         } = &mut self.objs[o].kind
         else {
-            // Not a root (an allocator's call): answered by allocator_serve.
             return Answer::Failed;
-        };
-        let ask = SegmentAsk {
-            step,
-            request_id: request.map(|(id, _)| id),
-            caller: if request.is_some() {
-                Asker::Own(&caller)
-            } else {
-                Asker::Shared
-            },
-            for_isolate: true,
         };
         let key = ask.remembered_as();
         let remembered_entry = key.as_ref().and_then(|k| remembered.get(k));
-        match record.lease_segment(&ask, remembered_entry) {
+        match record.lease_segment(ask, remembered_entry) {
             Ok(SegmentAnswer::Again(a)) => Answer::Range(a),
             Ok(SegmentAnswer::Allocate { step }) => match record.allocate(Some(step), now) {
                 Ok((a, next)) => {
@@ -1283,12 +1274,7 @@ impl<'a> Sim<'a> {
         else {
             return;
         };
-        let back = TailBack {
-            tail: tail.range,
-            request_id: &tail.request_id,
-            caller: Asker::Own(&caller),
-            for_isolate: true,
-        };
+        let back = tail.as_back(&caller);
         let key = back.remembered_as();
         let entry = key.as_ref().and_then(|k| remembered.get(k));
         match record.take_back(&back, entry, now) {
@@ -1338,14 +1324,12 @@ impl<'a> Sim<'a> {
             live,
             stored,
             parked,
-            last_call,
             rand,
             ..
         } = &mut self.objs[o].kind
         else {
             return;
         };
-        *last_call = now;
         let state = live.as_mut().expect("read back");
         for c in cs {
             let Ask::Segment(_, step) = self.calls[c].ask else {
@@ -1425,15 +1409,16 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Idle allocators retire: their tails go back to the root.
-    fn retire_idle(&mut self) {
+    /// Allocators retire when the core says so (`retire_due`: a block
+    /// leased half an hour ago, whose tail the root may soon forget), as
+    /// their host's timer asks: their tails go back to the root.
+    fn retire_due(&mut self) {
         let now = self.now;
-        let idle_ms = self.args.retire_idle_min * 60_000;
+        let no_retire = self.args.no_retire;
         for o in 0..self.objs.len() {
             let ObjKind::Allocator {
                 live,
                 stored,
-                last_call,
                 tag,
                 parked,
                 ..
@@ -1441,27 +1426,24 @@ impl<'a> Sim<'a> {
             else {
                 continue;
             };
-            if now.saturating_sub(*last_call) < idle_ms || !parked.is_empty() {
+            if no_retire || !parked.is_empty() {
                 continue;
             }
             let state = live.get_or_insert_with(|| restore(stored));
-            if state.available() == 0 && state.pending().is_none() {
+            if !state.retire_due(now) {
                 continue;
             }
             let tails = state.retire();
             *stored = persist(state);
-            // The object goes idle: its memory is gone.
-            *live = None;
             let tag = *tag;
             self.report.backs += tails.len() as u64;
+            self.report.retired += 1;
             for tail in tails {
                 let root = self.roots[tag];
                 self.send(Caller::Object(o), root, Ask::Back(tag, tail), 0);
             }
         }
-        if self.regional {
-            self.at(now + 60_000, Event::RetireIdle);
-        }
+        self.at(now + 60_000, Event::RetireDue);
     }
 
     /// A minter's loop, as its Durable Object runs it (fleet_sim's).
@@ -1930,7 +1912,7 @@ fn main() {
                 .map(|(n, p, q)| format!("{n} {p} ({q})"))
                 .collect();
             println!(
-                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}; {} of {} tails refused as followed) | {} |",
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed) | {} |",
                 r.requests,
                 r.served,
                 r.refused,
@@ -1943,6 +1925,7 @@ fn main() {
                 o.skipped_per_hour,
                 r.handed_back as f64 / o.hours,
                 r.not_handed_back as f64 / o.hours,
+                r.retired,
                 r.backs_followed,
                 r.backs,
                 o.duplicates,
