@@ -70,7 +70,7 @@ use edgeleaf::{
     secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
     segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
     tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped,
-    tag::TakeBack, wait::MAX_WAIT_MS, Layout,
+    tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -450,6 +450,9 @@ struct Isolate {
     alive: bool,
     rate: f64,
     drivers: Vec<SegmentDriver>,
+    /// Regional: per tag, what fallbacks to the root brought (served
+    /// first, loaded by fallbacks alone), as the Worker's isolate keeps it.
+    root_drivers: Vec<SegmentDriver>,
     /// Per kind (tags, then snowflake): requests waiting, since when.
     waiting: Vec<Vec<u64>>,
     /// Per kind: the first request's time, until the first ID is available.
@@ -551,9 +554,10 @@ struct Report {
     objects_replaced: u64,
     /// Ranges refused by a driver or buffer (overlap: a would-be duplicate).
     refused_ranges: u64,
-    /// Isolates' buffers started over: an allocator's range below the
-    /// buffer's high-water (after a fallback to the root).
+    /// Ranges from the root after a fallback (into the root's driver).
     restarted: u64,
+    /// Ranges refused by a full buffer (both halves hold IDs).
+    refused_full: u64,
     /// Cold isolates of the region down given their first ID while it was
     /// (through the fallback).
     first_while_down: u64,
@@ -847,6 +851,9 @@ impl<'a> Sim<'a> {
             drivers: (0..tags)
                 .map(|_| SegmentDriver::new(isolate_policy()))
                 .collect(),
+            root_drivers: (0..tags)
+                .map(|_| SegmentDriver::new(isolate_policy()))
+                .collect(),
             waiting: vec![Vec::new(); tags + 1],
             first: vec![None; tags + 1],
             first_done: vec![false; tags + 1],
@@ -972,7 +979,15 @@ impl<'a> Sim<'a> {
             let Some(&since) = iso.waiting[k].first() else {
                 return;
             };
-            let (filled, load) = if k < tags {
+            let (filled, load) = if k < tags && iso.root_drivers[k].available() > 0 {
+                // First what fallbacks to the root brought.
+                let poll = iso.root_drivers[k].poll(now, &mut out);
+                if poll.next != (SegmentStep::Done { prefetch: None }) {
+                    // A prefetch it will not send.
+                    iso.root_drivers[k].load_failed();
+                }
+                (poll.filled, None)
+            } else if k < tags {
                 let poll = iso.drivers[k].poll(now, &mut out);
                 let load = match poll.next {
                     SegmentStep::Done { prefetch } => prefetch,
@@ -1552,18 +1567,27 @@ impl<'a> Sim<'a> {
         let tags = self.args.tags;
         match (ask, answer) {
             (Ask::Segment(t, _), Answer::Range(a)) => {
-                let driver = &mut self.isolates[i].drivers[t];
-                if driver.loaded(a, now).is_err() {
-                    // Below this buffer's high-water: after a fallback to
-                    // the root, the allocator's ranges are below the root's.
-                    // The range is fresh (the root allocated it once): the
-                    // isolate starts the tag's buffer over with it.
-                    let mut fresh = SegmentDriver::new(isolate_policy());
-                    if fresh.loaded(a, now).is_err() {
-                        self.report.refused_ranges += 1;
-                    }
-                    *driver = fresh;
+                // A fallback's range goes to the root's driver (the
+                // allocator's blocks are below the root's latest ranges).
+                let fallback = self.regional && self.objs[obj].is_root();
+                if fallback && self.measuring() {
                     self.report.restarted += 1;
+                }
+                let iso = &mut self.isolates[i];
+                let driver = if fallback {
+                    // The regional driver's load is over, without a range.
+                    iso.drivers[t].load_failed();
+                    &mut iso.root_drivers[t]
+                } else {
+                    &mut iso.drivers[t]
+                };
+                match driver.loaded(a, now) {
+                    Ok(()) => {}
+                    // Both halves still hold IDs (two fallbacks' ranges
+                    // before the first is used): the range is refused, its
+                    // IDs skipped, never served.
+                    Err(Error::SegmentBufferFull) => self.report.refused_full += 1,
+                    Err(_) => self.report.refused_ranges += 1,
                 }
                 self.first_available(i, t);
                 self.serve(i, t);
@@ -1574,6 +1598,8 @@ impl<'a> Sim<'a> {
                 let from_allocator = !self.objs[obj].is_root();
                 let oldest = self.isolates[i].waiting[t].first().copied();
                 let in_budget = oldest.is_none_or(|s| now - s < MAX_WAIT_MS);
+                // (The regional driver's load stays in flight until the
+                // root answers: one load per tag per isolate.)
                 if from_allocator && in_budget && self.args.fault != Fault::NoFallback {
                     if self.measuring() {
                         self.report.fallbacks += 1;
@@ -1902,8 +1928,8 @@ fn main() {
             }
         }
         println!();
-        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks | buffers started over | IDs skipped per hour | IDs handed back per hour (refused) | duplicates |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks (ranges from the root) | IDs skipped per hour | IDs handed back per hour (refused) | duplicates |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for (name, o) in [("today", today), ("regional", regional)] {
             let r = &o.report;
             let busiest: Vec<String> = r
@@ -1912,7 +1938,7 @@ fn main() {
                 .map(|(n, p, q)| format!("{n} {p} ({q})"))
                 .collect();
             println!(
-                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed) | {} |",
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} ({}; {} refused, buffer full) | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed) | {} |",
                 r.requests,
                 r.served,
                 r.refused,
@@ -1922,6 +1948,7 @@ fn main() {
                 busiest.join("; "),
                 r.fallbacks,
                 r.restarted,
+                r.refused_full,
                 o.skipped_per_hour,
                 r.handed_back as f64 / o.hours,
                 r.not_handed_back as f64 / o.hours,
