@@ -65,12 +65,12 @@ use edgeleaf::{
     block::BlockAllocator, block::BlockAsk, block::Serve, block::Tail, driver::SegmentDriver,
     driver::SegmentStep, holder::Grant, holder::HolderConfig, holder::HolderState, holder::Renewal,
     holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
-    minted::MintStep, minted::MintedBuffer, minted::MinterStep, rand::SplitMix64,
-    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
-    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
-    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
-    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped,
-    tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
+    minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker,
+    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord,
+    tag::TailSkipped, tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -464,12 +464,17 @@ struct Isolate {
     called: Vec<usize>,
     /// Per tag: the run of IDs being served (start, last).
     runs: Vec<Option<(u64, u64)>>,
-    snow_run: Option<(u64, u64)>,
     /// Replaced by the deploy storm.
     stormed: bool,
 }
 
 // ---------------------------------------------------------------- report
+
+/// IDs that appear more than once.
+fn duplicates_in(mut ids: Vec<u64>) -> u64 {
+    ids.sort_unstable();
+    ids.windows(2).filter(|w| w[0] == w[1]).count() as u64
+}
 
 /// The IDs served, as runs `(first, last)`: compacted as they grow (sorted,
 /// overlaps counted as duplicates, touching runs merged).
@@ -558,6 +563,8 @@ struct Report {
     restarted: u64,
     /// Ranges refused by a full buffer (both halves hold IDs).
     refused_full: u64,
+    /// Snowflake IDs served past the staleness bound.
+    stale: u64,
     /// Cold isolates of the region down given their first ID while it was
     /// (through the fallback).
     first_while_down: u64,
@@ -630,9 +637,12 @@ struct Sim<'a> {
     region_lat: [[f64; 9]; 9],
     /// Per colo: the regions by latency, its nearest first.
     order: Vec<[usize; 9]>,
-    /// Per tag: served runs; snowflake runs.
+    /// Per tag: served runs.
     runs: Vec<Runs>,
-    snow_runs: Runs,
+    /// Snowflake IDs served, by the second of their time unit (the last
+    /// few seconds), and the duplicates found in the seconds checked.
+    snow: std::collections::BTreeMap<u64, Vec<u64>>,
+    snow_duplicates: u64,
     measure: (u64, u64),
     end: u64,
     alive_at_event: u64,
@@ -788,7 +798,8 @@ impl<'a> Sim<'a> {
             colo_cumulative,
             tag_cumulative,
             region_lat,
-            snow_runs: Runs::default(),
+            snow: std::collections::BTreeMap::new(),
+            snow_duplicates: 0,
             measure,
             end,
             alive_at_event: 0,
@@ -860,7 +871,6 @@ impl<'a> Sim<'a> {
             buffer,
             called: Vec::new(),
             runs: vec![None; tags],
-            snow_run: None,
             stormed: false,
         });
         self.at(at, Event::Arrive(i));
@@ -936,9 +946,6 @@ impl<'a> Sim<'a> {
             if let Some(r) = run.take() {
                 self.runs[t].push(r);
             }
-        }
-        if let Some(r) = iso.snow_run.take() {
-            self.snow_runs.push(r);
         }
     }
 
@@ -1049,24 +1056,21 @@ impl<'a> Sim<'a> {
         let now = self.now;
         let tags = self.args.tags;
         let measuring = self.measuring();
+        if k == tags {
+            self.served_snowflake(id);
+        }
         let iso = &mut self.isolates[i];
-        let run = if k < tags {
-            &mut iso.runs[k]
-        } else {
-            &mut iso.snow_run
-        };
-        let done = match run {
-            Some((_, last)) if *last + 1 == id => {
-                *last = id;
-                None
-            }
-            _ => run.replace((id, id)),
-        };
-        if let Some(r) = done {
-            if k < tags {
+        if k < tags {
+            let run = &mut iso.runs[k];
+            let done = match run {
+                Some((_, last)) if *last + 1 == id => {
+                    *last = id;
+                    None
+                }
+                _ => run.replace((id, id)),
+            };
+            if let Some(r) = done {
                 self.runs[k].push(r);
-            } else {
-                self.snow_runs.push(r);
             }
         }
         if measuring {
@@ -1075,6 +1079,26 @@ impl<'a> Sim<'a> {
                 self.report.late += 1;
             }
             self.report.served_regions[self.colos[iso.colo].region] = true;
+        }
+    }
+
+    /// A snowflake ID served: kept with the others of its second (the same
+    /// ID always has the same second) until no correct isolate can serve
+    /// one of that second any more; one served later than the staleness
+    /// bound after its time unit is a violation of its own.
+    fn served_snowflake(&mut self, id: u64) {
+        let now = self.now;
+        let unit = self.layout.decompose(id).map_or(0, |p| p.timestamp_ms);
+        if now.saturating_sub(unit) > DEFAULT_STALENESS_MS {
+            self.report.stale += 1;
+        }
+        self.snow.entry(unit / 1_000).or_default().push(id);
+        while let Some(entry) = self.snow.first_entry() {
+            if *entry.key() + 2 >= now / 1_000 {
+                break;
+            }
+            let ids = entry.remove();
+            self.snow_duplicates += duplicates_in(ids);
         }
     }
 
@@ -1729,8 +1753,11 @@ impl<'a> Sim<'a> {
         for i in 0..self.isolates.len() {
             self.flush_runs(i);
         }
-        let mut duplicates = 0;
-        for runs in self.runs.iter_mut().chain([&mut self.snow_runs]) {
+        let mut duplicates = self.snow_duplicates;
+        for ids in std::mem::take(&mut self.snow).into_values() {
+            duplicates += duplicates_in(ids);
+        }
+        for runs in &mut self.runs {
             runs.compact();
             duplicates += runs.duplicates;
         }
@@ -1973,6 +2000,12 @@ fn main() {
                 fails.push(format!(
                     "{} ranges refused as overlapping IDs loaded before",
                     r.refused_ranges
+                ));
+            }
+            if r.stale > 0 {
+                fails.push(format!(
+                    "{} snowflake IDs served more than {DEFAULT_STALENESS_MS} ms after their time unit",
+                    r.stale
                 ));
             }
             if r.late > 0 {
