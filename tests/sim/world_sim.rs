@@ -50,12 +50,14 @@
 //!   "overloaded" at once (a typed 503), as past its soft limit of 1,000
 //!   req/s the queue only grows.
 //!
-//! Checked: no ID served twice (both designs: exit 1); for the regional
-//! design, exit 1 on: a continent whose cold first-ID p99 (steady state) is
-//! above 1.5x its isolates' nearest-region p99; a root above 100 req/s in
-//! the deploy storm; an object above 1,000 req/s; an overloaded answer in
-//! steady state; a request answered after its bound without a typed error;
-//! a region whose isolates were served no ID in a scenario. Today's design's
+//! Checked: no ID served twice, no snowflake ID served past the staleness
+//! bound (both designs: exit 1); for the regional design, exit 1 on: a
+//! continent whose cold first-ID p99 (steady state) is above 1.5x its
+//! isolates' nearest-region p99; a root above 100 req/s in the deploy
+//! storm; an object above 1,000 req/s; an overloaded answer in steady
+//! state; a request answered after its bound without a typed error; a
+//! region whose isolates were served no ID in a scenario; a region down
+//! whose cold isolates got no ID through the fallback. Today's design's
 //! checks are printed beside, not enforced.
 
 use std::cmp::Reverse;
@@ -459,7 +461,8 @@ struct Isolate {
     first: Vec<Option<u64>>,
     /// Per kind: the first ID was recorded.
     first_done: Vec<bool>,
-    buffer: MintedBuffer,
+    /// `None` once it vanished (its memory, as an isolate's, is gone).
+    buffer: Option<MintedBuffer>,
     /// Objects called before (warm).
     called: Vec<usize>,
     /// Per tag: the run of IDs being served (start, last).
@@ -868,7 +871,7 @@ impl<'a> Sim<'a> {
             waiting: vec![Vec::new(); tags + 1],
             first: vec![None; tags + 1],
             first_done: vec![false; tags + 1],
-            buffer,
+            buffer: Some(buffer),
             called: Vec::new(),
             runs: vec![None; tags],
             stormed: false,
@@ -923,6 +926,7 @@ impl<'a> Sim<'a> {
             return;
         }
         iso.alive = false;
+        iso.buffer = None;
         // Requests still waiting end with the isolate (a typed error).
         let waiting: usize = iso.waiting.iter().map(Vec::len).sum();
         for w in &mut iso.waiting {
@@ -1003,7 +1007,7 @@ impl<'a> Sim<'a> {
                 };
                 (poll.filled, load.map(|s| Ask::Segment(k, s)))
             } else {
-                let poll = iso.buffer.poll(now, &mut out);
+                let poll = iso.buffer.as_mut().expect("alive").poll(now, &mut out);
                 let ask = match poll.next {
                     MintStep::Done { prefetch } => prefetch,
                     MintStep::FetchNow(a) => Some(a),
@@ -1011,7 +1015,7 @@ impl<'a> Sim<'a> {
                 };
                 (poll.filled, ask.map(|a| Ask::Mint(a.count)))
             };
-            let minter = iso.buffer.minter();
+            let minter = iso.buffer.as_ref().map_or(0, MintedBuffer::minter);
             if filled == 1 {
                 iso.waiting[k].remove(0);
                 self.served(i, k, out[0], since);
@@ -1636,7 +1640,13 @@ impl<'a> Sim<'a> {
                 }
             }
             (Ask::Mint(_), Answer::Ranges(r)) => {
-                if self.isolates[i].buffer.fetched(&r, now).is_err() {
+                if self.isolates[i]
+                    .buffer
+                    .as_mut()
+                    .expect("alive")
+                    .fetched(&r, now)
+                    .is_err()
+                {
                     self.report.refused_ranges += 1;
                 }
                 self.first_available(i, tags);
@@ -1649,7 +1659,10 @@ impl<'a> Sim<'a> {
                 let in_budget = oldest.is_none_or(|s| now - s < MAX_WAIT_MS);
                 let tries = MintConfig::new(3, 0).tries_per_request();
                 if in_budget && attempt + 1 < tries && self.args.fault != Fault::NoFallback {
-                    let minter = self.isolates[i].buffer.minter();
+                    let minter = self.isolates[i]
+                        .buffer
+                        .as_ref()
+                        .map_or(0, MintedBuffer::minter);
                     let target = if self.regional {
                         self.minter_for(i, minter, attempt + 1)
                     } else {
@@ -1661,7 +1674,11 @@ impl<'a> Sim<'a> {
                     }
                     self.send(Caller::Isolate(i), target, Ask::Mint(count), attempt + 1);
                 } else {
-                    self.isolates[i].buffer.fetch_failed();
+                    self.isolates[i]
+                        .buffer
+                        .as_mut()
+                        .expect("alive")
+                        .fetch_failed();
                     self.refuse_waiting(i, tags);
                 }
             }
