@@ -1,6 +1,6 @@
 # Thin entry points: each target runs one script, which installs what it needs
 # (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
-.PHONY: test test-core test-pkg test-service bench pkg dev chaos
+.PHONY: test test-core test-pkg test-service bench pkg dev chaos sim
 
 # Every part below, in this order (CI runs this).
 test:
@@ -29,3 +29,7 @@ dev:
 
 chaos:
 	scripts/chaos.sh
+
+# the world simulation: 276 colos, today's design vs regional allocators (docs/benchmarks.md)
+sim:
+	scripts/sim.sh

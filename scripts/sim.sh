@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The world simulation (tests/sim/world_sim.rs): Cloudflare's 276 colos with
+# their measured latencies (tests/sim/data/), today's design (one root object
+# per tag, minters placed where first called) against regional allocators and
+# minters, in an hour of steady traffic, a deploy storm at 10,000 isolates and
+# a region's objects unreachable for a minute. Prints the tables of
+# docs/benchmarks.md#the-world-simulation; exits 1 on a duplicate (either
+# design) or a violation of the regional design's targets.
+# Arguments go to the simulation: scripts/sim.sh --short (what make test
+# runs), --seed N, --isolates N, --minutes N, --fault serve-before-persist|no-fallback
+# (a planted bug: the run must exit 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+exec cargo run --quiet --release --features serde --example world_sim -- "$@"

@@ -1,0 +1,2124 @@
+//! The planet: Cloudflare's 276 colos with their measured latencies to
+//! Durable Objects, Worker isolates that arrive in them, serve requests at
+//! their own rates and vanish, and the objects they load IDs from — each one
+//! request at a time, ~1 ms of work, a queue, "overloaded" past its soft
+//! limit, replaced on a deploy (memory lost, storage kept). Over the core's
+//! real rules: `TagRecord` for a tag's root, `SegmentDriver` in isolates,
+//! the regional allocator's rule, `MintedBuffer` and the `Registry` for
+//! snowflake minters.
+//!
+//! Two designs run the same isolates side by side:
+//! - today: one root object per tag, placed near its first caller; isolates
+//!   load their segments from it; minters placed where each was first called;
+//! - regional: per (tag, region) an allocator created with the region's
+//!   `locationHint`, holding blocks leased from the root and serving the
+//!   segments of its region's isolates (an isolate falls back to the root
+//!   within its wait budget when its allocator does not answer); minters per
+//!   region, an isolate asking its region's (two of them) first and the
+//!   next-nearest region's on failure.
+//!
+//! ```text
+//! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
+//!     [--minters-per-region 8] [--tags 4] [--seed 1] [--short]
+//!     [--fault serve-before-persist|no-fallback] [--no-retire]
+//! ```
+//! `--short` (used by `make test`) is 1,000 isolates, a 10-minute steady
+//! scenario and shorter storm and outage windows. `--fault` plants a bug in
+//! the regional design (to see the checks fail). An allocator retires when
+//! the core says it is due (`BlockAllocator::retire_due`) and hands its
+//! blocks' unserved tails back to the root (`TagRecord::take_back`);
+//! `--no-retire` leaves that out, to compare.
+//!
+//! The model, stated (docs/benchmarks.md#the-world-simulation repeats it):
+//! - Latency from a colo to an object in region `r` is the data's figure
+//!   for (colo, r): a first call to a new object ("cold"). A caller's first
+//!   call to an object costs that figure; its later calls a third of it
+//!   ("warm"). An object's calls to another object (an allocator to its
+//!   root) cost the median over the colos whose nearest hint is the caller's
+//!   region. No jitter: the figure is already a measurement.
+//! - A colo's continent is its nearest hint's (wnam, enam: North America;
+//!   sam: South America; weur, eeur: Europe; apac: Asia-Pacific; oc:
+//!   Oceania; afr: Africa; me: Middle East). Traffic per continent is in
+//!   proportion to its Internet users (millions, rounded: `USERS`), spread
+//!   evenly over its colos.
+//! - An isolate lives an exponential time (mean 10 min), serves requests at
+//!   a rate log-uniform in 0.05-5 req/s, 40% snowflake, 60% segment over the
+//!   tags (weights 4:3:2:1...), each request waiting at most the core's
+//!   `MAX_WAIT_MS` before a typed 503.
+//! - An object works 1 ms per request, one at a time, first come first
+//!   served; a request finding `OVERLOAD_QUEUE` requests queued is answered
+//!   "overloaded" at once (a typed 503), as past its soft limit of 1,000
+//!   req/s the queue only grows.
+//!
+//! Checked: no ID served twice, no snowflake ID served past the staleness
+//! bound (both designs: exit 1); for the regional design, exit 1 on: a
+//! continent whose cold first-ID p99 (steady state) is above 1.5x its
+//! isolates' nearest-region p99; a root above 100 req/s in the deploy
+//! storm; an object above 1,000 req/s; an overloaded answer in steady
+//! state; a request answered after its bound without a typed error; a
+//! region whose isolates were served no ID in a scenario; a region down
+//! whose cold isolates got no ID through the fallback. Today's design's
+//! checks are printed beside, not enforced.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use edgeleaf::{
+    block::BlockAllocator, block::BlockAsk, block::Serve, block::Tail, driver::SegmentDriver,
+    driver::SegmentStep, holder::Grant, holder::HolderConfig, holder::HolderState, holder::Renewal,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
+    minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker,
+    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord,
+    tag::TailSkipped, tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
+};
+use sha2::{Digest, Sha256};
+
+const T0: u64 = 1_767_225_600_000;
+/// An object's work per request, ms.
+const WORK_MS: u64 = 1;
+/// An object's soft limit, req/s.
+const SOFT_LIMIT: u32 = 1_000;
+/// Requests queued past which an object answers "overloaded" at once.
+const OVERLOAD_QUEUE: u64 = 100;
+/// The root's target in the storm: 10% of its soft limit.
+const ROOT_TARGET: u32 = 100;
+/// A tag's configured step (the service's `DEFAULT_STEP`).
+const TAG_STEP: u64 = 1_000;
+/// The regional cold first-ID p99 target, as a multiple of the nearest
+/// region's.
+const TARGET_RATIO: f64 = 1.5;
+
+/// The regions, by index (`Region::ALL`'s order).
+fn region_name(r: usize) -> &'static str {
+    Region::ALL[r].as_str()
+}
+
+const CONTINENTS: [&str; 7] = [
+    "North America",
+    "South America",
+    "Europe",
+    "Asia-Pacific",
+    "Oceania",
+    "Africa",
+    "Middle East",
+];
+/// Internet users per continent, millions (rounded, ITU 2024 estimates):
+/// the traffic weights.
+const USERS: [f64; 7] = [350.0, 450.0, 700.0, 2_700.0, 30.0, 650.0, 250.0];
+
+fn continent_of(region: usize) -> usize {
+    match Region::ALL[region] {
+        Region::Wnam | Region::Enam => 0,
+        Region::Sam => 1,
+        Region::Weur | Region::Eeur => 2,
+        Region::Apac => 3,
+        Region::Oc => 4,
+        Region::Afr => 5,
+        Region::Me => 6,
+    }
+}
+
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
+
+// ---------------------------------------------------------------- the data
+
+struct Colo {
+    code: String,
+    /// The colo's nearest hint (the data's `nearestRegion`).
+    region: usize,
+    /// Cold (first-call) latency to an object in each region, ms.
+    cold: [f64; 9],
+}
+
+/// The measured latencies (where.durableobjects.live; see
+/// tests/sim/data/README.md).
+fn data_file() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sim/data/where-durableobjects-live.json"
+    );
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(2)
+    })
+}
+
+fn colos() -> Vec<Colo> {
+    let v: serde_json::Value = serde_json::from_str(&data_file()).expect("the data is JSON");
+    let mut out: Vec<Colo> = v["colos"]
+        .as_object()
+        .expect("colos")
+        .iter()
+        .map(|(code, c)| {
+            let region_index = |name: &str| {
+                let r = Region::parse(name).unwrap_or_else(|_| panic!("{code}: region {name}?"));
+                Region::ALL.iter().position(|x| *x == r).expect("a region")
+            };
+            let mut cold = [0.0; 9];
+            for (name, ms) in c["regions"].as_object().expect("regions") {
+                cold[region_index(name)] = ms.as_f64().expect("a latency");
+            }
+            // The isolate's region: the core's colo -> region table (the
+            // Worker's), which must agree with the data.
+            let region = colo_region(code)
+                .map(|r| region_index(r.as_str()))
+                .unwrap_or_else(|| panic!("{code}: not in colo_region's table"));
+            assert_eq!(
+                region_name(region),
+                c["nearestRegion"].as_str().expect("nearestRegion"),
+                "{code}: colo_region disagrees with the data"
+            );
+            assert!(cold.iter().all(|ms| *ms > 0.0), "{code}: a region missing");
+            Colo {
+                code: code.clone(),
+                region,
+                cold,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.code.cmp(&b.code));
+    out
+}
+
+// ------------------------------------------------------------- arguments
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    /// The regional allocator answers a range before persisting it: a
+    /// replacement serves it again.
+    ServeBeforePersist,
+    /// Isolates do not fall back to the root when their allocator does not
+    /// answer.
+    NoFallback,
+}
+
+#[derive(Clone)]
+struct Args {
+    isolates: u64,
+    minutes: u64,
+    minters_per_region: u32,
+    tags: usize,
+    seed: u64,
+    /// Mean isolate lifetime, s.
+    lifetime_s: f64,
+    rates: (f64, f64),
+    /// Before the measured window: the population builds up.
+    warmup_min: u64,
+    /// How long the storm and the outage are watched, from their start.
+    watch_s: u64,
+    fault: Fault,
+    /// Allocators never retire (to compare: no tail handed back).
+    no_retire: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        isolates: 10_000,
+        minutes: 60,
+        minters_per_region: 8,
+        tags: 4,
+        seed: 1,
+        lifetime_s: 600.0,
+        rates: (0.05, 5.0),
+        warmup_min: 10,
+        watch_s: 300,
+        fault: Fault::None,
+        no_retire: false,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let value = |i: usize| argv.get(i + 1).cloned().unwrap_or_default();
+        let number = |i: usize| {
+            value(i).parse::<u64>().unwrap_or_else(|_| {
+                eprintln!("{}: expected a whole number, found {:?}", argv[i], value(i));
+                std::process::exit(2)
+            })
+        };
+        match argv[i].as_str() {
+            "--short" => {
+                a.isolates = 1_000;
+                a.minutes = 10;
+                a.warmup_min = 3;
+                a.lifetime_s = 180.0;
+                a.watch_s = 150;
+                i += 1;
+                continue;
+            }
+            "--isolates" => a.isolates = number(i),
+            "--minutes" => a.minutes = number(i),
+            "--minters-per-region" => {
+                a.minters_per_region = u32::try_from(number(i)).unwrap_or(u32::MAX).max(1)
+            }
+            "--tags" => a.tags = usize::try_from(number(i)).unwrap_or(1).clamp(1, 16),
+            "--seed" => a.seed = number(i),
+            "--no-retire" => {
+                a.no_retire = true;
+                i += 1;
+                continue;
+            }
+            "--fault" => {
+                a.fault = match value(i).as_str() {
+                    "serve-before-persist" => Fault::ServeBeforePersist,
+                    "no-fallback" => Fault::NoFallback,
+                    other => {
+                        eprintln!(
+                            "--fault: expected serve-before-persist or no-fallback, found {other:?}"
+                        );
+                        std::process::exit(2)
+                    }
+                }
+            }
+            other => {
+                eprintln!("unknown argument {other:?} (see the file's header)");
+                std::process::exit(2)
+            }
+        }
+        i += 2;
+    }
+    a
+}
+
+/// xorshift64*: the simulation's own randomness, seeded.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn exp_ms(&mut self, mean_ms: f64) -> u64 {
+        (-mean_ms * (1.0 - self.unit()).ln()).max(1.0) as u64
+    }
+    /// An index drawn by `weights` (cumulative, ending at 1.0).
+    fn pick(&mut self, cumulative: &[f64]) -> usize {
+        let u = self.unit();
+        cumulative
+            .iter()
+            .position(|c| u < *c)
+            .unwrap_or(cumulative.len() - 1)
+    }
+}
+
+// ------------------------------------------------------- the regional rule
+
+/// The allocator's state as its object stores it (JSON, as the Worker's
+/// storage holds it): what a replacement reads back.
+fn persist(a: &BlockAllocator) -> String {
+    serde_json::to_string(a).expect("the allocator's state serialises")
+}
+
+fn restore(stored: &str) -> BlockAllocator {
+    serde_json::from_str(stored).expect("the allocator's state reads back")
+}
+
+// ------------------------------------------------------------ the objects
+
+enum ObjKind {
+    Root {
+        tag: usize,
+        /// Storage: the tag's record and the segments remembered under
+        /// request IDs.
+        record: TagRecord,
+        remembered: HashMap<String, Remembered>,
+    },
+    Allocator {
+        tag: usize,
+        /// Memory (`None` after a replacement or retirement, until read
+        /// back from storage) and storage.
+        live: Option<BlockAllocator>,
+        stored: String,
+        /// Calls waiting for a block.
+        parked: Vec<usize>,
+        /// Replacements so far: an answer to an earlier instance is lost.
+        epoch: u32,
+        /// Its randomness (block asks' request IDs).
+        rand: SplitMix64,
+    },
+    Minter {
+        index: u32,
+        holder: Option<SnowflakeHolder<SplitMix64>>,
+        saved: HolderState,
+    },
+}
+
+struct Obj {
+    kind: ObjKind,
+    /// Where it lives (`None`: not created yet, placed at its first call).
+    region: Option<usize>,
+    busy_until: u64,
+    window: u64,
+    window_n: u32,
+    peak_rps: u32,
+    peak_queue: u64,
+    overloaded: u64,
+    calls: u64,
+}
+
+impl Obj {
+    fn new(kind: ObjKind, region: Option<usize>) -> Obj {
+        Obj {
+            kind,
+            region,
+            busy_until: 0,
+            window: 0,
+            window_n: 0,
+            peak_rps: 0,
+            peak_queue: 0,
+            overloaded: 0,
+            calls: 0,
+        }
+    }
+    fn is_root(&self) -> bool {
+        matches!(self.kind, ObjKind::Root { .. })
+    }
+}
+
+// ----------------------------------------------------------------- calls
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Isolate(usize),
+    Object(usize),
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Ask {
+    /// An isolate's segment (tag, step).
+    Segment(usize, u64),
+    /// An allocator's block (tag, its ask).
+    Block(usize, BlockAsk),
+    /// An allocator's tail handed back (tag, the tail).
+    Back(usize, Tail),
+    /// An isolate's batch of `count` snowflake IDs.
+    Mint(u32),
+}
+
+enum Answer {
+    Range(Allocation),
+    Ranges(Vec<(u64, u64)>),
+    /// Unreachable, overloaded, or nothing to answer (its own upstream
+    /// failed, or a minter had nothing): a typed 503.
+    Failed,
+}
+
+struct Call {
+    from: Caller,
+    obj: usize,
+    ask: Ask,
+    /// One-way latency, ms.
+    one_way: u64,
+    answer: Option<Answer>,
+    /// The other regions' minters tried after this one (regional
+    /// snowflake), or whether this is a fallback to the root.
+    attempt: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Arrive(usize),
+    Request(usize),
+    Vanish(usize),
+    Deliver(usize),
+    Reply(usize),
+    /// A request of isolate i waiting on kind k (tag, or `tags` for
+    /// snowflake) reaches its bound.
+    Deadline(usize, usize),
+    Replace(usize),
+    /// Region r unreachable (true) or back (false).
+    Down(usize, bool),
+    /// The allocators' hosts ask whether to retire (every minute).
+    RetireDue,
+}
+
+// -------------------------------------------------------------- isolates
+
+struct Isolate {
+    colo: usize,
+    alive: bool,
+    rate: f64,
+    drivers: Vec<SegmentDriver>,
+    /// Regional: per tag, what fallbacks to the root brought (served
+    /// first, loaded by fallbacks alone), as the Worker's isolate keeps it.
+    root_drivers: Vec<SegmentDriver>,
+    /// Per kind (tags, then snowflake): requests waiting, since when.
+    waiting: Vec<Vec<u64>>,
+    /// Per kind: the first request's time, until the first ID is available.
+    first: Vec<Option<u64>>,
+    /// Per kind: the first ID was recorded.
+    first_done: Vec<bool>,
+    /// `None` once it vanished (its memory, as an isolate's, is gone).
+    buffer: Option<MintedBuffer>,
+    /// Objects called before (warm).
+    called: Vec<usize>,
+    /// Per tag: the run of IDs being served (start, last).
+    runs: Vec<Option<(u64, u64)>>,
+    /// Replaced by the deploy storm.
+    stormed: bool,
+}
+
+// ---------------------------------------------------------------- report
+
+/// IDs that appear more than once.
+fn duplicates_in(mut ids: Vec<u64>) -> u64 {
+    ids.sort_unstable();
+    ids.windows(2).filter(|w| w[0] == w[1]).count() as u64
+}
+
+/// The IDs served, as runs `(first, last)`: compacted as they grow (sorted,
+/// overlaps counted as duplicates, touching runs merged).
+#[derive(Default)]
+struct Runs {
+    runs: Vec<(u64, u64)>,
+    compacted: usize,
+    duplicates: u64,
+}
+
+impl Runs {
+    fn push(&mut self, r: (u64, u64)) {
+        self.runs.push(r);
+        if self.runs.len() > 2 * self.compacted + 1_000_000 {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.runs.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(self.runs.len());
+        for &(a, b) in &self.runs {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => {
+                    self.duplicates += last.1.min(b) - a + 1;
+                    last.1 = last.1.max(b);
+                }
+                Some(last) if a == last.1 + 1 => last.1 = b,
+                _ => out.push((a, b)),
+            }
+        }
+        self.runs = out;
+        self.compacted = self.runs.len();
+    }
+}
+
+#[derive(Default, Clone)]
+struct Hist(Vec<u32>);
+
+impl Hist {
+    fn record(&mut self, ms: u64) {
+        self.0.push(u32::try_from(ms).unwrap_or(u32::MAX));
+    }
+    fn pct(&self, p: f64) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        let mut v = self.0.clone();
+        v.sort_unstable();
+        let i = ((p / 100.0) * v.len() as f64).ceil() as usize;
+        u64::from(v[i.clamp(1, v.len()) - 1])
+    }
+    fn n(&self) -> usize {
+        self.0.len()
+    }
+}
+
+#[derive(Default)]
+struct Report {
+    /// Cold first-ID latency per continent, per kind (0 segment, 1
+    /// snowflake), and the nearest region's cold figure of the same
+    /// isolates.
+    first: Vec<[Hist; 2]>,
+    nearest: Vec<Hist>,
+    requests: u64,
+    served: u64,
+    /// Typed 503s: budget reached, overloaded, unreachable.
+    refused: u64,
+    /// Served after the bound (a violation).
+    late: u64,
+    overloaded: u64,
+    root_peak: u32,
+    root_queue: u64,
+    obj_peak: u32,
+    obj_queue: u64,
+    /// (name, peak req/s, peak queue) of the busiest objects.
+    busiest: Vec<(String, u32, u64)>,
+    /// Regions whose isolates were served IDs in the window.
+    served_regions: [bool; 9],
+    fallbacks: u64,
+    isolates_replaced: u64,
+    objects_replaced: u64,
+    /// Ranges refused by a driver or buffer (overlap: a would-be duplicate).
+    refused_ranges: u64,
+    /// Ranges from the root after a fallback (into the root's driver).
+    restarted: u64,
+    /// Ranges refused by a full buffer (both halves hold IDs).
+    refused_full: u64,
+    /// Snowflake IDs served past the staleness bound.
+    stale: u64,
+    /// Cold isolates of the region down given their first ID while it was
+    /// (through the fallback).
+    first_while_down: u64,
+    /// IDs of tails the roots took back, and of tails they refused.
+    handed_back: u64,
+    not_handed_back: u64,
+    /// Tails refused because the root had leased past them since.
+    backs_followed: u64,
+    /// Tails sent back.
+    backs: u64,
+    /// Allocator retirements.
+    retired: u64,
+    /// Minter calls answered with no IDs, by the code of the answer.
+    minter_empty: std::collections::BTreeMap<&'static str, u64>,
+}
+
+struct Outcome {
+    report: Report,
+    duplicates: u64,
+    skipped_per_hour: f64,
+    /// The run's simulated hours.
+    hours: f64,
+    down_region: Option<usize>,
+    /// Isolates alive at the storm (or the outage).
+    alive_at_event: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    Steady,
+    Storm,
+    Outage,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Steady => "steady",
+            Scenario::Storm => "deploy storm",
+            Scenario::Outage => "region down",
+        }
+    }
+}
+
+// ------------------------------------------------------------- the world
+
+struct Sim<'a> {
+    args: Args,
+    colos: &'a [Colo],
+    regional: bool,
+    layout: Layout,
+    /// Arrivals, rates, requests: the same in both designs.
+    rng: Rng,
+    net: Rng,
+    now: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    reg: Registry,
+    objs: Vec<Obj>,
+    /// Per tag: the root; per (tag, region): the allocator.
+    roots: Vec<usize>,
+    allocators: Vec<[usize; 9]>,
+    minters: Vec<usize>,
+    isolates: Vec<Isolate>,
+    calls: Vec<Call>,
+    free_calls: Vec<usize>,
+    down: [bool; 9],
+    colo_cumulative: Vec<f64>,
+    tag_cumulative: Vec<f64>,
+    region_lat: [[f64; 9]; 9],
+    /// Per colo: the regions by latency, its nearest first.
+    order: Vec<[usize; 9]>,
+    /// Per tag: served runs.
+    runs: Vec<Runs>,
+    /// Snowflake IDs served, by the second of their time unit (the last
+    /// few seconds), and the duplicates found in the seconds checked.
+    snow: std::collections::BTreeMap<u64, Vec<u64>>,
+    snow_duplicates: u64,
+    measure: (u64, u64),
+    end: u64,
+    alive_at_event: u64,
+    down_region: Option<usize>,
+    report: Report,
+}
+
+impl<'a> Sim<'a> {
+    fn new(args: Args, colos: &'a [Colo], regional: bool, scenario: Scenario) -> Sim<'a> {
+        let layout = Layout::LEAF;
+        let per = args.minters_per_region;
+        let minters = per * 9;
+        let mut cfg = RegistryConfig::new(&layout);
+        cfg.minters = minters;
+        let reg = Registry::new(cfg).expect("registry config");
+        // Traffic: each continent's users, spread over its colos.
+        let mut per_continent = [0usize; 7];
+        for c in colos {
+            per_continent[continent_of(c.region)] += 1;
+        }
+        let total: f64 = USERS.iter().sum();
+        let mut acc = 0.0;
+        let colo_cumulative = colos
+            .iter()
+            .map(|c| {
+                let k = continent_of(c.region);
+                acc += USERS[k] / total / per_continent[k] as f64;
+                acc
+            })
+            .collect();
+        let tw: f64 = (1..=args.tags).map(|t| t as f64).sum();
+        let mut acc = 0.0;
+        let tag_cumulative = (0..args.tags)
+            .map(|t| {
+                acc += (args.tags - t) as f64 / tw;
+                acc
+            })
+            .collect();
+        // Object to object: the median of the region's colos.
+        let mut region_lat = [[0.0; 9]; 9];
+        for (r, row) in region_lat.iter_mut().enumerate() {
+            for (q, cell) in row.iter_mut().enumerate() {
+                let mut v: Vec<f64> = colos
+                    .iter()
+                    .filter(|c| c.region == r)
+                    .map(|c| c.cold[q])
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                *cell = v.get(v.len() / 2).copied().unwrap_or(300.0);
+            }
+        }
+        let mut objs = Vec::new();
+        let roots: Vec<usize> = (0..args.tags)
+            .map(|t| {
+                let record =
+                    TagRecord::new(&format!("tag-{t}"), TAG_STEP, 0, "", T0).expect("a tag");
+                objs.push(Obj::new(
+                    ObjKind::Root {
+                        tag: t,
+                        record,
+                        remembered: HashMap::new(),
+                    },
+                    None,
+                ));
+                objs.len() - 1
+            })
+            .collect();
+        let allocators = if regional {
+            (0..args.tags)
+                .map(|t| {
+                    let mut row = [0; 9];
+                    for (r, slot) in row.iter_mut().enumerate() {
+                        objs.push(Obj::new(
+                            ObjKind::Allocator {
+                                tag: t,
+                                live: None,
+                                stored: persist(&BlockAllocator::new()),
+                                parked: Vec::new(),
+                                epoch: 0,
+                                rand: SplitMix64::new((t * 9 + r) as u64 + 1),
+                            },
+                            Some(r),
+                        ));
+                        *slot = objs.len() - 1;
+                    }
+                    row
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let minters = (0..minters)
+            .map(|i| {
+                let holder = SnowflakeHolder::with_rand(holder_config(), SplitMix64::new(i.into()))
+                    .expect("holder config");
+                // Regional: minter r * per + j lives in region r (its worker
+                // ID is its index: regions never share one).
+                let region = regional.then_some((i / per) as usize);
+                objs.push(Obj::new(
+                    ObjKind::Minter {
+                        index: i,
+                        holder: Some(holder),
+                        saved: HolderState::default(),
+                    },
+                    region,
+                ));
+                objs.len() - 1
+            })
+            .collect();
+        let warm = T0 + args.warmup_min * 60_000;
+        let event_at = warm + 60_000;
+        let (measure, end) = match scenario {
+            Scenario::Steady => {
+                let end = warm + args.minutes * 60_000;
+                ((warm, end), end)
+            }
+            Scenario::Storm | Scenario::Outage => {
+                let end = event_at + args.watch_s * 1_000;
+                ((event_at, end), end)
+            }
+        };
+        let order = colos
+            .iter()
+            .map(|c| {
+                let mut o: Vec<usize> = (0..9).collect();
+                o.sort_by(|a, b| c.cold[*a].total_cmp(&c.cold[*b]));
+                o.retain(|r| *r != c.region);
+                o.insert(0, c.region);
+                o.try_into().expect("nine regions")
+            })
+            .collect();
+        let mut sim = Sim {
+            order,
+            runs: (0..args.tags).map(|_| Runs::default()).collect(),
+            args,
+            colos,
+            regional,
+            layout,
+            rng: Rng(0),
+            net: Rng(0),
+            now: T0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            reg,
+            objs,
+            roots,
+            allocators,
+            minters,
+            isolates: Vec::new(),
+            calls: Vec::new(),
+            free_calls: Vec::new(),
+            down: [false; 9],
+            colo_cumulative,
+            tag_cumulative,
+            region_lat,
+            snow: std::collections::BTreeMap::new(),
+            snow_duplicates: 0,
+            measure,
+            end,
+            alive_at_event: 0,
+            down_region: None,
+            report: Report {
+                first: vec![Default::default(); 7],
+                nearest: vec![Hist::default(); 7],
+                ..Report::default()
+            },
+        };
+        sim.rng = Rng(sim.args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        sim.net = Rng(sim.args.seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
+        // The population: the first isolates arrive over the warm-up, then
+        // as many as vanish.
+        let n = sim.args.isolates;
+        for _ in 0..n {
+            let at = T0 + sim.rng.below(sim.args.warmup_min * 60_000);
+            let c = sim.rng.pick(&sim.colo_cumulative);
+            sim.born(at, c);
+        }
+        if regional {
+            sim.at(T0 + 60_000, Event::RetireDue);
+        }
+        match scenario {
+            Scenario::Steady => {}
+            Scenario::Storm => sim.at(event_at, Event::Replace(usize::MAX)),
+            Scenario::Outage => {
+                sim.at(event_at, Event::Down(usize::MAX, true));
+            }
+        }
+        sim
+    }
+
+    fn at(&mut self, t: u64, e: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, e)));
+    }
+
+    fn measuring(&self) -> bool {
+        self.now >= self.measure.0 && self.now < self.measure.1
+    }
+
+    /// A new isolate at `colo`, arriving at `at`.
+    fn born(&mut self, at: u64, colo: usize) {
+        let i = self.isolates.len();
+        let (lo, hi) = self.args.rates;
+        let rate = (lo.ln() + (hi.ln() - lo.ln()) * self.rng.unit()).exp();
+        let home = self.rng.next();
+        let tags = self.args.tags;
+        let per = if self.regional {
+            self.args.minters_per_region
+        } else {
+            self.args.minters_per_region * 9
+        };
+        let buffer = MintedBuffer::new(self.layout, MintConfig::new(per, home)).expect("mint");
+        self.isolates.push(Isolate {
+            colo,
+            alive: false,
+            rate,
+            drivers: (0..tags)
+                .map(|_| SegmentDriver::new(isolate_policy()))
+                .collect(),
+            root_drivers: (0..tags)
+                .map(|_| SegmentDriver::new(isolate_policy()))
+                .collect(),
+            waiting: vec![Vec::new(); tags + 1],
+            first: vec![None; tags + 1],
+            first_done: vec![false; tags + 1],
+            buffer: Some(buffer),
+            called: Vec::new(),
+            runs: vec![None; tags],
+            stormed: false,
+        });
+        self.at(at, Event::Arrive(i));
+    }
+
+    /// The steady population: an isolate that vanishes is followed by a
+    /// new one, in a colo drawn by the traffic weights.
+    fn next_arrival(&mut self, from: u64) {
+        let at = from + self.rng.exp_ms(1_000.0);
+        let c = self.rng.pick(&self.colo_cumulative);
+        self.born(at, c);
+    }
+
+    fn run(mut self) -> Outcome {
+        while let Some(Reverse((t, _, e))) = self.queue.pop() {
+            if t > self.end {
+                break;
+            }
+            self.now = t;
+            match e {
+                Event::Arrive(i) => self.arrive(i),
+                Event::Request(i) => self.request(i),
+                Event::Vanish(i) => self.vanish(i),
+                Event::Deliver(c) => self.deliver(c),
+                Event::Reply(c) => self.reply(c),
+                Event::Deadline(i, k) => self.deadline(i, k),
+                Event::Replace(o) => self.replace(o),
+                Event::Down(r, down) => self.set_down(r, down),
+                Event::RetireDue => self.retire_due(),
+            }
+        }
+        self.finish()
+    }
+
+    fn arrive(&mut self, i: usize) {
+        let now = self.now;
+        if self.isolates[i].alive {
+            return;
+        }
+        self.isolates[i].alive = true;
+        let life = self.rng.exp_ms(self.args.lifetime_s * 1_000.0);
+        let first = self.rng.exp_ms(1_000.0 / self.isolates[i].rate);
+        self.at(now + life, Event::Vanish(i));
+        self.at(now + first, Event::Request(i));
+    }
+
+    fn vanish(&mut self, i: usize) {
+        let iso = &mut self.isolates[i];
+        if !iso.alive {
+            return;
+        }
+        iso.alive = false;
+        iso.buffer = None;
+        // Requests still waiting end with the isolate (a typed error).
+        let waiting: usize = iso.waiting.iter().map(Vec::len).sum();
+        for w in &mut iso.waiting {
+            w.clear();
+        }
+        self.flush_runs(i);
+        if self.measuring() {
+            self.report.refused += waiting as u64;
+        }
+        // One born for each that vanishes, unless the storm replaced it
+        // (with one of its own).
+        if !self.isolates[i].stormed {
+            let now = self.now;
+            self.next_arrival(now);
+        }
+    }
+
+    fn flush_runs(&mut self, i: usize) {
+        let iso = &mut self.isolates[i];
+        for (t, run) in iso.runs.iter_mut().enumerate() {
+            if let Some(r) = run.take() {
+                self.runs[t].push(r);
+            }
+        }
+    }
+
+    fn request(&mut self, i: usize) {
+        if !self.isolates[i].alive {
+            return;
+        }
+        let now = self.now;
+        let tags = self.args.tags;
+        let k = if self.rng.unit() < 0.4 {
+            tags
+        } else {
+            self.rng.pick(&self.tag_cumulative)
+        };
+        let next = now + self.rng.exp_ms(1_000.0 / self.isolates[i].rate);
+        self.at(next, Event::Request(i));
+        if self.measuring() {
+            self.report.requests += 1;
+        }
+        let iso = &mut self.isolates[i];
+        iso.waiting[k].push(now);
+        if iso.first[k].is_none() && !iso.first_done[k] {
+            iso.first[k] = Some(now);
+        }
+        self.serve(i, k);
+        if !self.isolates[i].waiting[k].is_empty() {
+            self.at(now + MAX_WAIT_MS, Event::Deadline(i, k));
+        }
+    }
+
+    /// Serve what waits on kind `k` of isolate `i`; load as the core says.
+    fn serve(&mut self, i: usize, k: usize) {
+        let now = self.now;
+        let tags = self.args.tags;
+        let mut out = [0u64; 1];
+        loop {
+            let iso = &mut self.isolates[i];
+            let Some(&since) = iso.waiting[k].first() else {
+                return;
+            };
+            let (filled, load) = if k < tags && iso.root_drivers[k].available() > 0 {
+                // First what fallbacks to the root brought.
+                let poll = iso.root_drivers[k].poll(now, &mut out);
+                if poll.next != (SegmentStep::Done { prefetch: None }) {
+                    // A prefetch it will not send.
+                    iso.root_drivers[k].load_failed();
+                }
+                (poll.filled, None)
+            } else if k < tags {
+                let poll = iso.drivers[k].poll(now, &mut out);
+                let load = match poll.next {
+                    SegmentStep::Done { prefetch } => prefetch,
+                    SegmentStep::LoadNow { step } => Some(step),
+                    SegmentStep::Wait => None,
+                };
+                (poll.filled, load.map(|s| Ask::Segment(k, s)))
+            } else {
+                let poll = iso.buffer.as_mut().expect("alive").poll(now, &mut out);
+                let ask = match poll.next {
+                    MintStep::Done { prefetch } => prefetch,
+                    MintStep::FetchNow(a) => Some(a),
+                    MintStep::Wait => None,
+                };
+                (poll.filled, ask.map(|a| Ask::Mint(a.count)))
+            };
+            let minter = iso.buffer.as_ref().map_or(0, MintedBuffer::minter);
+            if filled == 1 {
+                iso.waiting[k].remove(0);
+                self.served(i, k, out[0], since);
+            }
+            if let Some(ask) = load {
+                let target = match ask {
+                    Ask::Segment(t, _) => {
+                        if self.regional {
+                            self.allocators[t][self.colos[self.isolates[i].colo].region]
+                        } else {
+                            self.roots[t]
+                        }
+                    }
+                    _ => self.minter_for(i, minter, 0),
+                };
+                self.send(Caller::Isolate(i), target, ask, 0);
+            }
+            if filled == 0 {
+                return;
+            }
+        }
+    }
+
+    /// The minter an isolate asks: today, the buffer's; regional, the
+    /// buffer's within its region, then (attempt 1) the next one of its
+    /// region, then (attempt 2) the buffer's in the next-nearest region.
+    fn minter_for(&self, i: usize, index: u32, attempt: u32) -> usize {
+        if !self.regional {
+            return self.minters[index as usize];
+        }
+        let per = self.args.minters_per_region;
+        let (nth_region, index) = match attempt {
+            0 => (0, index),
+            1 => (0, (index + 1) % per),
+            n => (n as usize - 1, index),
+        };
+        let r = self.order[self.isolates[i].colo][nth_region % 9];
+        self.minters[r * per as usize + index as usize]
+    }
+
+    fn served(&mut self, i: usize, k: usize, id: u64, since: u64) {
+        let now = self.now;
+        let tags = self.args.tags;
+        let measuring = self.measuring();
+        if k == tags {
+            self.served_snowflake(id);
+        }
+        let iso = &mut self.isolates[i];
+        if k < tags {
+            let run = &mut iso.runs[k];
+            let done = match run {
+                Some((_, last)) if *last + 1 == id => {
+                    *last = id;
+                    None
+                }
+                _ => run.replace((id, id)),
+            };
+            if let Some(r) = done {
+                self.runs[k].push(r);
+            }
+        }
+        if measuring {
+            self.report.served += 1;
+            if now - since > MAX_WAIT_MS {
+                self.report.late += 1;
+            }
+            self.report.served_regions[self.colos[iso.colo].region] = true;
+        }
+    }
+
+    /// A snowflake ID served: kept with the others of its second (the same
+    /// ID always has the same second) until no correct isolate can serve
+    /// one of that second any more; one served later than the staleness
+    /// bound after its time unit is a violation of its own.
+    fn served_snowflake(&mut self, id: u64) {
+        let now = self.now;
+        let unit = self.layout.decompose(id).map_or(0, |p| p.timestamp_ms);
+        if now.saturating_sub(unit) > DEFAULT_STALENESS_MS {
+            self.report.stale += 1;
+        }
+        self.snow.entry(unit / 1_000).or_default().push(id);
+        while let Some(entry) = self.snow.first_entry() {
+            if *entry.key() + 2 >= now / 1_000 {
+                break;
+            }
+            let ids = entry.remove();
+            self.snow_duplicates += duplicates_in(ids);
+        }
+    }
+
+    /// The first ID of kind `k` is available to isolate `i` now.
+    fn first_available(&mut self, i: usize, k: usize) {
+        let measuring = self.measuring();
+        let iso = &mut self.isolates[i];
+        let Some(since) = iso.first[k].take() else {
+            return;
+        };
+        iso.first_done[k] = true;
+        if !measuring {
+            return;
+        }
+        let colo = &self.colos[iso.colo];
+        if self.down[colo.region] {
+            self.report.first_while_down += 1;
+        }
+        let cont = continent_of(colo.region);
+        let kind = usize::from(k == self.args.tags);
+        self.report.first[cont][kind].record(self.now - since);
+        self.report.nearest[cont].record(colo.cold[colo.region].round() as u64);
+    }
+
+    fn deadline(&mut self, i: usize, k: usize) {
+        let now = self.now;
+        let iso = &mut self.isolates[i];
+        if !iso.alive {
+            return;
+        }
+        let before = iso.waiting[k].len();
+        iso.waiting[k].retain(|since| now - since < MAX_WAIT_MS);
+        let refused = (before - iso.waiting[k].len()) as u64;
+        if self.measuring() {
+            self.report.refused += refused;
+        }
+    }
+
+    /// Sends a call; the object sees it after the one-way latency.
+    fn send(&mut self, from: Caller, obj: usize, ask: Ask, attempt: u32) {
+        // Placement at the first call: near the caller.
+        let from_region = match from {
+            Caller::Isolate(i) => self.colos[self.isolates[i].colo].region,
+            Caller::Object(o) => self.objs[o].region.expect("a caller exists"),
+        };
+        let region = *self.objs[obj].region.get_or_insert(from_region);
+        let cold = match from {
+            Caller::Isolate(i) => self.colos[self.isolates[i].colo].cold[region],
+            Caller::Object(_) => self.region_lat[from_region][region],
+        };
+        let warm = match from {
+            Caller::Isolate(i) => {
+                let called = &mut self.isolates[i].called;
+                let warm = called.contains(&obj);
+                if !warm {
+                    called.push(obj);
+                }
+                warm
+            }
+            Caller::Object(_) => true,
+        };
+        let rtt = if warm { cold / 3.0 } else { cold };
+        let one_way = (rtt / 2.0).round().max(1.0) as u64;
+        let call = Call {
+            from,
+            obj,
+            ask,
+            one_way,
+            answer: None,
+            attempt,
+        };
+        let c = match self.free_calls.pop() {
+            Some(c) => {
+                self.calls[c] = call;
+                c
+            }
+            None => {
+                self.calls.push(call);
+                self.calls.len() - 1
+            }
+        };
+        let now = self.now;
+        self.at(now + one_way, Event::Deliver(c));
+    }
+
+    fn answer(&mut self, c: usize, at: u64, answer: Answer) {
+        let call = &mut self.calls[c];
+        call.answer = Some(answer);
+        let t = at + call.one_way;
+        self.at(t, Event::Reply(c));
+    }
+
+    /// A call reaches its object: queued, worked, answered.
+    fn deliver(&mut self, c: usize) {
+        let now = self.now;
+        let o = self.calls[c].obj;
+        let measuring = self.measuring();
+        let obj = &mut self.objs[o];
+        if obj.region.is_some_and(|r| self.down[r]) {
+            return self.answer(c, now, Answer::Failed);
+        }
+        let sec = now / 1_000;
+        if obj.window != sec {
+            obj.window = sec;
+            obj.window_n = 0;
+        }
+        obj.window_n += 1;
+        let queued = obj.busy_until.saturating_sub(now) / WORK_MS;
+        if measuring {
+            obj.calls += 1;
+            obj.peak_rps = obj.peak_rps.max(obj.window_n);
+            obj.peak_queue = obj.peak_queue.max(queued);
+        }
+        if queued >= OVERLOAD_QUEUE {
+            if measuring {
+                obj.overloaded += 1;
+            }
+            return self.answer(c, now, Answer::Failed);
+        }
+        let done = now.max(obj.busy_until) + WORK_MS;
+        obj.busy_until = done;
+        let ask = self.calls[c].ask.clone();
+        let is_allocator = matches!(self.objs[o].kind, ObjKind::Allocator { .. });
+        match ask {
+            // An allocator's segment: served from its blocks, or parked.
+            Ask::Segment(..) if is_allocator => self.allocator_serve(o, vec![c], done),
+            Ask::Segment(_, step) => {
+                let ask = SegmentAsk {
+                    step: Some(step),
+                    request_id: None,
+                    caller: Asker::Shared,
+                    for_isolate: true,
+                };
+                let a = self.root_allocate(o, &ask);
+                self.answer(c, done, a);
+            }
+            Ask::Block(_, block) => {
+                let Caller::Object(from) = self.calls[c].from else {
+                    return;
+                };
+                let name = self.name_of(from);
+                let a = self.root_allocate(o, &block.as_lease(&name));
+                self.answer(c, done, a);
+            }
+            Ask::Back(_, tail) => {
+                let Caller::Object(from) = self.calls[c].from else {
+                    return;
+                };
+                self.root_take_back(o, &tail, from);
+                self.answer(c, done, Answer::Failed);
+            }
+            Ask::Mint(count) => {
+                let a = self.mint(o, count as usize, done);
+                self.answer(c, done, a);
+            }
+        }
+    }
+
+    /// The root: a segment for an isolate, or a block (remembered under
+    /// its request ID) for an allocator. Stored before it is answered.
+    fn root_allocate(&mut self, o: usize, ask: &SegmentAsk<'_>) -> Answer {
+        let now = self.now;
+        let ObjKind::Root {
+            record, remembered, ..
+        } = &mut self.objs[o].kind
+        else {
+            return Answer::Failed;
+        };
+        let key = ask.remembered_as();
+        let remembered_entry = key.as_ref().and_then(|k| remembered.get(k));
+        match record.lease_segment(ask, remembered_entry) {
+            Ok(SegmentAnswer::Again(a)) => Answer::Range(a),
+            Ok(SegmentAnswer::Allocate { step }) => match record.allocate(Some(step), now) {
+                Ok((a, next)) => {
+                    *record = next;
+                    if let Some(k) = key {
+                        remembered.insert(
+                            k,
+                            Remembered {
+                                segment: a,
+                                granted: step,
+                            },
+                        );
+                    }
+                    Answer::Range(a)
+                }
+                Err(_) => Answer::Failed,
+            },
+            Err(_) => Answer::Failed,
+        }
+    }
+
+    /// An allocator's name, as its object's and its request IDs' owner.
+    fn name_of(&self, o: usize) -> String {
+        let region = self.objs[o].region.unwrap_or(0);
+        match self.objs[o].kind {
+            ObjKind::Allocator { tag, .. } => {
+                format!("allocator:tag-{tag}@{}", region_name(region))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// A tail handed back by allocator `from`: the root takes it if
+    /// nothing followed it (`TagRecord::take_back`).
+    fn root_take_back(&mut self, o: usize, tail: &Tail, from: usize) {
+        let now = self.now;
+        let caller = self.name_of(from);
+        let ObjKind::Root {
+            record, remembered, ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        let back = tail.as_back(&caller);
+        let key = back.remembered_as();
+        let entry = key.as_ref().and_then(|k| remembered.get(k));
+        match record.take_back(&back, entry, now) {
+            Ok(TakeBack::Returned {
+                record: next,
+                remembered: change,
+            }) => {
+                *record = next;
+                if let Some(k) = key {
+                    match change {
+                        RememberedChange::Shorten(r) => {
+                            remembered.insert(k, r);
+                        }
+                        RememberedChange::Remove => {
+                            remembered.remove(&k);
+                        }
+                    }
+                }
+                self.report.handed_back += tail.range.step;
+            }
+            Ok(TakeBack::Skipped(TailSkipped::Followed { .. })) => {
+                self.report.not_handed_back += tail.range.step;
+                self.report.backs_followed += 1;
+            }
+            Ok(TakeBack::Skipped(_)) | Err(_) => self.report.not_handed_back += tail.range.step,
+        }
+    }
+
+    /// The allocator's instance: in memory, or read back from storage.
+    fn allocator(&mut self, o: usize) -> Option<&mut BlockAllocator> {
+        let ObjKind::Allocator { live, stored, .. } = &mut self.objs[o].kind else {
+            return None;
+        };
+        Some(live.get_or_insert_with(|| restore(stored)))
+    }
+
+    /// The allocator serves calls `cs` (parked ones again after a block),
+    /// as its host does: `serve`, persist, then answer and send the ask.
+    fn allocator_serve(&mut self, o: usize, cs: Vec<usize>, at: u64) {
+        let now = self.now;
+        let fault = self.args.fault;
+        let mut asks = Vec::new();
+        let mut answers = Vec::new();
+        let mut wait = Vec::new();
+        self.allocator(o);
+        let ObjKind::Allocator {
+            live,
+            stored,
+            parked,
+            rand,
+            ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        let state = live.as_mut().expect("read back");
+        for c in cs {
+            let Ask::Segment(_, step) = self.calls[c].ask else {
+                continue;
+            };
+            match state.serve(step, now, rand) {
+                Serve::Range { range, ask } => {
+                    answers.push((c, range));
+                    asks.extend(ask);
+                }
+                Serve::Load(ask) => {
+                    wait.push(c);
+                    asks.push(ask);
+                }
+                Serve::Wait => wait.push(c),
+            }
+        }
+        parked.extend(wait);
+        // Stored before anything leaves (the planted fault: ranges leave
+        // first, and the state is stored only with a block ask).
+        if fault != Fault::ServeBeforePersist || !asks.is_empty() {
+            *stored = persist(state);
+        }
+        for (c, a) in answers {
+            self.answer(c, at, Answer::Range(a));
+        }
+        let ObjKind::Allocator { tag, epoch, .. } = self.objs[o].kind else {
+            return;
+        };
+        for ask in asks {
+            let root = self.roots[tag];
+            self.send(Caller::Object(o), root, Ask::Block(tag, ask), epoch);
+        }
+    }
+
+    /// The root's answer to block ask `ask` reaches allocator `o` (lost if
+    /// `o` was replaced since it asked: `asked_in`).
+    fn allocator_block(&mut self, o: usize, ask: &BlockAsk, answer: Answer, asked_in: u32) {
+        let now = self.now;
+        match self.objs[o].kind {
+            ObjKind::Allocator { epoch, .. } if epoch == asked_in => {}
+            _ => return,
+        }
+        let state = self.allocator(o).expect("an allocator");
+        let installed = match answer {
+            Answer::Range(a) => match state.loaded(&ask.request_id, a, TAG_STEP, now) {
+                Ok(_) => true,
+                Err(_) => {
+                    self.report.refused_ranges += 1;
+                    false
+                }
+            },
+            _ => {
+                state.load_failed(&ask.request_id);
+                false
+            }
+        };
+        let ObjKind::Allocator {
+            live,
+            stored,
+            parked,
+            ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        *stored = persist(live.as_ref().expect("live"));
+        let parked = std::mem::take(parked);
+        if installed {
+            self.allocator_serve(o, parked, now + WORK_MS);
+        } else {
+            // The calls waiting for a block: unavailable (the isolates fall
+            // back to the root).
+            for c in parked {
+                self.answer(c, now, Answer::Failed);
+            }
+        }
+    }
+
+    /// Allocators retire when the core says so (`retire_due`: a block
+    /// leased half an hour ago, whose tail the root may soon forget), as
+    /// their host's timer asks: their tails go back to the root.
+    fn retire_due(&mut self) {
+        let now = self.now;
+        let no_retire = self.args.no_retire;
+        for o in 0..self.objs.len() {
+            let ObjKind::Allocator {
+                live,
+                stored,
+                tag,
+                parked,
+                ..
+            } = &mut self.objs[o].kind
+            else {
+                continue;
+            };
+            if no_retire || !parked.is_empty() {
+                continue;
+            }
+            let state = live.get_or_insert_with(|| restore(stored));
+            if !state.retire_due(now) {
+                continue;
+            }
+            let tails = state.retire();
+            *stored = persist(state);
+            let tag = *tag;
+            self.report.backs += tails.len() as u64;
+            self.report.retired += 1;
+            for tail in tails {
+                let root = self.roots[tag];
+                self.send(Caller::Object(o), root, Ask::Back(tag, tail), 0);
+            }
+        }
+        self.at(now + 60_000, Event::RetireDue);
+    }
+
+    /// A minter's loop, as its Durable Object runs it (fleet_sim's).
+    fn mint(&mut self, o: usize, count: usize, now: u64) -> Answer {
+        let layout = self.layout;
+        let ObjKind::Minter {
+            index,
+            holder,
+            saved,
+        } = &mut self.objs[o].kind
+        else {
+            return Answer::Failed;
+        };
+        let index = *index;
+        if holder.is_none() {
+            match SnowflakeHolder::restore(holder_config(), SplitMix64::new(now), *saved, now) {
+                Ok(h) => *holder = Some(h),
+                Err(_) => {
+                    *self
+                        .report
+                        .minter_empty
+                        .entry("restore refused")
+                        .or_default() += 1;
+                    return Answer::Failed;
+                }
+            }
+        }
+        let h = holder.as_mut().expect("restored");
+        let mut out = vec![0u64; count];
+        let mut filled = 0;
+        let mut leased = false;
+        let mut unavailable = None;
+        for _ in 0..64 {
+            if h.save_due_in(now) == Some(0) {
+                if let Some(state) = h.save_request(now) {
+                    *saved = state;
+                    h.saved(&state);
+                }
+            }
+            let Ok(poll) = h.poll(now, &mut out[filled..]) else {
+                break;
+            };
+            filled += poll.filled;
+            if let Some(r) = poll.renew {
+                renew(&mut self.reg, h, r, now, layout);
+            }
+            match minter_step(filled, poll.next, leased) {
+                MinterStep::Answer => break,
+                MinterStep::Unavailable { code, .. } => {
+                    unavailable = Some(code);
+                    break;
+                }
+                MinterStep::Lease(ask) => {
+                    leased = true;
+                    let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
+                    let previous = ask.previous.map(|c| c.proof(sha256));
+                    match self.reg.lease_minter(
+                        index,
+                        ask.node_now_ms,
+                        previous,
+                        sha256(&secret),
+                        now,
+                    ) {
+                        Ok(l) => {
+                            let _ = h.granted(Grant::from_lease(&l, Some(secret), layout), now);
+                        }
+                        Err(e) => {
+                            h.lease_failed(Some(e.error_code()), now);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        out.truncate(filled);
+        if out.is_empty() {
+            let code = unavailable.map_or("none", |c| c.as_str());
+            *self.report.minter_empty.entry(code).or_default() += 1;
+            Answer::Failed
+        } else {
+            Answer::Ranges(batch_ranges(&layout, &out))
+        }
+    }
+
+    /// An answer reaches its caller.
+    fn reply(&mut self, c: usize) {
+        let answer = self.calls[c].answer.take().expect("answered");
+        let Call {
+            from, obj, attempt, ..
+        } = self.calls[c];
+        let ask = std::mem::replace(&mut self.calls[c].ask, Ask::Mint(0));
+        self.free_calls.push(c);
+        let i = match from {
+            Caller::Object(o) => {
+                if let Ask::Block(_, block) = ask {
+                    self.allocator_block(o, &block, answer, attempt);
+                }
+                return;
+            }
+            Caller::Isolate(i) => i,
+        };
+        if !self.isolates[i].alive {
+            return;
+        }
+        let now = self.now;
+        let tags = self.args.tags;
+        match (ask, answer) {
+            (Ask::Segment(t, _), Answer::Range(a)) => {
+                // A fallback's range goes to the root's driver (the
+                // allocator's blocks are below the root's latest ranges).
+                let fallback = self.regional && self.objs[obj].is_root();
+                if fallback && self.measuring() {
+                    self.report.restarted += 1;
+                }
+                let iso = &mut self.isolates[i];
+                let driver = if fallback {
+                    // The regional driver's load is over, without a range.
+                    iso.drivers[t].load_failed();
+                    &mut iso.root_drivers[t]
+                } else {
+                    &mut iso.drivers[t]
+                };
+                match driver.loaded(a, now) {
+                    Ok(()) => {}
+                    // Both halves still hold IDs (two fallbacks' ranges
+                    // before the first is used): the range is refused, its
+                    // IDs skipped, never served.
+                    Err(Error::SegmentBufferFull) => self.report.refused_full += 1,
+                    Err(_) => self.report.refused_ranges += 1,
+                }
+                self.first_available(i, t);
+                self.serve(i, t);
+            }
+            (Ask::Segment(t, step), Answer::Failed) => {
+                // The allocator did not answer: the root, within the budget
+                // (the same load, still in flight for the driver).
+                let from_allocator = !self.objs[obj].is_root();
+                let oldest = self.isolates[i].waiting[t].first().copied();
+                let in_budget = oldest.is_none_or(|s| now - s < MAX_WAIT_MS);
+                // (The regional driver's load stays in flight until the
+                // root answers: one load per tag per isolate.)
+                if from_allocator && in_budget && self.args.fault != Fault::NoFallback {
+                    if self.measuring() {
+                        self.report.fallbacks += 1;
+                    }
+                    let root = self.roots[t];
+                    self.send(Caller::Isolate(i), root, Ask::Segment(t, step), 1);
+                } else {
+                    self.isolates[i].drivers[t].load_failed();
+                    self.refuse_waiting(i, t);
+                }
+            }
+            (Ask::Mint(_), Answer::Ranges(r)) => {
+                if self.isolates[i]
+                    .buffer
+                    .as_mut()
+                    .expect("alive")
+                    .fetched(&r, now)
+                    .is_err()
+                {
+                    self.report.refused_ranges += 1;
+                }
+                self.first_available(i, tags);
+                self.serve(i, tags);
+            }
+            (Ask::Mint(count), Answer::Failed) => {
+                // The next minter (regional: the next-nearest region's),
+                // within the budget and three tries, as the isolate does.
+                let oldest = self.isolates[i].waiting[tags].first().copied();
+                let in_budget = oldest.is_none_or(|s| now - s < MAX_WAIT_MS);
+                let tries = MintConfig::new(3, 0).tries_per_request();
+                if in_budget && attempt + 1 < tries && self.args.fault != Fault::NoFallback {
+                    let minter = self.isolates[i]
+                        .buffer
+                        .as_ref()
+                        .map_or(0, MintedBuffer::minter);
+                    let target = if self.regional {
+                        self.minter_for(i, minter, attempt + 1)
+                    } else {
+                        let m = self.minters.len() as u32;
+                        self.minters[((minter + attempt + 1) % m) as usize]
+                    };
+                    if self.measuring() {
+                        self.report.fallbacks += 1;
+                    }
+                    self.send(Caller::Isolate(i), target, Ask::Mint(count), attempt + 1);
+                } else {
+                    self.isolates[i]
+                        .buffer
+                        .as_mut()
+                        .expect("alive")
+                        .fetch_failed();
+                    self.refuse_waiting(i, tags);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn refuse_waiting(&mut self, i: usize, k: usize) {
+        let n = self.isolates[i].waiting[k].len() as u64;
+        self.isolates[i].waiting[k].clear();
+        if self.measuring() {
+            self.report.refused += n;
+        }
+    }
+
+    /// The deploy storm: every isolate and every object replaced within
+    /// 30 s.
+    fn replace(&mut self, o: usize) {
+        let now = self.now;
+        if o == usize::MAX {
+            let alive: Vec<usize> = (0..self.isolates.len())
+                .filter(|i| self.isolates[*i].alive)
+                .collect();
+            self.alive_at_event = alive.len() as u64;
+            self.report.isolates_replaced = alive.len() as u64;
+            for i in alive {
+                self.isolates[i].stormed = true;
+                let at = now + self.net.below(30_000);
+                self.at(at, Event::Vanish(i));
+                let colo = self.isolates[i].colo;
+                self.born(at, colo);
+            }
+            self.report.objects_replaced = self.objs.len() as u64;
+            for o in 0..self.objs.len() {
+                let at = now + self.net.below(30_000);
+                self.at(at, Event::Replace(o));
+            }
+            return;
+        }
+        // Memory lost, storage kept.
+        match &mut self.objs[o].kind {
+            ObjKind::Root { .. } => {}
+            ObjKind::Allocator {
+                live,
+                parked,
+                epoch,
+                ..
+            } => {
+                *live = None;
+                *epoch += 1;
+                // Calls in its memory are lost with it: their callers see a
+                // failure.
+                for c in std::mem::take(parked) {
+                    self.answer(c, now, Answer::Failed);
+                }
+            }
+            ObjKind::Minter { holder, .. } => *holder = None,
+        }
+    }
+
+    fn set_down(&mut self, r: usize, down: bool) {
+        if r == usize::MAX {
+            // The busiest region (by traffic weight) that holds no root:
+            // its allocators and minters (and, today, whatever objects were
+            // placed there) unreachable for a minute.
+            let mut weight = [0.0; 9];
+            let mut before = 0.0;
+            for (c, cum) in self.colo_cumulative.iter().enumerate() {
+                weight[self.colos[c].region] += cum - before;
+                before = *cum;
+            }
+            let roots: Vec<Option<usize>> =
+                self.roots.iter().map(|&o| self.objs[o].region).collect();
+            let r = (0..9)
+                .filter(|r| !roots.contains(&Some(*r)))
+                .max_by(|a, b| weight[*a].total_cmp(&weight[*b]))
+                .unwrap_or(0);
+            self.alive_at_event = self.isolates.iter().filter(|i| i.alive).count() as u64;
+            self.down_region = Some(r);
+            self.down[r] = true;
+            let now = self.now;
+            self.at(now + 60_000, Event::Down(r, false));
+            return;
+        }
+        self.down[r] = down;
+    }
+
+    fn finish(mut self) -> Outcome {
+        for i in 0..self.isolates.len() {
+            self.flush_runs(i);
+        }
+        let mut duplicates = self.snow_duplicates;
+        for ids in std::mem::take(&mut self.snow).into_values() {
+            duplicates += duplicates_in(ids);
+        }
+        for runs in &mut self.runs {
+            runs.compact();
+            duplicates += runs.duplicates;
+        }
+        // Skipped: allocated by the roots, never served, not held.
+        let allocated: u64 = self
+            .roots
+            .iter()
+            .map(|&o| match &self.objs[o].kind {
+                ObjKind::Root { record, .. } => record.max_id,
+                _ => 0,
+            })
+            .sum();
+        let served: u64 = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.runs)
+            .map(|(a, b)| b - a + 1)
+            .sum();
+        let held_isolates: u64 = self
+            .isolates
+            .iter()
+            .filter(|i| i.alive)
+            .flat_map(|i| i.drivers.iter().map(SegmentDriver::available))
+            .sum();
+        let held_allocators: u64 = self
+            .objs
+            .iter()
+            .map(|o| match &o.kind {
+                ObjKind::Allocator { live, stored, .. } => live
+                    .as_ref()
+                    .map_or_else(|| restore(stored).available(), BlockAllocator::available),
+                _ => 0,
+            })
+            .sum();
+        let hours = (self.end - T0) as f64 / 3_600_000.0;
+        let skipped = allocated.saturating_sub(served + held_isolates + held_allocators);
+        let mut r = self.report;
+        for (o, obj) in self.objs.iter().enumerate() {
+            r.overloaded += obj.overloaded;
+            r.obj_peak = r.obj_peak.max(obj.peak_rps);
+            r.obj_queue = r.obj_queue.max(obj.peak_queue);
+            if obj.is_root() {
+                r.root_peak = r.root_peak.max(obj.peak_rps);
+                r.root_queue = r.root_queue.max(obj.peak_queue);
+            }
+            let name = match &obj.kind {
+                ObjKind::Root { tag, .. } => format!("root tag-{tag}"),
+                ObjKind::Allocator { tag, .. } => {
+                    format!(
+                        "allocator tag-{tag}@{}",
+                        region_name(obj.region.unwrap_or(0))
+                    )
+                }
+                ObjKind::Minter { index, .. } => format!("minter-{index}"),
+            };
+            let at = obj.region.map_or("-", |r| region_name(r));
+            let _ = o;
+            r.busiest
+                .push((format!("{name} ({at})"), obj.peak_rps, obj.peak_queue));
+        }
+        r.busiest.sort_by_key(|b| Reverse(b.1));
+        r.busiest.truncate(3);
+        Outcome {
+            report: r,
+            duplicates,
+            skipped_per_hour: skipped as f64 / hours,
+            hours,
+            down_region: self.down_region,
+            alive_at_event: self.alive_at_event,
+        }
+    }
+}
+
+/// An isolate's policy, as the Worker's (the floor is the tag's step,
+/// which the root or allocator applies).
+fn isolate_policy() -> StepPolicy {
+    StepPolicy {
+        min_step: 1,
+        max_step: MAX_STEP,
+        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
+    }
+}
+
+fn holder_config() -> HolderConfig {
+    HolderConfig {
+        lease_again: true,
+        reserve_ms: 3_000,
+        ..HolderConfig::default()
+    }
+}
+
+fn renew(
+    reg: &mut Registry,
+    holder: &mut SnowflakeHolder<SplitMix64>,
+    r: Renewal,
+    now: u64,
+    layout: Layout,
+) {
+    match reg.renew("", &r.proof(sha256), now) {
+        Ok(l) => holder.renewed(Grant::from_lease(&l, None, layout), now),
+        Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), now),
+    }
+}
+
+// ------------------------------------------------------------ the table
+
+fn main() {
+    let a = args();
+    let colos = colos();
+    let started = std::time::Instant::now();
+    println!(
+        "world: {} colos (where.durableobjects.live), {} isolates alive (mean life {:.0} s, {}-{} req/s each; 40% snowflake, 60% segment over {} tags), {} minters per design ({} per region in the regional one), tag step {}",
+        colos.len(),
+        a.isolates,
+        a.lifetime_s,
+        a.rates.0,
+        a.rates.1,
+        a.tags,
+        a.minters_per_region * 9,
+        a.minters_per_region,
+        TAG_STEP,
+    );
+    println!(
+        "latency: the data's figure for a caller's first call to an object (cold), a third of it after (warm); objects: {WORK_MS} ms a request, one at a time, \"overloaded\" at {OVERLOAD_QUEUE} queued (soft limit {SOFT_LIMIT} req/s); a request waits at most {MAX_WAIT_MS} ms, then a typed 503"
+    );
+    let scenarios = [Scenario::Steady, Scenario::Storm, Scenario::Outage];
+    let mut results = Vec::new();
+    for s in scenarios {
+        // The two designs side by side, one thread each (2 cores).
+        let (today, regional) = std::thread::scope(|scope| {
+            let today = scope.spawn(|| Sim::new(a.clone(), &colos, false, s).run());
+            let regional = Sim::new(a.clone(), &colos, true, s).run();
+            (today.join().expect("today's run"), regional)
+        });
+        results.push((s, today, regional));
+    }
+    let mut violations = Vec::new();
+    let mut today_fails = Vec::new();
+    let mut duplicates = 0;
+    let (mut p99_today, mut p99_regional, mut worst_ratio) = (0, 0, 0.0f64);
+    let mut storm_root_peak = 0;
+    let mut overloaded_regional = 0;
+    for (s, today, regional) in &results {
+        let window = match s {
+            Scenario::Steady => format!("{} min after {} min warm-up", a.minutes, a.warmup_min),
+            Scenario::Storm => format!(
+                "{} isolates and every object replaced within 30 s; watched {} s",
+                regional.alive_at_event, a.watch_s
+            ),
+            Scenario::Outage => format!(
+                "{}'s objects unreachable for 60 s; watched {} s",
+                region_name(regional.down_region.unwrap_or(5)),
+                a.watch_s
+            ),
+        };
+        println!();
+        println!("### {} ({window})", s.name());
+        println!();
+        println!("| continent | nearest region p99 (cold) | today segment p50 / p99 / p999 | today snowflake p50 / p99 / p999 | regional segment p50 / p99 / p999 | regional snowflake p50 / p99 / p999 | regional p99 / nearest p99 |");
+        println!("|---|---|---|---|---|---|---|");
+        for (k, name) in CONTINENTS.iter().enumerate() {
+            let f = |o: &Outcome, kind: usize| {
+                let h = &o.report.first[k][kind];
+                format!("{} / {} / {} ms", h.pct(50.0), h.pct(99.0), h.pct(99.9))
+            };
+            let near = regional.report.nearest[k].pct(99.0);
+            let both = |o: &Outcome| {
+                let mut h = o.report.first[k][0].clone();
+                h.0.extend_from_slice(&o.report.first[k][1].0);
+                h
+            };
+            let reg_p99 = both(regional).pct(99.0);
+            let ratio = reg_p99 as f64 / near.max(1) as f64;
+            let today_ratio = both(today).pct(99.0) as f64 / near.max(1) as f64;
+            println!(
+                "| {name} | {near} ms | {} | {} | {} | {} | {ratio:.2}x (today {today_ratio:.2}x) |",
+                f(today, 0),
+                f(today, 1),
+                f(regional, 0),
+                f(regional, 1),
+            );
+            if *s == Scenario::Steady && both(regional).n() > 0 {
+                worst_ratio = worst_ratio.max(ratio);
+                if ratio > TARGET_RATIO {
+                    violations.push(format!(
+                        "regional, steady: {name}'s cold first-ID p99 {reg_p99} ms is {ratio:.2}x its nearest region's {near} ms (target <= {TARGET_RATIO}x)"
+                    ));
+                }
+                if today_ratio > TARGET_RATIO {
+                    today_fails.push(format!(
+                        "{name}'s cold first-ID p99 {:.0}x its nearest region's",
+                        today_ratio
+                    ));
+                }
+            }
+        }
+        println!();
+        println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks (ranges from the root) | IDs skipped per hour | IDs handed back per hour (refused) | duplicates |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        for (name, o) in [("today", today), ("regional", regional)] {
+            let r = &o.report;
+            let busiest: Vec<String> = r
+                .busiest
+                .iter()
+                .map(|(n, p, q)| format!("{n} {p} ({q})"))
+                .collect();
+            println!(
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} ({}; {} refused, buffer full) | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed) | {} |",
+                r.requests,
+                r.served,
+                r.refused,
+                r.overloaded,
+                r.root_peak,
+                r.root_queue,
+                busiest.join("; "),
+                r.fallbacks,
+                r.restarted,
+                r.refused_full,
+                o.skipped_per_hour,
+                r.handed_back as f64 / o.hours,
+                r.not_handed_back as f64 / o.hours,
+                r.retired,
+                r.backs_followed,
+                r.backs,
+                o.duplicates,
+            );
+        }
+        println!(
+            "Minter calls answered without IDs, by code (a replaced minter's clock is behind the reservation it saved for up to 3 s: clock_moved_backwards): today {:?}, regional {:?}.",
+            today.report.minter_empty, regional.report.minter_empty
+        );
+        // The checks, per design.
+        for (name, o) in [("today", today), ("regional", regional)] {
+            let r = &o.report;
+            let mut fails = Vec::new();
+            if o.duplicates > 0 {
+                fails.push(format!("{} IDs served twice", o.duplicates));
+            }
+            if r.refused_ranges > 0 {
+                fails.push(format!(
+                    "{} ranges refused as overlapping IDs loaded before",
+                    r.refused_ranges
+                ));
+            }
+            if r.stale > 0 {
+                fails.push(format!(
+                    "{} snowflake IDs served more than {DEFAULT_STALENESS_MS} ms after their time unit",
+                    r.stale
+                ));
+            }
+            if r.late > 0 {
+                fails.push(format!("{} requests answered after their bound", r.late));
+            }
+            if r.obj_peak > SOFT_LIMIT {
+                fails.push(format!(
+                    "an object at {} req/s (soft limit {SOFT_LIMIT})",
+                    r.obj_peak
+                ));
+            }
+            if *s == Scenario::Steady && r.overloaded > 0 {
+                fails.push(format!(
+                    "{} overloaded answers in steady state",
+                    r.overloaded
+                ));
+            }
+            if *s == Scenario::Storm && r.root_peak > ROOT_TARGET {
+                fails.push(format!(
+                    "a root at {} req/s in the storm (target <= {ROOT_TARGET})",
+                    r.root_peak
+                ));
+            }
+            let unserved: Vec<&str> = (0..9)
+                .filter(|&g| colos.iter().any(|c| c.region == g) && !r.served_regions[g])
+                .map(|g| region_name(g))
+                .collect();
+            if !unserved.is_empty() {
+                fails.push(format!("regions served no ID: {}", unserved.join(", ")));
+            }
+            if *s == Scenario::Outage && r.first_while_down == 0 {
+                fails.push(format!(
+                    "no cold isolate of {} got an ID while its objects were unreachable",
+                    region_name(o.down_region.unwrap_or(0))
+                ));
+            }
+            duplicates += o.duplicates;
+            if name == "regional" {
+                overloaded_regional += r.overloaded;
+                for f in &fails {
+                    violations.push(format!("regional, {}: {f}", s.name()));
+                }
+            } else {
+                if o.duplicates > 0 {
+                    violations.push(format!(
+                        "today, {}: {} IDs served twice",
+                        s.name(),
+                        o.duplicates
+                    ));
+                }
+                for f in fails {
+                    today_fails.push(format!("{}: {f}", s.name()));
+                }
+            }
+        }
+        if *s == Scenario::Steady {
+            let all = |o: &Outcome| {
+                let mut h = Hist::default();
+                for k in &o.report.first {
+                    h.0.extend_from_slice(&k[0].0);
+                    h.0.extend_from_slice(&k[1].0);
+                }
+                h.pct(99.0)
+            };
+            p99_today = all(today);
+            p99_regional = all(regional);
+        }
+        if *s == Scenario::Storm {
+            storm_root_peak = regional.report.root_peak;
+        }
+    }
+    println!();
+    println!(
+        "Checks, today's design (shown, not enforced): {}",
+        if today_fails.is_empty() {
+            "all pass".to_string()
+        } else {
+            today_fails.join("; ")
+        }
+    );
+    println!(
+        "Checks, regional design (exit 1 on any): {}",
+        if violations.is_empty() {
+            "all pass".to_string()
+        } else {
+            format!("{} violations", violations.len())
+        }
+    );
+    println!("(simulated in {:.1} s)", started.elapsed().as_secs_f64());
+    for v in &violations {
+        eprintln!("VIOLATION: {v}");
+    }
+    println!(
+        "world: cold first-ID p99 today {p99_today} ms, regional {p99_regional} ms ({worst_ratio:.2}x nearest region); root peak {storm_root_peak} req/s; overloaded {overloaded_regional}; duplicates {duplicates}"
+    );
+    if !violations.is_empty() {
+        std::process::exit(1);
+    }
+}
