@@ -41,6 +41,7 @@ use crate::rand::RandSource;
 use crate::segment::{
     Allocation, SegmentBuffer, SegmentSnapshot, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
 };
+use crate::tag::{Asker, SegmentAsk, TailBack, REQUEST_ID_TTL_MS};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
 /// A block is this many of the tag's steps (before Leaf's dynamic rule grows
@@ -52,6 +53,14 @@ use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 /// `max_step` ([`TagRecord::grant_step`](crate::tag::TagRecord::grant_step)),
 /// so a tag that pins its step (`max_step == step`) gets blocks of its step.
 pub const BLOCK_FACTOR: u64 = 10;
+
+/// An allocator whose oldest block was leased this long ago is due to
+/// retire ([`BlockAllocator::retire_due`]): the root remembers a block's
+/// request ID for [`REQUEST_ID_TTL_MS`] (an hour), and only a block it
+/// remembers can give its tail back; half of that leaves the hand-back time
+/// to arrive. A busy region's blocks last about 15 minutes (Leaf's dynamic
+/// step), so only slow regions retire, each at most twice an hour.
+pub const RETIRE_AFTER_MS: u64 = REQUEST_ID_TTL_MS / 2;
 
 /// The random bytes of a block ask's request ID (written as hex): 128 bits,
 /// so that no two asks of any allocator ever share one.
@@ -70,6 +79,21 @@ pub struct BlockAsk {
     pub step: Option<u64>,
 }
 
+impl BlockAsk {
+    /// The ask as the root's lease rule takes it
+    /// ([`TagRecord::lease_segment`](crate::tag::TagRecord::lease_segment)):
+    /// from `allocator` (the allocator's own name, e.g. `"{tag}@{region}"`,
+    /// a credential no one else holds), one of the service's own.
+    pub fn as_lease<'a>(&'a self, allocator: &'a str) -> SegmentAsk<'a> {
+        SegmentAsk {
+            step: self.step,
+            request_id: Some(&self.request_id),
+            caller: Asker::Own(allocator),
+            for_isolate: true,
+        }
+    }
+}
+
 /// A range of a block the allocator holds, with the request ID it was leased
 /// under: the capability to hand it back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +104,21 @@ pub struct Tail {
     pub range: Allocation,
     /// The request ID of the block lease.
     pub request_id: String,
+}
+
+impl Tail {
+    /// The tail as the root's hand-back rule takes it
+    /// ([`TagRecord::take_back`](crate::tag::TagRecord::take_back)): from
+    /// `allocator`, the name its block was leased under
+    /// ([`BlockAsk::as_lease`]).
+    pub fn as_back<'a>(&'a self, allocator: &'a str) -> TailBack<'a> {
+        TailBack {
+            tail: self.range,
+            request_id: &self.request_id,
+            caller: Asker::Own(allocator),
+            for_isolate: true,
+        }
+    }
 }
 
 /// What the host does after [`BlockAllocator::serve`] (always: persist the
@@ -117,7 +156,8 @@ pub enum BlockLoad {
 
 /// A tag's regional allocator: its blocks, the ask in flight, and the
 /// highest ID it ever handed on. Serialise it whole (feature `serde`) as the
-/// object's state.
+/// object's state, as JSON text (`serde_json::to_string`): its numbers go up
+/// to 2^64 − 1, past what a JS number holds exactly.
 ///
 /// ```
 /// use edgeleaf::block::{BlockAllocator, BlockLoad, Serve};
@@ -141,6 +181,9 @@ pub struct BlockAllocator {
     buf: SegmentBuffer,
     /// The blocks with IDs not yet handed on, with their request IDs.
     blocks: Vec<Tail>,
+    /// When each of `blocks` was installed (clock readings, in order).
+    #[cfg_attr(feature = "serde", serde(default))]
+    leased_ms: Vec<u64>,
     /// The block ask recorded before it was sent, until answered.
     pending: Option<BlockAsk>,
     /// The tag's step, as the root last said (`None`: no block yet).
@@ -189,6 +232,7 @@ impl BlockAllocator {
         BlockAllocator {
             buf: SegmentBuffer::new(block_policy()),
             blocks: Vec::new(),
+            leased_ms: Vec::new(),
             pending: None,
             tag_step: None,
             served_high: 0,
@@ -196,8 +240,8 @@ impl BlockAllocator {
         }
     }
 
-    /// A contiguous range of at most `requested_step` IDs for an isolate
-    /// (never fewer than the tag's step asks, shorter at a block's end), or
+    /// A contiguous range of `requested_step` IDs for an isolate (at least
+    /// the tag's step however few are asked, shorter at a block's end), or
     /// what to do to get one, at clock reading `now_ms`; `rand` draws the
     /// request ID of a new block ask. The host persists the state before it
     /// answers or sends anything.
@@ -211,7 +255,7 @@ impl BlockAllocator {
         match take.range {
             Some(range) => {
                 self.served_high = range.end;
-                self.blocks.retain(|b| b.range.end > range.end);
+                self.forget_served_blocks();
                 Serve::Range { range, ask }
             }
             None => ask.map_or(Serve::Wait, Serve::Load),
@@ -238,15 +282,22 @@ impl BlockAllocator {
         self.in_flight.done();
         // The buffer's high-water is at least `served_high` (it is raised
         // to it on retirement): it refuses a block at or below it.
-        if let Err(e) = self.buf.load(block, now_ms) {
-            self.buf.load_failed();
-            return Err(e);
-        }
+        let installed = Allocation::new(block.start, block.end)
+            .and_then(|block| self.buf.load(block, now_ms).map(|()| block));
+        let block = match installed {
+            Ok(block) => block,
+            Err(e) => {
+                // No load in flight any more: the next serve asks anew.
+                self.buf.load_failed();
+                return Err(e);
+            }
+        };
         self.tag_step = Some(tag_step);
         self.blocks.push(Tail {
             range: block,
             request_id: ask.request_id,
         });
+        self.leased_ms.push(now_ms);
         Ok(BlockLoad::Installed)
     }
 
@@ -287,9 +338,19 @@ impl BlockAllocator {
         tails.sort_by_key(|t| core::cmp::Reverse(t.range.start));
         self.buf = SegmentBuffer::new(block_policy()).starting_above(self.served_high);
         self.blocks.clear();
+        self.leased_ms.clear();
         self.pending = None;
         self.in_flight.done();
         tails
+    }
+
+    /// Whether to [`retire`](BlockAllocator::retire) now, at clock reading
+    /// `now_ms` (the host asks on a timer): it holds IDs in a block leased
+    /// [`RETIRE_AFTER_MS`] or more ago, whose tail the root may soon forget.
+    pub fn retire_due(&self, now_ms: u64) -> bool {
+        self.leased_ms
+            .first()
+            .is_some_and(|at| now_ms.saturating_sub(*at) >= RETIRE_AFTER_MS)
     }
 
     /// The blocks as monitoring shows them (each half's next ID and end).
@@ -320,6 +381,17 @@ impl BlockAllocator {
     /// The tag's step as the root last said (`None`: no block yet).
     pub fn tag_step(&self) -> Option<u64> {
         self.tag_step
+    }
+
+    /// Drops the blocks handed on whole (and their lease times).
+    fn forget_served_blocks(&mut self) {
+        let served = self
+            .blocks
+            .iter()
+            .take_while(|b| b.range.end <= self.served_high)
+            .count();
+        self.blocks.drain(..served);
+        self.leased_ms.drain(..served.min(self.leased_ms.len()));
     }
 
     /// The range length granted for `requested`: never below the tag's step
@@ -426,6 +498,24 @@ mod tests {
     }
 
     #[test]
+    fn a_block_held_half_an_hour_is_due_to_retire() {
+        let mut rand = SplitMix64::new(4);
+        let mut a = BlockAllocator::new();
+        assert!(!a.retire_due(RETIRE_AFTER_MS));
+        let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        a.loaded(&ask.request_id, block(1, 20), 10, 1_000).unwrap();
+        assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS - 1));
+        assert!(a.retire_due(1_000 + RETIRE_AFTER_MS));
+        // Served whole: nothing held, nothing due.
+        let _ = a.serve(20, 2_000, &mut rand);
+        assert_eq!(a.blocks(), []);
+        assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS));
+        assert_eq!(a.retire(), []);
+    }
+
+    #[test]
     fn a_failed_or_restored_ask_is_sent_again_under_its_request_id() {
         let mut rand = SplitMix64::new(2);
         let mut a = BlockAllocator::new();
@@ -485,6 +575,21 @@ mod tests {
             a.loaded(&again.request_id, block(20, 200), 10, 0),
             Err(Error::SegmentOverlap { .. })
         ));
+        let Serve::Load(bad) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        let backwards = Allocation {
+            start: 300,
+            end: 250,
+            step: 0,
+        };
+        assert_eq!(
+            a.loaded(&bad.request_id, backwards, 10, 0),
+            Err(Error::InvalidSegment {
+                start: 300,
+                end: 250
+            })
+        );
         // The tail came back to the root: served again, from above 20.
         let Serve::Load(third) = a.serve(5, 0, &mut rand) else {
             panic!()

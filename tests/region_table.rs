@@ -3,6 +3,8 @@
 //! (tests/sim/data/where-durableobjects-live.json): every colo of the data
 //! maps to its `nearestRegion`, and the table knows no other colo.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::collections::BTreeMap;
 
 use edgeleaf::region::{colo_region, colos, Region};

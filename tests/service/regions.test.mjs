@@ -90,7 +90,7 @@ function ledger() {
   };
 }
 
-test('four colos draw through their regional allocators across a kill -9: no ID twice, maxId never below an ID handed out, every region served', async () => {
+test('four colos draw through their regional allocators across a kill -9: no ID twice, maxId never below an ID handed out, every region served', async (t) => {
   const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
   let svc = await spawnService(persist, REGIONAL);
   let c = client(svc);
@@ -148,6 +148,10 @@ test('four colos draw through their regional allocators across a kill -9: no ID 
       assert.ok(allocators[region]?.served > 0, `${region}'s allocator served: ${JSON.stringify(allocators[region])}`);
       assert.ok(allocators[region].blocksLeased > 0, `${region}'s allocator leased blocks`);
     }
+    const views = Object.values(allocators);
+    const ranges = views.reduce((n, a) => n + a.served, 0);
+    const blocks = views.reduce((n, a) => n + a.blocksLeased, 0);
+    t.diagnostic(`${all.size} IDs; the allocators served ${ranges} ranges from ${blocks} blocks leased from the root`);
     // The root's history: the blocks went to the allocators.
     const by = new Set((await c.history('planet')).recent.map((e) => e.by));
     for (const region of Object.values(COLOS)) assert.ok(by.has(`allocator:${region}`), `root leased to ${region}: ${[...by]}`);

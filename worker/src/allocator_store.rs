@@ -33,8 +33,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use edgeleaf::{
-    block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::Serve, code::ErrorCode,
-    rand::RandSource, region::Region, wait::RETRY_AFTER_MS,
+    block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::Serve, block::RETIRE_AFTER_MS,
+    code::ErrorCode, rand::RandSource, region::Region, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::{
     allocator::AllocatorRequest, allocator::AllocatorView, allocator::BlockView,
@@ -99,6 +99,10 @@ pub async fn retire(
 /// How often a request waiting for the block in flight looks again.
 const POLL_MS: u64 = 5;
 
+/// How often an allocator holding blocks asks the core whether to retire
+/// (a tenth of `RETIRE_AFTER_MS`: three minutes).
+const RETIRE_CHECK_MS: i64 = (RETIRE_AFTER_MS / 10) as i64;
+
 /// Randomness for block request IDs: the platform's CSPRNG.
 struct Crypto;
 
@@ -141,6 +145,8 @@ pub struct RegionalAllocator {
 }
 
 struct Inner {
+    /// For its alarm (`retire_due`).
+    state: State,
     sql: SqlStorage,
     env: Env,
     /// The state, read at first use; `None` again after a write failed.
@@ -316,9 +322,11 @@ impl Inner {
         };
         let answer = tag_store::allocate(&self.env, &tag, request).await;
         if let Err(e) = &answer {
-            if e.code == ErrorCode::NotFound && self.forget_if_unused()? {
-                // A name that is not a tag: nothing kept for it (made-up
-                // names cost no storage, here as at the root).
+            let not_ours = matches!(e.code, ErrorCode::NotFound | ErrorCode::MonotonicTag);
+            if not_ours && self.forget_if_unused()? {
+                // A name that is not a tag, or a monotonic tag (root-only):
+                // nothing kept for it (made-up names cost no storage, here
+                // as at the root).
                 return Err(e.clone());
             }
         }
@@ -347,7 +355,34 @@ impl Inner {
                 h.blocks_leased += 1;
             }
             Ok(())
-        })
+        })?;
+        // An allocator holding blocks looks on a timer whether to retire
+        // (the core's `retire_due`: before the root forgets its blocks).
+        self.arm().await
+    }
+
+    /// Sets the alarm that asks `retire_due`, if none is set.
+    async fn arm(&self) -> ApiResult<()> {
+        let storage = self.state.storage();
+        if storage.get_alarm().await?.is_none() {
+            storage.set_alarm(RETIRE_CHECK_MS).await?;
+        }
+        Ok(())
+    }
+
+    /// The alarm: retires (handing the tails back) when the core says it is
+    /// due; while it holds blocks, looks again later.
+    async fn on_alarm(&self) -> ApiResult<()> {
+        let held = self.held.borrow().clone();
+        let Some(held) = held.map_or_else(|| self.stored(), |h| Ok(Some(h)))? else {
+            return Ok(());
+        };
+        if held.allocator.retire_due(now_ms()) {
+            self.retire(&held.tag, held.region, true).await?;
+        } else if held.allocator.available() > 0 || held.allocator.pending().is_some() {
+            self.arm().await?;
+        }
+        Ok(())
     }
 
     /// Retires every block: the state without them is written first, then
@@ -420,6 +455,7 @@ impl DurableObject for RegionalAllocator {
         RegionalAllocator {
             broken,
             inner: Rc::new(Inner {
+                state,
                 sql,
                 env,
                 held: RefCell::new(None),
@@ -454,5 +490,18 @@ impl DurableObject for RegionalAllocator {
                     .and_then(|v| json(200, &v)),
             }))
             .await
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        // Its calls to the root: the background budget, no test fault.
+        let inner = &self.inner;
+        let done = stores::background().run(inner.on_alarm()).await;
+        if let Err(e) = done {
+            // Looked at again on the next alarm (the platform retries a
+            // failed alarm; this one answers normally and re-arms).
+            worker::console_warn!("allocator alarm: {}", e.message);
+            let _ = inner.arm().await;
+        }
+        Response::empty()
     }
 }

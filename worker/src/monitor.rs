@@ -42,11 +42,15 @@ pub fn monitor(access: &Access) -> serde_json::Value {
                 let regions: BTreeMap<&str, serde_json::Value> = t
                     .regional
                     .iter()
-                    .map(|(r, d)| (r.as_str(), json!(view(d.snapshot()))))
+                    .filter_map(|(r, d)| Some((r.as_str(), view(d.snapshot())?)))
                     .collect();
                 let buffer = view(t.driver.snapshot())
                     .or_else(|| t.regional.values().find_map(|d| view(d.snapshot())));
-                (tag, json!({ "monotonic": t.monotonic, "buffer": buffer, "regions": regions }))
+                let mut entry = json!({ "monotonic": t.monotonic, "buffer": buffer });
+                if !regions.is_empty() {
+                    entry["regions"] = json!(regions);
+                }
+                (tag, entry)
             })
             .collect();
         let lease = i.snowflake.as_ref().and_then(|h| {

@@ -109,7 +109,7 @@ impl RequestScope {
             .as_ref()
             .filter(|c| c.test_colo_header)
             .and_then(|_| req.headers().get(TEST_COLO_HEADER).ok().flatten());
-        let colo = test_colo.or_else(|| req.cf().map(|cf| cf.colo()));
+        let colo = test_colo.or_else(|| request_colo(req));
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
@@ -164,6 +164,18 @@ pub fn budget() -> Budget {
             allocators_unreachable: false,
         })
     }))
+}
+
+/// `request.cf.colo`, if the platform set it (read without `Cf::colo`,
+/// which panics when it is missing).
+fn request_colo(req: &Request) -> Option<String> {
+    let cf = js_sys::Reflect::get(req.inner(), &JsValue::from_str("cf")).ok()?;
+    if !cf.is_object() {
+        return None;
+    }
+    js_sys::Reflect::get(&cf, &JsValue::from_str("colo"))
+        .ok()?
+        .as_string()
 }
 
 /// The region of the request being handled (`request.cf.colo` through the
