@@ -47,8 +47,9 @@ export function makeSegmentGenerator(wasm) {
       return this.#closing !== null;
     }
 
-    #open() {
-      if (this.#closing) throw codedError('generator_closed', `SegmentGenerator(${this.#tag}): expected an open generator, found it closed (its unused IDs were handed back)`);
+    // `ids`: what a nextIds() took before the close (handed out: never handed back).
+    #open(ids) {
+      if (this.#closing) throw codedError('generator_closed', `SegmentGenerator(${this.#tag}): expected an open generator, found it closed (its unused IDs were handed back)`, ids?.length ? { ids } : undefined);
     }
 
     /** An ID if one is in memory, else `undefined` (and a load is under way). Never waits. */
@@ -78,7 +79,7 @@ export function makeSegmentGenerator(wasm) {
       const out = new BigUint64Array(count(n));
       let filled = 0;
       for (;;) {
-        this.#open();
+        this.#open(out.subarray(0, filled));
         const ids = this.#core.take(this.#now(), n - filled);
         out.set(ids, filled);
         filled += ids.length;

@@ -198,6 +198,17 @@ test('close(): a tail not taken stops the ones before it; without returnSegment 
   const boom = new SegmentGenerator({ tag: 'gap', step: 10, fetchSegment: store().fetch, returnSegment: async () => { throw new Error('down'); } });
   await boom.next();
   assert.deepEqual(await boom.close(), [{ start: 2n, end: 10n, taken: false }]);
+  // A nextIds() waiting for a load when the generator closes: rejected with the IDs it took (handed out, not handed back).
+  const slow = returningStore({ delay: () => 5 });
+  const w = new SegmentGenerator({ tag: 'gap', step: 10, prefetchPercent: 100, fetchSegment: slow.fetch, returnSegment: slow.returnSegment });
+  await w.next();
+  const waiting = w.nextIds(15);
+  const offered = w.close();
+  const err = await waiting.then(() => null, (e) => e);
+  assert.equal(err?.code, 'generator_closed');
+  assert.deepEqual([...err.ids], [2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
+  assert.deepEqual(await offered, [{ start: 11n, end: 30n, taken: true }]);
+  assert.equal(slow.max, 10n);
   // Never loaded: nothing to hand back.
   assert.deepEqual(await new SegmentGenerator({ tag: 'gap', fetchSegment: store().fetch }).close(), []);
   assert.throws(() => new SegmentGenerator({ tag: 'gap', fetchSegment: store().fetch, returnSegment: 5 }), { code: 'invalid_option' });
