@@ -14,6 +14,8 @@
 //   blocks; the rest answer a typed 503 with Retry-After; IDs again after.
 // - The allocators unreachable (TEST_ALLOCATORS_UNREACHABLE): isolates ask
 //   the root within their budget.
+// - A slow allocator (TEST_ALLOCATOR_DELAY_MS): isolates ask the root with
+//   what is left of the budget after the allocator's share.
 // - A retired allocator hands its unused tails back: maxId moves back only
 //   when nothing followed (IDs stay dense), never when another region's
 //   block followed; a retired tail is never served.
@@ -342,6 +344,33 @@ test('allocators unreachable: isolates ask the root within their budget; then th
     assert.ok((await c.allocators('fallback')).weur.served > 0, 'weur\'s allocator serves again');
     assert.equal(all.dups, 0, 'no ID twice');
     assert.ok((await c.maxId('fallback')) >= all.high);
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('a slow allocator: isolates ask the root with what is left of their budget, and answer within it', async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  const svc = await spawnService(persist, { ...REGIONAL, TEST_ALLOCATOR_DELAY_MS: '3000' });
+  const c = client(svc);
+  try {
+    await c.put('late', { step: 10, maxStep: 10 });
+    const all = ledger();
+    for (let i = 0; i < 10; i++) {
+      for (const colo of ['LHR', 'NRT']) {
+        const t0 = performance.now();
+        const r = await c.ids('late', 10, colo);
+        const ms = performance.now() - t0;
+        assert.equal(r.status, 200, r.text);
+        assert.ok(ms < 1300, `answered within the budget: ${Math.round(ms)} ms`);
+        all.add(r.ids);
+      }
+    }
+    const counters = (await c.ask('/v1/monitor', { token: ADMIN })).json.counters;
+    assert.ok(counters.rootFallbacks > 0, `fell back to the root: ${JSON.stringify(counters)}`);
+    assert.equal(all.dups, 0, 'no ID twice');
+    assert.ok((await c.maxId('late')) >= all.high);
   } finally {
     await killHard(svc.child);
     rmSync(persist, { recursive: true, force: true });

@@ -54,6 +54,10 @@ pub struct Config {
     /// only): every call to a regional allocator fails as if it could not
     /// be reached.
     pub test_allocators_unreachable: bool,
+    /// TESTS ONLY (`TEST_ALLOCATOR_DELAY_MS`, 0..=60000, loopback hosts
+    /// only): every regional allocator waits this long before it answers
+    /// (as `test_object_delay_ms`, for the allocators alone).
+    pub test_allocator_delay_ms: u64,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -175,6 +179,10 @@ impl Config {
         let test_colo_header = flag(env, "TEST_COLO_HEADER")?;
         let test_root_unreachable = flag(env, "TEST_ROOT_UNREACHABLE")?;
         let test_allocators_unreachable = flag(env, "TEST_ALLOCATORS_UNREACHABLE")?;
+        let test_allocator_delay_ms = number(env, "TEST_ALLOCATOR_DELAY_MS", 0)?;
+        if test_allocator_delay_ms > 60_000 {
+            return Err(invalid("TEST_ALLOCATOR_DELAY_MS", "at most 60000"));
+        }
         Ok(Config {
             layout,
             default_step,
@@ -190,6 +198,7 @@ impl Config {
             test_colo_header,
             test_root_unreachable,
             test_allocators_unreachable,
+            test_allocator_delay_ms,
         })
     }
 }

@@ -84,6 +84,9 @@ pub struct RequestScope {
     /// TESTS ONLY: every call to a regional allocator fails
     /// (`Config::test_allocators_unreachable`, loopback hosts only).
     allocators_unreachable: bool,
+    /// TESTS ONLY: how long each regional allocator waits before answering
+    /// (`Config::test_allocator_delay_ms`; 0 but on a loopback host).
+    allocator_delay_ms: u64,
 }
 
 thread_local! {
@@ -115,7 +118,8 @@ impl RequestScope {
             test_delay_ms,
             region: colo.as_deref().and_then(colo_region),
             root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
-            allocators_unreachable: test.is_some_and(|c| c.test_allocators_unreachable),
+            allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
+            allocator_delay_ms: test.map_or(0, |c| c.test_allocator_delay_ms),
         }
     }
 
@@ -131,6 +135,7 @@ impl RequestScope {
             region: None,
             root_unreachable: fault.as_deref() == Some(ROOT_UNREACHABLE),
             allocators_unreachable: false,
+            allocator_delay_ms: 0,
         }
     }
 
@@ -162,6 +167,7 @@ pub fn budget() -> Budget {
             region: None,
             root_unreachable: false,
             allocators_unreachable: false,
+            allocator_delay_ms: 0,
         })
     }))
 }
@@ -219,6 +225,7 @@ pub fn background() -> RequestScope {
         region: scope.region,
         root_unreachable: scope.root_unreachable,
         allocators_unreachable: scope.allocators_unreachable,
+        allocator_delay_ms: scope.allocator_delay_ms,
     }
 }
 
@@ -427,8 +434,12 @@ async fn send(
     };
     let headers = Headers::new();
     headers.set("Content-Type", "application/json")?;
-    if scope.test_delay_ms > 0 {
-        headers.set(TEST_DELAY_HEADER, &scope.test_delay_ms.to_string())?;
+    let delay_ms = match store {
+        Store::Allocator(..) => scope.test_delay_ms.max(scope.allocator_delay_ms),
+        _ => scope.test_delay_ms,
+    };
+    if delay_ms > 0 {
+        headers.set(TEST_DELAY_HEADER, &delay_ms.to_string())?;
     }
     if scope.root_unreachable {
         headers.set(TEST_FAULT_HEADER, ROOT_UNREACHABLE)?;
