@@ -257,16 +257,27 @@ export function makeClient(wasm, { SegmentGenerator }) {
      * caller's own, so with the client token, the admin token or none the
      * service refuses one (`request_id_needs_key`) and none is sent: a retry
      * after a lost answer then gets the next range, and the lost one's IDs are
-     * skipped, never handed out twice.
+     * skipped, never handed out twice. With an API key, `close()` hands each
+     * range's unused tail back under its lease's request ID (taken back only
+     * if nothing was leased after it: the next lease starts right after the
+     * last ID used, no gap).
      */
     segment(tag, opts) {
       const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
+      // Each lease's request ID by its range's end (the buffer holds two
+      // ranges at most: the last few are kept).
+      const leases = new Map();
       const fetchSegment = async (t, step) => {
         const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}` } : { step };
         let last;
         for (let attempt = 0; attempt < 3; attempt++) {
           try {
-            return await this.request('POST', `/v1/segment/${t}/lease`, body);
+            const range = await this.request('POST', `/v1/segment/${t}/lease`, body);
+            if (ownKey) {
+              leases.set(String(range?.end), body.requestId);
+              if (leases.size > 4) leases.delete(leases.keys().next().value);
+            }
+            return range;
           } catch (e) {
             last = e;
             if (e.code !== 'service_unreachable' && !(e.status >= 500)) throw e;
@@ -275,9 +286,17 @@ export function makeClient(wasm, { SegmentGenerator }) {
         }
         throw last;
       };
+      const returnSegment = async (t, { start, end }) => {
+        const requestId = leases.get(String(end));
+        if (requestId === undefined) return { taken: false };
+        leases.delete(String(end));
+        return this.request('POST', `/v1/segment/${t}/lease/return`, { requestId, start: String(start), end: String(end) });
+      };
       // Not an object: handed on as is, for the bindings to refuse.
       const o = opts === undefined ? {} : opts;
-      return new SegmentGenerator(o !== null && typeof o === 'object' ? { ...o, tag, fetchSegment } : o);
+      return new SegmentGenerator(o !== null && typeof o === 'object'
+        ? { ...o, tag, fetchSegment, returnSegment: ownKey ? returnSegment : undefined }
+        : o);
     }
 
     /**

@@ -4,6 +4,7 @@
 
 /** Every `code` an edgeleaf `Error` can carry. */
 export type ErrorCode =
+  | 'generator_closed'
   | 'sync_compile_refused'
   | 'not_initialized'
   | 'invalid_dump'
@@ -191,6 +192,15 @@ export interface SegmentGeneratorOptions {
   now?: () => number;
   /** Hand out opaque IDs: each counter from `fetchSegment` goes through `OpaqueIds` with this key and domain (ranges must stay inside it). */
   opaque?: OpaqueOptions;
+  /** Called by `close()` with each loaded range's unused tail (`end`: the range's end), last first; `{ taken: false }` (or a throw) stops the ones before it. */
+  returnSegment?: (tag: string, tail: { start: bigint; end: bigint }) => Promise<{ taken: boolean } | void>;
+}
+
+/** A range `close()` offered back: `taken` as `returnSegment` answered. */
+export interface ReturnedRange {
+  start: bigint;
+  end: bigint;
+  taken: boolean;
 }
 
 export interface SegmentView {
@@ -223,6 +233,10 @@ export declare class SegmentGenerator {
   nextIds(n: number): Promise<BigUint64Array>;
   /** Loads the first segment before the first request. */
   warmUp(): Promise<void>;
+  /** Stops issuing (later calls throw `generator_closed`) and hands each range's unused tail back through `returnSegment`, last first. Idempotent. */
+  close(): Promise<ReturnedRange[]>;
+  /** Whether `close()` was called. */
+  readonly closed: boolean;
   snapshot(): SegmentSnapshot;
 }
 
@@ -308,8 +322,8 @@ export declare class LeasedSnowflake {
 /** A client of the edgeleaf service. */
 export declare class EdgeleafClient {
   constructor(options: EdgeleafClientOptions);
-  /** A SegmentGenerator fed by the service's segment leases (IDs generated in this process). */
-  segment(tag: string, options?: Omit<SegmentGeneratorOptions, 'tag' | 'fetchSegment'>): SegmentGenerator;
+  /** A SegmentGenerator fed by the service's segment leases (IDs generated in this process); with an API key, its `close()` hands unused tails back. */
+  segment(tag: string, options?: Omit<SegmentGeneratorOptions, 'tag' | 'fetchSegment' | 'returnSegment'>): SegmentGenerator;
   /** Leases a worker ID from the registry (a key with the `registry` scope; at most MAX_WORKERS_PER_KEY live per key: 429 `worker_id_limit`). */
   snowflake(options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>;
   /** One JSON request to the service. */

@@ -17,19 +17,24 @@ export function makeSegmentGenerator(wasm) {
   /**
    * Segment-mode IDs generated in this process from ranges fetched through
    * `fetchSegment(tag, step) => Promise<{ start, end }>` (inclusive bounds).
+   * `close()` hands each range's unused tail back through the optional
+   * `returnSegment(tag, { start, end }) => Promise<{ taken } | void>`.
    */
   class SegmentGenerator {
     #core;
     #tag;
     #fetch;
+    #return;
     #now;
     #inflight = null;
+    #closing = null;
 
     constructor(opts) {
-      // The bindings check every option (tag, fetchSegment and now included).
+      // The bindings check every option (tag, fetchSegment, returnSegment and now included).
       this.#core = new wasm.SegmentCore(opts ?? null);
       this.#tag = opts.tag;
       this.#fetch = opts.fetchSegment;
+      this.#return = opts.returnSegment;
       this.#now = opts.now ?? Date.now;
     }
 
@@ -37,8 +42,19 @@ export function makeSegmentGenerator(wasm) {
       return this.#tag;
     }
 
+    /** Whether `close()` was called. */
+    get closed() {
+      return this.#closing !== null;
+    }
+
+    // `ids`: what a nextIds() took before the close (handed out: never handed back).
+    #open(ids) {
+      if (this.#closing) throw codedError('generator_closed', `SegmentGenerator(${this.#tag}): expected an open generator, found it closed (its unused IDs were handed back)`, ids?.length ? { ids } : undefined);
+    }
+
     /** An ID if one is in memory, else `undefined` (and a load is under way). Never waits. */
     tryNext() {
+      this.#open();
       const r = this.#core.nextId(this.#now());
       if (r < LOAD && r !== 0n) return r;
       if (r > LOAD) {
@@ -63,6 +79,7 @@ export function makeSegmentGenerator(wasm) {
       const out = new BigUint64Array(count(n));
       let filled = 0;
       for (;;) {
+        this.#open(out.subarray(0, filled));
         const ids = this.#core.take(this.#now(), n - filled);
         out.set(ids, filled);
         filled += ids.length;
@@ -75,9 +92,46 @@ export function makeSegmentGenerator(wasm) {
 
     /** Loads the first segment before anyone asks (Leaf's first request waited for the store). */
     async warmUp() {
+      this.#open();
       const step = this.#core.warmUp(this.#now());
       if (step > 0) this.#load(step);
       await this.#inflight;
+    }
+
+    /**
+     * Stops issuing (every later call throws `generator_closed`) and hands
+     * the unused tail of each loaded range back through `returnSegment`, last
+     * first (the service takes a tail back only if nothing was leased after
+     * it; the one before it, only then: after `{ taken: false }` or a throw,
+     * none is offered). A load in flight lands first (its range is the
+     * last). Resolves to the unused ranges, `[{ start, end, taken }]`; a
+     * tail not taken stays a gap, never an ID twice. Idempotent: every call
+     * answers the first one's promise.
+     */
+    close() {
+      if (this.#closing) return this.#closing;
+      this.#closing = (async () => {
+        await this.#inflight?.catch(() => {});
+        const ranges = this.#core.retire();
+        const offered = [];
+        let taking = this.#return !== undefined;
+        for (const { start, end } of ranges) {
+          let taken = false;
+          if (taking) {
+            try {
+              const answer = await this.#return(this.#tag, { start, end });
+              taken = answer?.taken === true;
+              // Not taken: none before it can be (IDs followed it).
+              taking = answer?.taken !== false;
+            } catch {
+              taking = false; // stays a gap, and so do the ones before it
+            }
+          }
+          offered.push({ start, end, taken });
+        }
+        return offered;
+      })();
+      return this.#closing;
     }
 
     /** Leaf's cache view: initialized, currentPos, nextReady, loading, step, segments[{ value, max, step }]. */

@@ -172,6 +172,9 @@ codes! {
     /// `edgeleaf/file-store`: the store's file is in use by another live
     /// process (two processes must not share one store).
     StoreLocked = "store_locked";
+    /// A `SegmentGenerator` used after `close()` (its unused IDs were handed
+    /// back).
+    GeneratorClosed = "generator_closed";
 }
 
 impl fmt::Display for ErrorCode {

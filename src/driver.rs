@@ -158,6 +158,13 @@ impl SegmentDriver {
         self.buf.available()
     }
 
+    /// Gives up both halves (a client closing): their unused ranges, last
+    /// first, to hand back ([`SegmentBuffer::retire`]).
+    pub fn retire(&mut self) -> [Option<Allocation>; 2] {
+        self.loading_since.done();
+        self.buf.retire()
+    }
+
     /// The buffer's state for monitoring.
     pub fn snapshot(&self) -> SegmentSnapshot {
         self.buf.snapshot()

@@ -444,6 +444,45 @@ impl SegmentBuffer {
         RangeTake { range: None, load }
     }
 
+    /// The IDs loaded and not handed out: each half's unused range, last
+    /// first (the order in which a tag's store can take them back: only the
+    /// last range it handed out can return, then the one before it). A half
+    /// used up, or none, is `None`; a range is never one this buffer handed
+    /// out an ID of.
+    pub fn unused(&self) -> [Option<Allocation>; 2] {
+        let range = |s: &Option<Segment>| {
+            s.filter(|s| s.remaining() > 0).map(|s| Allocation {
+                start: s.next,
+                end: s.end,
+                step: s.remaining(),
+            })
+        };
+        let (current, other) = (
+            range(&self.segments[self.current]),
+            range(&self.segments[self.other()]),
+        );
+        match (current, other) {
+            (Some(c), Some(o)) if c.end > o.end => [Some(c), Some(o)],
+            (c, None) => [c, None],
+            (None, o) => [o, None],
+            (c, o) => [o, c],
+        }
+    }
+
+    /// Gives up both halves (a client closing): their unused ranges, as
+    /// [`SegmentBuffer::unused`] says, to hand back to the tag's store. The
+    /// buffer then hands out nothing until it loads again, and never loads
+    /// at or below an ID it held (its fence stays), so a range handed back
+    /// is never handed out by it. A load in flight is forgotten (its answer
+    /// may still be loaded: it lies above the fence).
+    pub fn retire(&mut self) -> [Option<Allocation>; 2] {
+        let unused = self.unused();
+        self.segments = [None, None];
+        self.current = 0;
+        self.loading = false;
+        unused
+    }
+
     /// Whether a load is in flight.
     pub fn loading(&self) -> bool {
         self.loading

@@ -17,7 +17,9 @@ use std::collections::HashSet;
 use edgeleaf::{
     driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep, opaque::OpaqueDomain,
     segment::Allocation, segment::SegmentBuffer, segment::SegmentNext, segment::StepPolicy,
-    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::TagKind, tag::TagRecord, Error,
+    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagKind, tag::TagRecord, tag::TailBack,
+    tag::TakeBack, Error,
 };
 use proptest::prelude::*;
 
@@ -369,4 +371,202 @@ fn serve(
     }
     issuer.written(mark);
     Some(out)
+}
+
+/// A client's buffer, closed: what it hands back (`SegmentBuffer::retire`).
+#[derive(Debug, Clone)]
+enum CloseOp {
+    /// An ID from client `.0`.
+    Next(usize),
+    /// Up to `.1` IDs from client `.0`.
+    Take(usize, usize),
+    /// The load client `.0` has in flight arrives (leased under its own
+    /// request ID).
+    Deliver(usize),
+    /// Someone without a request ID leases a segment in between.
+    Interleave(u64),
+    /// Client `.0` closes and hands its unused ranges back, last first; a
+    /// new client takes its place.
+    Close(usize),
+    /// Client `.0` names client `.1`'s last lease (its request ID and range
+    /// end) as its own: never taken.
+    Impostor(usize, usize),
+}
+
+fn close_op() -> impl Strategy<Value = CloseOp> {
+    prop_oneof![
+        10 => (0usize..3).prop_map(CloseOp::Next),
+        4 => (0usize..3, 1usize..40).prop_map(|(c, n)| CloseOp::Take(c, n)),
+        6 => (0usize..3).prop_map(CloseOp::Deliver),
+        1 => (1u64..30).prop_map(CloseOp::Interleave),
+        2 => (0usize..3).prop_map(CloseOp::Close),
+        1 => (0usize..3, 0usize..3).prop_map(|(a, b)| CloseOp::Impostor(a, b)),
+    ]
+}
+
+struct Client {
+    name: String,
+    buf: SegmentBuffer,
+    in_flight: bool,
+    handed: Vec<u64>,
+    loaded: Vec<Allocation>,
+    /// Request ID of each lease, by its range's end.
+    leases: std::collections::BTreeMap<u64, String>,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A buffer's unused ranges are exactly the IDs it loaded and did not
+    /// hand out, last first; closed (`retire`), it hands out nothing more and
+    /// never loads them again. Handed back to the tag's store under their
+    /// leases' request IDs (`TagRecord::take_back`), last first, a range
+    /// returns exactly when nothing was leased after it: across clients that
+    /// close and are replaced, no ID is handed out twice, and a client that
+    /// closes right after its lease leaves the tag's `max_id` at the highest
+    /// ID handed out (Leaf's issues #15/#78: no gap). Another client naming
+    /// the same request ID and range takes nothing.
+    #[test]
+    fn unused_ranges_go_back_and_no_id_is_handed_out_twice(
+        min_step in 1u64..40,
+        percent in 0u8..=100,
+        start_max in 0u64..1000,
+        ops in prop::collection::vec(close_op(), 1..300),
+    ) {
+        let policy = StepPolicy::new(min_step).unwrap();
+        let fresh = |n: usize| Client {
+            name: format!("key-{n}"),
+            buf: SegmentBuffer::with_prefetch_percent(policy, percent).unwrap(),
+            in_flight: false,
+            handed: Vec::new(),
+            loaded: Vec::new(),
+            leases: std::collections::BTreeMap::new(),
+        };
+        let mut clients: Vec<Client> = (0..3).map(fresh).collect();
+        let mut born = 3;
+        let mut store = TagRecord::new("prop", min_step, start_max, "", 0).unwrap();
+        let mut remembered: std::collections::HashMap<String, Remembered> = Default::default();
+        let mut seen = HashSet::new();
+        let mut leased = 0u64;
+        for op in ops {
+            match op {
+                CloseOp::Next(c) | CloseOp::Take(c, _) => {
+                    let n = if let CloseOp::Take(_, n) = op { n } else { 1 };
+                    let cl = &mut clients[c];
+                    let mut out = vec![0; n];
+                    let t = cl.buf.take(&mut out);
+                    for &id in &out[..t.filled] {
+                        prop_assert!(seen.insert(id), "{} handed out twice", id);
+                        prop_assert!(id <= store.max_id, "{} above max_id", id);
+                        cl.handed.push(id);
+                    }
+                    if t.load { prop_assert!(!cl.in_flight); cl.in_flight = true; }
+                }
+                CloseOp::Deliver(c) if clients[c].in_flight => {
+                    let cl = &mut clients[c];
+                    cl.in_flight = false;
+                    leased += 1;
+                    let request_id = format!("r{leased}");
+                    let ask = SegmentAsk {
+                        step: Some(cl.buf.step_for_next_load(0)),
+                        request_id: Some(&request_id),
+                        caller: Asker::Own(&cl.name),
+                        for_isolate: false,
+                    };
+                    let SegmentAnswer::Allocate { step } = store.lease_segment(&ask, None).unwrap() else {
+                        unreachable!("a new request ID")
+                    };
+                    match store.allocate(Some(step), 0) {
+                        Ok((alloc, next)) => {
+                            store = next;
+                            remembered.insert(ask.remembered_as().unwrap(), Remembered { segment: alloc, granted: step });
+                            cl.buf.load(alloc, 0).unwrap();
+                            cl.loaded.push(alloc);
+                            cl.leases.insert(alloc.end, request_id);
+                        }
+                        Err(_) => cl.buf.load_failed(),
+                    }
+                }
+                CloseOp::Deliver(_) => {}
+                CloseOp::Interleave(step) => {
+                    if let Ok((_, next)) = store.allocate(Some(step), 0) { store = next; }
+                }
+                CloseOp::Impostor(a, b) if a != b => {
+                    let Some((&end, id)) = clients[b].leases.iter().next_back() else { continue };
+                    let back = TailBack {
+                        tail: Allocation::new(end, end).unwrap(),
+                        request_id: id,
+                        caller: Asker::Own(&clients[a].name),
+                        for_isolate: false,
+                    };
+                    let own = back.remembered_as().and_then(|k| remembered.get(&k).copied());
+                    let answer = store.take_back(&back, own.as_ref(), 0).unwrap();
+                    prop_assert!(matches!(answer, TakeBack::Skipped(_)), "{:?}: another's range taken", answer);
+                }
+                CloseOp::Impostor(..) => {}
+                CloseOp::Close(c) => {
+                    let mut cl = std::mem::replace(&mut clients[c], fresh(born));
+                    born += 1;
+                    let handed_high = cl.handed.iter().copied().max();
+                    // Unused: exactly the loaded IDs not handed out, last first.
+                    let unused = cl.buf.unused();
+                    let mut expect: Vec<u64> = cl.loaded.iter().flat_map(|a| a.start..=a.end)
+                        .filter(|id| !cl.handed.contains(id)).collect();
+                    expect.sort_unstable();
+                    let mut got: Vec<u64> = unused.iter().flatten().flat_map(|a| a.start..=a.end).collect();
+                    got.sort_unstable();
+                    prop_assert_eq!(&got, &expect);
+                    let ends: Vec<u64> = unused.iter().flatten().map(|a| a.end).collect();
+                    prop_assert!(ends.windows(2).all(|w| w[0] > w[1]), "last first: {:?}", unused);
+                    prop_assert!(unused[0].is_some() || unused[1].is_none());
+                    let retired = cl.buf.retire();
+                    prop_assert_eq!(retired, unused);
+                    prop_assert_eq!(cl.buf.available(), 0);
+                    prop_assert_eq!(cl.buf.next_id(), SegmentNext::Exhausted { load: true });
+                    if let Some(r) = unused[0] {
+                        prop_assert!(cl.buf.load(r, 0).is_err(), "a closed buffer loads what it handed back");
+                    }
+                    let last_leased = store.max_id;
+                    let mut all_taken = true;
+                    for r in unused.iter().flatten() {
+                        let id = cl.leases.get(&r.end).expect("each unused range is a lease's end");
+                        let back = TailBack {
+                            tail: *r,
+                            request_id: id,
+                            caller: Asker::Own(&cl.name),
+                            for_isolate: false,
+                        };
+                        let key = back.remembered_as().unwrap();
+                        let own = remembered.get(&key).copied();
+                        let follows = store.max_id == r.end;
+                        match store.take_back(&back, own.as_ref(), 0).unwrap() {
+                            TakeBack::Returned { record, remembered: change } => {
+                                prop_assert!(follows, "{:?} taken while IDs followed it", r);
+                                prop_assert_eq!(record.max_id, r.start - 1);
+                                store = record;
+                                match change {
+                                    RememberedChange::Remove => { remembered.remove(&key); }
+                                    RememberedChange::Shorten(s) => { remembered.insert(key, s); }
+                                }
+                            }
+                            TakeBack::Skipped(_) => {
+                                prop_assert!(!follows, "{:?} skipped though nothing followed it", r);
+                                all_taken = false;
+                            }
+                        }
+                    }
+                    // Closed right after its leases: no gap above what it handed out.
+                    let held_last = cl.loaded.last().is_some_and(|a| a.end == last_leased);
+                    let contiguous = cl.loaded.windows(2).last().is_none_or(|w| w[0].end + 1 == w[1].start)
+                        || unused[1].is_none();
+                    if held_last && contiguous && unused[0].is_some() {
+                        prop_assert!(all_taken);
+                        let below = unused.iter().flatten().map(|a| a.start).min().unwrap() - 1;
+                        prop_assert_eq!(store.max_id, below);
+                        prop_assert!(handed_high.is_none_or(|h| h <= store.max_id));
+                    }
+                }
+            }
+        }
+    }
 }

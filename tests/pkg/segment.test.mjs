@@ -134,3 +134,82 @@ test('bad options throw with a code', () => {
   ];
   for (const [fn, code] of cases) assert.throws(fn, { code }, String(fn));
 });
+
+/** A store that takes a tail back as a tag's root does: only its last range's end, nothing after it. */
+function returningStore(opts) {
+  const s = store(opts);
+  s.returned = [];
+  s.returnSegment = async (tag, { start, end }) => {
+    s.returned.push([start, end]);
+    if (end !== s.max) return { taken: false };
+    s.max = start - 1n;
+    return { taken: true };
+  };
+  return s;
+}
+
+test('close(): stops issuing, hands each unused tail back last first (the load in flight landing first), once', async () => {
+  const st = returningStore({ delay: () => 2 });
+  const g = new SegmentGenerator({ tag: 'close', step: 100, prefetchPercent: 10, fetchSegment: st.fetch, returnSegment: st.returnSegment });
+  const ids = await g.nextIds(27); // 1..=27; the prefetch of 101..=300 is in flight
+  assert.equal(ids[26], 27n);
+  const waiting = g.next(); // served from memory before close
+  assert.equal(g.closed, false);
+  const closing = g.close();
+  assert.equal(g.closed, true);
+  assert.equal(g.close(), closing, 'idempotent: the same promise');
+  assert.throws(() => g.tryNext(), { code: 'generator_closed' });
+  await assert.rejects(g.next(), { code: 'generator_closed' });
+  await assert.rejects(g.nextIds(3), { code: 'generator_closed' });
+  await assert.rejects(g.warmUp(), { code: 'generator_closed' });
+  assert.equal(await waiting, 28n);
+  const offered = await closing;
+  assert.deepEqual(offered, [
+    { start: 101n, end: 300n, taken: true },
+    { start: 29n, end: 100n, taken: true },
+  ]);
+  assert.deepEqual(st.returned, [[101n, 300n], [29n, 100n]]);
+  assert.equal(st.max, 28n, 'the store goes on right after the last ID handed out');
+  assert.equal(await g.close(), offered);
+  assert.equal(st.returned.length, 2, 'nothing handed back twice');
+  assert.equal(st.calls, 2, 'no load after close');
+});
+
+test('close(): a tail not taken stops the ones before it; without returnSegment nothing is sent; a throwing one is a gap', async () => {
+  const st = returningStore();
+  const g = new SegmentGenerator({ tag: 'gap', step: 10, prefetchPercent: 100, fetchSegment: st.fetch, returnSegment: st.returnSegment });
+  assert.equal(await g.next(), 1n);
+  st.max += 50n; // another client leased after it
+  assert.deepEqual(await g.close(), [{ start: 2n, end: 10n, taken: false }]);
+  assert.equal(st.max, 60n);
+  // Two ranges, the last not taken: the first is not offered.
+  const two = returningStore();
+  const h = new SegmentGenerator({ tag: 'gap', step: 10, prefetchPercent: 0, fetchSegment: two.fetch, returnSegment: two.returnSegment });
+  await h.next(); // prefetches at once: 11..=30 (the dynamic step doubled)
+  await h.warmUp(); // waits for it
+  two.max += 1n;
+  assert.deepEqual(await h.close(), [{ start: 11n, end: 30n, taken: false }, { start: 2n, end: 10n, taken: false }]);
+  assert.equal(two.returned.length, 1);
+  // No returnSegment: the unused ranges, none taken.
+  const plain = new SegmentGenerator({ tag: 'gap', step: 10, fetchSegment: store().fetch });
+  await plain.next();
+  assert.deepEqual(await plain.close(), [{ start: 2n, end: 10n, taken: false }]);
+  // A returnSegment that throws: close() still resolves (a gap, never an error).
+  const boom = new SegmentGenerator({ tag: 'gap', step: 10, fetchSegment: store().fetch, returnSegment: async () => { throw new Error('down'); } });
+  await boom.next();
+  assert.deepEqual(await boom.close(), [{ start: 2n, end: 10n, taken: false }]);
+  // A nextIds() waiting for a load when the generator closes: rejected with the IDs it took (handed out, not handed back).
+  const slow = returningStore({ delay: () => 5 });
+  const w = new SegmentGenerator({ tag: 'gap', step: 10, prefetchPercent: 100, fetchSegment: slow.fetch, returnSegment: slow.returnSegment });
+  await w.next();
+  const waiting = w.nextIds(15);
+  const offered = w.close();
+  const err = await waiting.then(() => null, (e) => e);
+  assert.equal(err?.code, 'generator_closed');
+  assert.deepEqual([...err.ids], [2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
+  assert.deepEqual(await offered, [{ start: 11n, end: 30n, taken: true }]);
+  assert.equal(slow.max, 10n);
+  // Never loaded: nothing to hand back.
+  assert.deepEqual(await new SegmentGenerator({ tag: 'gap', fetchSegment: store().fetch }).close(), []);
+  assert.throws(() => new SegmentGenerator({ tag: 'gap', fetchSegment: store().fetch, returnSegment: 5 }), { code: 'invalid_option' });
+});

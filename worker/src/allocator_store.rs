@@ -400,6 +400,7 @@ impl Inner {
                 by: format!("allocator:{region}"),
                 start: tail.range.start.to_string(),
                 end: tail.range.end.to_string(),
+                from: Default::default(),
             };
             match tag_store::take_back(&self.env, tag, request).await {
                 Ok(t) if t.taken => back += tail.range.step,

@@ -82,6 +82,7 @@ pub const ROUTES: &[Route] = &[
     route!(Get    "/api/snowflake/get/{tag}", IDS,      ids::snowflake_text),
     route!(Get    "/v1/segment/{tag}",        IDS,      ids::segment),
     route!(Post   "/v1/segment/{tag}/lease",  IDS,      ids::segment_lease),
+    route!(Post   "/v1/segment/{tag}/lease/return", IDS, ids::segment_return),
     route!(Get    "/v1/snowflake",            IDS,      ids::snowflake),
     route!(Get    "/v1/snowflake/{id}",       IDS,      views::decode),
     route!(Get    "/v1/workers/events",       FLEET,    workers::events),

@@ -25,9 +25,8 @@ use std::cell::{Cell, RefCell};
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
     opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
-    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
-    tag::TagChange, tag::TagKind, tag::TagRecord, tag::TailBack, tag::TakeBack,
-    tag::REQUEST_ID_TTL_MS,
+    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange,
+    tag::TagKind, tag::TagRecord, tag::TailBack, tag::TakeBack, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use edgeleaf_rules::wire::{
@@ -546,8 +545,8 @@ impl TagStore {
         let back = TailBack {
             tail,
             request_id: &req.request_id,
-            caller: Asker::Own(&req.by),
-            for_isolate: true,
+            caller: req.asker(),
+            for_isolate: req.for_isolate(),
         };
         let key = back.remembered_as();
         let remembered = match &key {

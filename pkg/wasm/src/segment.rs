@@ -27,7 +27,7 @@ pub struct SegmentCore {
 
 #[wasm_bindgen]
 impl SegmentCore {
-    /// Validates `{ tag, fetchSegment, now?, step?, maxStep?, segmentDurationMs?, prefetchPercent?, opaque? }`.
+    /// Validates `{ tag, fetchSegment, now?, step?, maxStep?, segmentDurationMs?, prefetchPercent?, opaque?, returnSegment? }`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<SegmentCore, JsValue> {
         let o = Options::new(
@@ -42,6 +42,7 @@ impl SegmentCore {
                 "segmentDurationMs",
                 "prefetchPercent",
                 "opaque",
+                "returnSegment",
             ],
         )?;
         let opaque = o.get("opaque");
@@ -69,6 +70,7 @@ impl SegmentCore {
         }
         o.function("fetchSegment")?;
         o.function("now")?;
+        o.function("returnSegment")?;
         let mut policy =
             StepPolicy::new(o.number("step")?.unwrap_or(1000)).map_err(|e| from_core(&e))?;
         if let Some(v) = o.number("maxStep")? {
@@ -163,6 +165,22 @@ impl SegmentCore {
                 from_core(&e)
             })?;
         self.driver.loaded(alloc, now).map_err(|e| from_core(&e))
+    }
+
+    /// Gives up both halves (the generator closes): their unused ranges,
+    /// last first (the order a tag's store can take them back), as
+    /// `[{ start, end }]` (bigints: the store's own numbers, also for an
+    /// opaque generator). Nothing is handed out from them afterwards.
+    pub fn retire(&mut self) -> js_sys::Array {
+        let out = js_sys::Array::new();
+        for range in self.driver.retire().into_iter().flatten() {
+            let obj = js_sys::Object::new();
+            set(&obj, "start", range.start);
+            set(&obj, "end", range.end);
+            out.push(&obj);
+        }
+        self.load_step = 0;
+        out
     }
 
     /// The load in flight failed.

@@ -1,6 +1,6 @@
 // Compiled by `tsc --noEmit` in make test: the declarations must accept what
 // the README shows and reject what the code rejects.
-import { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, type EdgeleafError, type SegmentSnapshot, type LeasedSnowflake } from 'edgeleaf';
+import { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, type EdgeleafError, type SegmentSnapshot, type LeasedSnowflake, type ReturnedRange } from 'edgeleaf';
 
 const s = new Snowflake({ workerId: 1, layout: 'jsSafe', epoch: new Date('2024-01-01'), now: () => Date.now() });
 const id: bigint = s.nextId();
@@ -36,6 +36,16 @@ const orders: SegmentGenerator = client.segment('order', { step: 1000 });
 const leased: Promise<LeasedSnowflake> = client.snowflake({ nodeKey: 'host-1:8080' });
 leased.then(async (sf) => { const x: bigint = sf.nextId(); await sf.close(); return x; });
 export { orders };
+const closing = new SegmentGenerator({
+  tag: 'job',
+  fetchSegment: async (tag: string, step: number) => ({ start: 1n, end: BigInt(step) }),
+  returnSegment: async (tag: string, tail: { start: bigint; end: bigint }) => ({ taken: tail.start <= tail.end }),
+});
+const back: Promise<ReturnedRange[]> = closing.close();
+const isClosed: boolean = closing.closed;
+export { back, isClosed };
+// @ts-expect-error the client hands tails back itself
+client.segment('order', { returnSegment: async () => ({ taken: true }) });
 
 // @ts-expect-error workerId is required
 new Snowflake({});

@@ -81,7 +81,8 @@ const fn meaning(code: ErrorCode) -> (u16, bool) {
         | C::NotInitialized
         | C::InvalidDump
         | C::ImportConflict
-        | C::StoreLocked => (503, false),
+        | C::StoreLocked
+        | C::GeneratorClosed => (503, false),
     }
 }
 

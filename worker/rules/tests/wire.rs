@@ -40,8 +40,9 @@ use edgeleaf_rules::{
         },
         tag::{
             AllocateRequest, Deleted, Expect, GivenId, HistoryEvent, LeaseBody, LeasedSegment,
-            OpaqueGrant, RevealBody, Revealed, SegmentLease, TagHistory, TagPut, TagRequest,
-            TagUpsert, TagView, TagViews,
+            OpaqueGrant, ReturnBody, Returner, RevealBody, Revealed, SegmentLease, TagHistory,
+            TagPut, TagRequest, TagUpsert, TagView, TagViews, TailReturned, TakeBackRequest,
+            TakenBack,
         },
         StoreRequest, WireError,
     },
@@ -846,6 +847,49 @@ fn a_client_allocation_is_never_an_isolates() {
     let key = AllocateRequest::for_client(LeaseBody::default(), "0123456789ab");
     assert!(key.own_credential);
     assert_eq!(key.asker(), Asker::Own("lease:0123456789ab"));
+}
+
+#[test]
+fn a_client_tail_is_named_as_its_lease_and_never_an_allocators() {
+    let body: ReturnBody =
+        parse(r#"{"requestId":"job-1","start":"28","end":"2000"}"#).expect("the documented body");
+    // A caller can never name who it is, nor pass for an allocator.
+    for extra in [r#""by":"lease:x""#, r#""from":"allocator""#, r#""step":1"#] {
+        let j = format!(r#"{{"requestId":"job-1","start":"28","end":"2000",{extra}}}"#);
+        assert!(parse::<ReturnBody>(&j).is_err(), "{j}");
+    }
+    let key = TakeBackRequest::for_client(body, "0123456789ab");
+    assert_eq!(
+        key.by, "lease:0123456789ab",
+        "the lease's own name for its asker"
+    );
+    let lease = AllocateRequest::for_client(LeaseBody::default(), "0123456789ab");
+    assert_eq!(key.asker(), lease.asker(), "the same asker as the lease's");
+    assert!(!key.for_isolate());
+    let back: TagRequest = parse(&round_trip(&TagRequest::TakeBack(key))).unwrap();
+    let TagRequest::TakeBack(back) = back else {
+        panic!("a take-back")
+    };
+    assert_eq!(back.asker(), Asker::Own("lease:0123456789ab"));
+    for shared in ["client", "root", "anonymous"] {
+        let r = TakeBackRequest::for_client(ReturnBody::default(), shared);
+        assert_eq!(r.asker(), Asker::Shared, "{shared}: a shared credential");
+    }
+    // An allocator's hand-back reads as it always did (no `from`).
+    let allocator: TakeBackRequest =
+        parse(r#"{"requestId":"ab","by":"allocator:weur","start":"5","end":"9"}"#).unwrap();
+    assert_eq!(allocator.from, Returner::Allocator);
+    assert_eq!(allocator.asker(), Asker::Own("allocator:weur"));
+    assert!(allocator.for_isolate());
+    assert!(!text(&allocator).contains("from"));
+    assert_eq!(
+        text(&TailReturned::from(TakenBack {
+            taken: true,
+            max_id: "27".into()
+        })),
+        r#"{"taken":true}"#,
+        "a client is not shown the tag's max_id"
+    );
 }
 
 #[test]

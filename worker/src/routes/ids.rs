@@ -1,7 +1,9 @@
 //! The IDs: Leaf's text routes, batches from this isolate's buffers, and
 //! segment leases for outside clients.
 
-use edgeleaf_rules::wire::{api::IdList, tag::AllocateRequest, tag::LeasedSegment};
+use edgeleaf_rules::wire::{
+    api::IdList, tag::AllocateRequest, tag::LeasedSegment, tag::TailReturned, tag::TakeBackRequest,
+};
 use worker::Response;
 
 use super::Cx;
@@ -36,6 +38,18 @@ pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
     let request = AllocateRequest::for_client(cx.body().await?, cx.owner());
     let lease = tag_store::allocate(&cx.env, &tag, request).await?;
     json(200, &LeasedSegment::from(lease))
+}
+
+/// `POST /v1/segment/{tag}/lease/return`: the unused tail of a range the
+/// caller leased under a request ID, handed back (a client closing). Who
+/// asks is named exactly as for the lease, so only the API key that leased
+/// the range finds it; the tag's store and the core decide the rest
+/// (`TagRecord::take_back`: taken only if nothing was leased after it).
+pub async fn segment_return(mut cx: Cx) -> ApiResult<Response> {
+    let tag = cx.tag()?;
+    let request = TakeBackRequest::for_client(cx.body().await?, cx.owner());
+    let taken = tag_store::take_back(&cx.env, &tag, request).await?;
+    json(200, &TailReturned::from(taken))
 }
 
 /// `GET /v1/snowflake?count=N`.

@@ -330,6 +330,99 @@ pub struct TakeBackRequest {
     pub start: String,
     /// Last ID of the tail (the leased range's end), decimal.
     pub end: String,
+    /// Who leased it: one of the service's allocators (the default), or an
+    /// outside client ([`TakeBackRequest::for_client`]).
+    #[serde(default, skip_serializing_if = "Returner::is_allocator")]
+    pub from: Returner,
+}
+
+/// Who hands a tail back ([`TakeBackRequest::from`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Returner {
+    /// One of the service's regional allocators: its blocks were leased for
+    /// an isolate, under its own name.
+    #[default]
+    Allocator,
+    /// An outside client (`POST /v1/segment/{tag}/lease/return`): its range
+    /// was leased by `lease:<owner>`, a credential of its own only with an
+    /// API key (as [`AllocateRequest::own_credential`]).
+    Client {
+        /// `by` is a credential of the caller's own ([`lease_asker`]).
+        own_credential: bool,
+    },
+}
+
+impl Returner {
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
+    fn is_allocator(&self) -> bool {
+        *self == Returner::Allocator
+    }
+}
+
+impl TakeBackRequest {
+    /// A client's tail, by `owner` (the credential asking), named as its
+    /// lease was ([`AllocateRequest::for_client`]): only the same API key
+    /// finds the range remembered under its request ID.
+    pub fn for_client(body: ReturnBody, owner: &str) -> Self {
+        TakeBackRequest {
+            request_id: body.request_id,
+            by: format!("lease:{owner}"),
+            start: body.start,
+            end: body.end,
+            from: Returner::Client {
+                own_credential: matches!(lease_asker(owner), Asker::Own(_)),
+            },
+        }
+    }
+
+    /// Who hands it back, as the core's rule of request IDs sees it.
+    pub fn asker(&self) -> Asker<'_> {
+        match self.from {
+            Returner::Allocator
+            | Returner::Client {
+                own_credential: true,
+            } => Asker::Own(&self.by),
+            Returner::Client {
+                own_credential: false,
+            } => Asker::Shared,
+        }
+    }
+
+    /// Whether the range was leased for one of the service's isolates (an
+    /// allocator's block) rather than by an outside client.
+    pub fn for_isolate(&self) -> bool {
+        self.from == Returner::Allocator
+    }
+}
+
+/// `POST /v1/segment/{tag}/lease/return`: the unused tail of a range the
+/// caller leased under `requestId` (decimal bounds, as the lease answered).
+#[derive(Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReturnBody {
+    /// The request ID the range was leased under.
+    pub request_id: String,
+    /// The first unused ID, decimal.
+    pub start: String,
+    /// The leased range's last ID, decimal.
+    pub end: String,
+}
+
+/// `POST /v1/segment/{tag}/lease/return`'s answer: whether the tail went
+/// back (the next lease answers its IDs) or stays a gap. The tag's `max_id`
+/// is not shown (a view of the tag needs the `monitor` scope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TailReturned {
+    /// Taken back: nothing was leased after it.
+    pub taken: bool,
+}
+
+impl From<TakenBack> for TailReturned {
+    fn from(t: TakenBack) -> Self {
+        TailReturned { taken: t.taken }
+    }
 }
 
 /// What the root did with a tail handed back.

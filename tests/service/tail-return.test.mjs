@@ -1,0 +1,170 @@
+// The tail handed back (issue 25, item 4), against the real Worker in
+// workerd. Leaf discards a client's unused segment when it stops (its users'
+// issues #15 and #78: step 2000, 27 IDs used, a restart, the next ID is
+// 2001). Here `SegmentGenerator.close()` of an EdgeleafClient with an API
+// key hands the unused tail back (POST /v1/segment/{tag}/lease/return, under
+// the lease's request ID): the next client's first ID is the 28th. A lease by
+// anyone in between makes the return a no-op (a gap, never an ID twice);
+// another key naming the same request ID and range takes nothing; callers
+// without a key of their own (no token, CLIENT_TOKEN, ADMIN_TOKEN) are
+// refused, and every input gets a typed 4xx. The tag's max_id never moves
+// but for its own holder's tail.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeleafClient } from 'edgeleaf';
+import { start, ADMIN, CLIENT } from '../support/service.mjs';
+
+let svc; // CLIENT_TOKEN set
+let open; // CLIENT_TOKEN unset: the ID routes take no token
+before(async () => {
+  svc = await start();
+  open = await start({ vars: { CLIENT_TOKEN: '' } });
+});
+after(async () => { await svc?.dispose(); await open?.dispose(); });
+
+const json = { 'content-type': 'application/json' };
+const put = async (s, tag, body) => {
+  const res = await s.admin(`/v1/tags/${tag}`, { method: 'PUT', body: JSON.stringify(body) });
+  assert.equal(res.status, 200, await res.text());
+};
+const maxId = async (s, tag) => BigInt((await (await s.admin(`/v1/tags/${tag}`)).json()).maxId);
+const key = async (s, name) =>
+  (await (await s.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name, scopes: ['ids'] }) })).json()).token;
+const lease = (s, tag, body, token) =>
+  s.fetch(`/v1/segment/${tag}/lease`, { method: 'POST', headers: json, body: JSON.stringify(body) }, token);
+const giveBack = (s, tag, body, token) =>
+  s.fetch(`/v1/segment/${tag}/lease/return`, { method: 'POST', headers: json, body: typeof body === 'string' ? body : JSON.stringify(body) }, token);
+/** An EdgeleafClient on `s` whose requests are recorded. */
+function client(s, token) {
+  const paths = [];
+  const c = new EdgeleafClient({
+    url: 'http://localhost',
+    token,
+    fetch: (url, init) => { paths.push(new URL(url).pathname); return s.mf.dispatchFetch(url, init); },
+  });
+  return { c, paths };
+}
+async function ok(res) {
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  return JSON.parse(text);
+}
+async function refused(res, status, code) {
+  const text = await res.text();
+  assert.equal(res.status, status, text);
+  assert.equal(JSON.parse(text).error.code, code, text);
+}
+
+test("Leaf's #15/#78: a keyed client uses 27 IDs of a 2000-ID range and closes; the next client's first ID is the 28th", async () => {
+  await put(svc, 'issue15', { step: 2000 });
+  const k = await key(svc, 'issue 15');
+  const { c, paths } = client(svc, k);
+  const g = c.segment('issue15', { step: 2000 });
+  const used = await g.nextIds(27);
+  assert.equal(used[0], 1n);
+  assert.equal(used[26], 27n);
+  assert.equal(await maxId(svc, 'issue15'), 2000n, 'one range leased');
+  const closed = await g.close();
+  assert.deepEqual(closed, [{ start: 28n, end: 2000n, taken: true }]);
+  assert.equal(await g.close(), closed, 'idempotent: the same answer, nothing sent twice');
+  assert.equal(paths.filter((p) => p.endsWith('/lease/return')).length, 1);
+  assert.equal(await maxId(svc, 'issue15'), 27n, 'max_id back to the last ID used');
+  await assert.rejects(g.next(), { code: 'generator_closed' });
+  // The next client (a restart of the same application, same key) goes on at 28.
+  const next = client(svc, k).c.segment('issue15', { step: 2000 });
+  assert.equal(await next.next(), 28n, 'no gap');
+  // With the shared client token there is no hand-back (its requests carry no
+  // request ID): the tail stays a gap, as in Leaf — never an ID twice.
+  const shared = client(svc, CLIENT);
+  const s = shared.c.segment('issue15', { step: 2000 });
+  const first = await s.next();
+  assert.ok(first > 2027n, `${first}: above the keyed client's range`);
+  assert.deepEqual((await s.close()).map((r) => r.taken), [false]);
+  assert.ok(!shared.paths.some((p) => p.endsWith('/lease/return')), 'nothing sent without a key');
+  assert.equal(await maxId(svc, 'issue15'), first + 1999n, 'the shared client\'s tail stays skipped');
+});
+
+test('a lease by another caller in between: the return is a no-op (a gap), and no ID is handed out twice', async () => {
+  await put(svc, 'between', { step: 100 });
+  const [ka, kb] = [await key(svc, 'between a'), await key(svc, 'between b')];
+  const a = client(svc, ka).c.segment('between', { step: 100 });
+  const b = client(svc, kb).c.segment('between', { step: 100 });
+  const seen = new Set();
+  const take = (ids) => { for (const id of ids) { assert.ok(!seen.has(id), `${id} twice`); seen.add(id); } };
+  take(await a.nextIds(5)); // 1..=5, range 1..=100
+  take(await b.nextIds(5)); // 101..=105, range 101..=200
+  assert.equal(await maxId(svc, 'between'), 200n);
+  assert.deepEqual(await a.close(), [{ start: 6n, end: 100n, taken: false }]);
+  assert.equal(await maxId(svc, 'between'), 200n, 'max_id never falls below a range handed out');
+  // B closes right after its lease: its tail returns (5 IDs used, nothing
+  // in flight), and the next client goes on at 106; A's tail stays a gap.
+  assert.deepEqual(await b.close(), [{ start: 106n, end: 200n, taken: true }]);
+  assert.equal(await maxId(svc, 'between'), 105n);
+  const c = client(svc, await key(svc, 'between c')).c.segment('between', { step: 100 });
+  const ids = await c.nextIds(150);
+  assert.equal(ids[0], 106n);
+  take(ids);
+  assert.ok([...seen].every((id) => id <= 5n || id > 100n), 'the tail 6..=100 stays a gap');
+});
+
+test('another key naming the same requestId and range takes nothing; the holder itself takes its tail once', async () => {
+  await put(svc, 'impostor', { step: 100 });
+  const [mine, other] = [await key(svc, 'holder'), await key(svc, 'impostor')];
+  const r = await ok(await lease(svc, 'impostor', { step: 100, requestId: 'job-1' }, mine));
+  assert.deepEqual([r.start, r.end], ['1', '100']);
+  const tail = { requestId: 'job-1', start: '11', end: '100' };
+  for (const token of [other]) {
+    assert.deepEqual(await ok(await giveBack(svc, 'impostor', tail, token)), { taken: false });
+    assert.deepEqual(await ok(await giveBack(svc, 'impostor', { ...tail, start: '1' }, token)), { taken: false });
+    assert.equal(await maxId(svc, 'impostor'), 100n, 'max_id unmoved');
+  }
+  // The impostor's own lease under the same requestId is a range of its own.
+  const theirs = await ok(await lease(svc, 'impostor', { step: 100, requestId: 'job-1' }, other));
+  assert.equal(theirs.start, '101');
+  assert.deepEqual(await ok(await giveBack(svc, 'impostor', { ...tail, start: '101', end: '200' }, mine)), { taken: false }, 'nor can the holder take the impostor\'s');
+  assert.deepEqual(await ok(await giveBack(svc, 'impostor', { requestId: 'job-1', start: '101', end: '200' }, other)), { taken: true });
+  assert.equal(await maxId(svc, 'impostor'), 100n);
+  // The holder's tail: taken once; a second time nothing (its range is shortened).
+  assert.deepEqual(await ok(await giveBack(svc, 'impostor', tail, mine)), { taken: true });
+  assert.equal(await maxId(svc, 'impostor'), 10n);
+  assert.deepEqual(await ok(await giveBack(svc, 'impostor', tail, mine)), { taken: false });
+  assert.equal(await maxId(svc, 'impostor'), 10n);
+  // A retry of the lease answers only the IDs the holder kept.
+  assert.deepEqual(await ok(await lease(svc, 'impostor', { step: 100, requestId: 'job-1' }, mine)), { ...r, end: '10', step: 10 });
+  // And the next lease starts right after them.
+  assert.equal((await ok(await lease(svc, 'impostor', { step: 100 }, other))).start, '11');
+});
+
+test('callers without a key of their own are refused (400 request_id_needs_key); bad input gets a typed 4xx; max_id never moves', async () => {
+  await put(svc, 'refuse', { step: 100 });
+  await put(open, 'refuse', { step: 100 });
+  await put(svc, 'refuse-mono', { step: 100, monotonic: true });
+  const k = await key(svc, 'refuse');
+  const r = await ok(await lease(svc, 'refuse', { step: 100, requestId: 'job-1' }, k));
+  const tail = { requestId: 'job-1', start: '2', end: r.end };
+  await refused(await giveBack(svc, 'refuse', tail, CLIENT), 400, 'request_id_needs_key');
+  await refused(await giveBack(svc, 'refuse', tail, ADMIN), 400, 'request_id_needs_key');
+  await ok(await lease(open, 'refuse', { step: 100 }, null));
+  await refused(await giveBack(open, 'refuse', tail, null), 400, 'request_id_needs_key');
+  assert.equal(await maxId(open, 'refuse'), 100n);
+  await refused(await giveBack(svc, 'refuse', tail, null), 401, 'unauthorized');
+  for (const [body, status, code] of [
+    [{ start: '2', end: r.end }, 400, 'invalid_json'],
+    [{ ...tail, step: 5 }, 400, 'invalid_json'],
+    [{ ...tail, by: 'lease:someone' }, 400, 'invalid_json'],
+    [{ ...tail, start: 2 }, 400, 'invalid_json'],
+    ['{', 400, 'invalid_json'],
+    [{ ...tail, start: 'two' }, 400, 'out_of_range'],
+    [{ ...tail, start: '101' }, 400, 'invalid_segment'],
+    [{ ...tail, start: '0' }, 400, 'invalid_segment'],
+    [{ ...tail, requestId: '' }, 400, 'invalid_request_id'],
+    [{ ...tail, requestId: 'x'.repeat(129) }, 400, 'invalid_request_id'],
+  ]) {
+    await refused(await giveBack(svc, 'refuse', body, k), status, code);
+  }
+  await refused(await giveBack(svc, 'no-such-tag', tail, k), 404, 'not_found');
+  await refused(await giveBack(svc, 'refuse-mono', tail, k), 409, 'monotonic_tag');
+  assert.equal(await maxId(svc, 'refuse'), 100n, 'nothing moved');
+  assert.deepEqual(await ok(await giveBack(svc, 'refuse', tail, k)), { taken: true }, 'the holder still can');
+  assert.equal(await maxId(svc, 'refuse'), 1n);
+});
