@@ -49,11 +49,14 @@ const reaches = (route, method, pathname) => {
 };
 
 let svc;
+let KEY;
 before(async () => {
   svc = await start();
   for (const [tag, body] of [['fz', { step: 10 }], ['fz-mono', { monotonic: true }], ['fz-opaque', { opaque: { digits: 8 } }]]) {
     await svc.admin(`/v1/tags/${tag}`, { method: 'PUT', body: JSON.stringify(body) });
   }
+  ({ token: KEY } = await (await svc.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'fz', scopes: ['ids'] }) })).json());
+  assert.match(KEY, /^elk_/);
 });
 after(async () => { await svc?.dispose(); });
 
@@ -67,7 +70,7 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
   // CLIENT_TOKEN is set: the ID routes are not open to a request without a token.
   assert.equal((await svc.fetch('/v1/snowflake', {}, null)).status, 401);
   // What the Worker sees after fetch trims the header: a valid token is exactly one of these.
-  const valid = new Set([`Bearer ${ADMIN}`, `Bearer ${CLIENT}`]);
+  const valid = new Set([`Bearer ${ADMIN}`, `Bearer ${CLIENT}`, `Bearer ${KEY}`]);
   let unauthenticated = 0;
   const deep = (n) => '['.repeat(n) + ']'.repeat(n);
   const tags = ['fz', 'fz-mono', 'fz-opaque', 'nope', 'a'.repeat(128), 'a'.repeat(129), 'a%2Fb', '%00', '..', 'é', 'tag%20x',
@@ -94,6 +97,7 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
     'PUT /v1/tags/{tag}': () => JSON.stringify(r() < 0.5 ? {} : { step: pick([10, 1000, ...numbers]) }),
     'POST /v1/segment/{tag}/lease': () => JSON.stringify(r() < 0.5 ? {} : { requestId: pick(['r', `fz-${Math.floor(r() * 50)}`, '', 5]) }),
     'POST /v1/tags/{tag}/reveal': () => JSON.stringify({ id: pick(['1', '12345678', ...ids]) }),
+    'POST /v1/segment/{tag}/lease/return': () => JSON.stringify({ requestId: r() < 0.8 ? `fz-${Math.floor(r() * 5)}` : pick(['', 5, 'x'.repeat(200)]), start: r() < 0.8 ? '5' : pick(['x', 0, '11', '-1']), end: r() < 0.8 ? '10' : pick(['5', '18446744073709551616']) }),
   };
   const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
   const statuses = new Map();
@@ -107,19 +111,28 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
     let path;
     let method;
     let own;
+    let ownKey = false;
     if (r() < 0.9) {
       const route = pick(routes);
       const [m, p] = route.split(' ');
       method = r() < 0.8 ? m : pick(methods);
       if (method === m) own = ownBody[route];
-      path = p.replace('{tag}', () => pick(tags)).replace('{id}', () => pick(ids));
+      ownKey = route.includes('/return') && r() < 0.5;
+      // An opaque tag half the time where only one can accept (reveal).
+      // (A tag that exists a quarter of the time, so that routes reach
+      // their handlers; never deleted, so that it keeps existing.)
+      const tag = () => (m === 'DELETE' ? pick(tags.filter((t) => !t.startsWith('fz')))
+        : route.includes('/reveal') && r() < 0.5 ? 'fz-opaque' : r() < (ownKey ? 0.6 : 0.25) ? 'fz' : pick(tags));
+      path = p.replace('{tag}', tag).replace('{id}', () => pick(ids))
+        .replace('{region}', () => pick(['enam', 'weur', 'apac', 'ENAM', 'xx', 'sam', '%65nam']));
     } else {
       method = pick(methods);
       path = pick(['/', '//', '/v1', '/v1/', '/v1/tags/fz/', '/v1/segment', '/api/segment/get/', '/%2e%2e/v1/tags', '/v1/tags/fz/reveal/x', `/${'a/'.repeat(200)}`, '/v1/ping?x=%ZZ']);
     }
     if (r() < 0.5) path += `${path.includes('?') ? '&' : '?'}count=${pick(counts)}`;
     // Mostly valid tokens, so most requests reach the handlers.
-    const token = r() < 0.6 ? ADMIN : r() < 0.5 ? CLIENT : pick(tokens);
+    // (An API key of its own, too: a request ID and a tail's return need one.)
+    const token = ownKey ? KEY : r() < 0.6 ? ADMIN : r() < 0.5 ? CLIENT : r() < 0.5 ? KEY : pick(tokens);
     const headers = {};
     if (token !== null) headers.authorization = r() < 0.9 ? `Bearer ${token}` : pick([token, `Basic ${token}`, 'Bearer']);
     if (r() < 0.3) headers['content-type'] = pick(['application/json', 'text/plain', 'application/x-www-form-urlencoded', '*/*']);

@@ -21,6 +21,7 @@ const ROUTES = [
   ['GET', '/api/snowflake/get/{tag}', 'ids'],
   ['GET', '/v1/segment/{tag}', 'ids'],
   ['POST', '/v1/segment/{tag}/lease', 'ids'],
+  ['POST', '/v1/segment/{tag}/lease/return', 'ids'],
   ['GET', '/v1/snowflake', 'ids'],
   ['GET', '/v1/snowflake/{id}', 'ids'],
   ['POST', '/v1/workers/lease', 'registry'],
@@ -37,6 +38,8 @@ const ROUTES = [
   ['PUT', '/v1/tags/{tag}', 'admin'],
   ['DELETE', '/v1/tags/{tag}', 'admin'],
   ['POST', '/v1/tags/{tag}/reveal', 'admin'],
+  ['GET', '/v1/tags/{tag}/allocators', 'monitor'],
+  ['POST', '/v1/tags/{tag}/allocators/{region}/retire', 'admin'],
   ['POST', '/v1/keys', 'admin'],
   ['GET', '/v1/keys', 'admin'],
   ['DELETE', '/v1/keys/{id}', 'admin'],
@@ -97,7 +100,8 @@ test('every route × every scope: the scope it needs opens it, the others answer
   let checked = 0;
   for (const [method, pattern, need] of ROUTES) {
     // DELETE routes go last in the loop's own order below, on things that may not exist.
-    const path = pattern.replace('{tag}', 'auth-check').replace('{id}', pattern.startsWith('/v1/keys') ? '000000000000' : '1');
+    const path = pattern.replace('{tag}', 'auth-check').replace('{region}', 'enam')
+      .replace('{id}', pattern.startsWith('/v1/keys') ? '000000000000' : '1');
     const init = { method, ...(method === 'GET' ? {} : { body: {} }) };
     const label = `${method} ${pattern}`;
     await expectError(await call(path, init), 401, 'unauthorized');
