@@ -117,10 +117,17 @@ impl MintConfig {
     /// How many minters a request tries before it gives up: at most
     /// [`MINTERS_PER_REQUEST`], or the whole of its region's pool and one
     /// other region's minter when the pool is larger (so that a request
-    /// whose region's minters are all down still reaches another region's).
+    /// whose region's minters are all down still reaches another region's),
+    /// never more than [`MINTERS_PER_REQUEST`] + 1: each minter a request
+    /// wakes may lease from the one registry, so a large pool must not
+    /// fan one request out (the next request goes on from where this one
+    /// stopped).
     pub fn tries_per_request(&self) -> u32 {
-        self.minters
-            .min(MINTERS_PER_REQUEST.max(self.pool_len.saturating_add(1)))
+        self.minters.min(
+            MINTERS_PER_REQUEST
+                .max(self.pool_len.saturating_add(1))
+                .min(MINTERS_PER_REQUEST + 1),
+        )
     }
 
     /// `minters` minters, the first tried chosen by `home`, default bounds.
@@ -154,20 +161,33 @@ impl MintConfig {
     }
 
     /// The minter asked at position `pos` of this isolate's order (taken
-    /// modulo the minters): its region's pool from `home` on, then every
-    /// other minter in turn from one chosen by `home` (so that isolates
-    /// failing over spread over the other regions'), then the pool again.
-    /// Without a pool: `home`, `home + 1`, … modulo the minters.
+    /// modulo the minters): up to [`MINTERS_PER_REQUEST`] of its region's
+    /// pool from `home` on, then one other region's minter (so that one
+    /// request whose pool is down reaches another region's within
+    /// [`tries_per_request`](MintConfig::tries_per_request)), the rest of the
+    /// pool, then every other minter in turn from one chosen by `home` (so
+    /// that isolates failing over spread over the other regions'), then the
+    /// pool again. Without a pool: `home`, `home + 1`, … modulo the minters.
     pub fn minter_at(&self, pos: u32) -> u32 {
         let n = self.minters.max(1);
         let pos = pos % n;
         let len = self.pool_len.min(n);
-        if pos < len {
-            return self.pool_start + (self.home.saturating_sub(self.pool_start) + pos) % len;
-        }
         let others = n - len;
-        let j = (self.home + (pos - len)) % others;
-        (self.pool_start + len + j) % n
+        let first = len.min(MINTERS_PER_REQUEST);
+        // Positions past `first` shift by one when an other region's minter
+        // is asked early.
+        let early = u32::from(first < len && others > 0);
+        let pool = |k: u32| self.pool_start + (self.home.saturating_sub(self.pool_start) + k) % len;
+        let other = |j: u32| (self.pool_start + len + (self.home + j) % others) % n;
+        if pos < first {
+            pool(pos)
+        } else if early == 1 && pos == first {
+            other(0)
+        } else if pos < len + early {
+            pool(pos - early)
+        } else {
+            other(pos - len)
+        }
     }
 }
 
@@ -1112,6 +1132,13 @@ mod tests {
             MINTERS_PER_REQUEST
         );
         assert_eq!(MintConfig::new(2, 3).tries_per_request(), 2);
+        // A pool of three: all of it and one other region's minter.
+        assert_eq!(MintConfig::in_pool(16, 0..3, 0).tries_per_request(), 4);
+        // A large pool: no fan-out of one request.
+        assert_eq!(
+            MintConfig::in_pool(1024, 0..171, 0).tries_per_request(),
+            MINTERS_PER_REQUEST + 1
+        );
     }
 
     #[test]

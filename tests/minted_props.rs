@@ -29,9 +29,9 @@ use std::collections::HashSet;
 use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
     holder::SnowflakeHolder, minted::batch_ranges, minted::MintConfig, minted::MintStep,
-    minted::MintedBuffer, minted::MinterPools, minted::RETURN_HOME_MS, rand::SplitMix64,
-    registry::GrantRequest, registry::Registry, registry::RegistryConfig, secret::LeaseSecret,
-    secret::SecretHash, Error, Layout,
+    minted::MintedBuffer, minted::MinterPools, minted::MINTERS_PER_REQUEST, minted::RETURN_HOME_MS,
+    rand::SplitMix64, registry::GrantRequest, registry::Registry, registry::RegistryConfig,
+    secret::LeaseSecret, secret::SecretHash, Error, Layout,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -766,13 +766,24 @@ proptest! {
         sorted.sort_unstable();
         prop_assert_eq!(sorted, (0..minters).collect::<Vec<_>>());
         let len = pool.len();
-        prop_assert!(order[..len].iter().all(|m| pool.contains(m)));
+        let first = len.min(MINTERS_PER_REQUEST as usize);
+        prop_assert!(order[..first].iter().all(|m| pool.contains(m)));
+        // The whole pool before any other region's but one.
+        let others_early = order[..len.min(order.len())]
+            .iter()
+            .filter(|m| !pool.contains(m))
+            .count();
+        prop_assert!(others_early <= 1);
         prop_assert_eq!(order.first().copied(), Some(c.home));
         prop_assert_eq!(c.minter_at(minters), order[0]);
-        // A request reaches another region's minter when the whole pool fails.
+        // A request reaches another region's minter when the whole pool
+        // fails, and never fans out past MINTERS_PER_REQUEST + 1.
         let tries = c.tries_per_request() as usize;
         prop_assert!(tries <= minters as usize);
-        prop_assert!(tries > len || len == minters as usize);
+        prop_assert!(tries <= MINTERS_PER_REQUEST as usize + 1);
+        prop_assert!(
+            order[..tries].iter().any(|m| !pool.contains(m)) || len == minters as usize
+        );
     }
 }
 
