@@ -36,6 +36,10 @@ pub struct Config {
     /// loopback one, so a deployed Worker never applies it, even if the
     /// variable was set there by mistake.
     pub test_object_delay_ms: u64,
+    /// TESTS ONLY (`TEST_BENCH_FLOOR`, default unset): serve the HTTP
+    /// bench's same-bytes floor (`routes/floor.rs`), on loopback hosts alone
+    /// (as `test_object_delay_ms`).
+    pub test_bench_floor: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -144,6 +148,7 @@ impl Config {
         if test_object_delay_ms > 60_000 {
             return Err(invalid("TEST_OBJECT_DELAY_MS", "at most 60000"));
         }
+        let test_bench_floor = var(env, "TEST_BENCH_FLOOR").is_some_and(|v| v != "0");
         Ok(Config {
             layout,
             default_step,
@@ -155,6 +160,7 @@ impl Config {
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
             test_object_delay_ms,
+            test_bench_floor,
         })
     }
 }

@@ -1084,3 +1084,35 @@ fn keys_are_stored_as_checked_and_read_back_by_the_access_rules() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn an_id_lists_json_written_directly_is_serde_jsons_bytes() {
+    // The batch routes answer `IdList::json_of`; it must be byte for byte
+    // what serde_json made of `IdList::of` (the answers of before).
+    let same = |ids: &[u64]| {
+        assert_eq!(
+            String::from_utf8(IdList::json_of(ids)).unwrap(),
+            text(&IdList::of(ids)),
+            "{ids:?}"
+        );
+    };
+    same(&[]);
+    same(&[0]);
+    let mut edges = vec![0, u64::MAX, i64::MAX as u64, 1 << 53];
+    for p in 0..20 {
+        let t = 10u64.pow(p);
+        edges.extend([t - 1, t, t + 1, t.saturating_mul(5)]);
+    }
+    same(&edges);
+    // Every length of 1..=20 digits, many values each (xorshift).
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let ids: Vec<u64> = (0..100_000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (i % 64)
+        })
+        .collect();
+    same(&ids);
+}
