@@ -21,6 +21,8 @@
 //! guess is right with probability issued/size), and whoever has the key can
 //! recover every counter.
 
+use siphasher::sip::SipHasher24;
+
 use crate::error::{check_range, Error};
 
 /// Feistel rounds (FF1's count).
@@ -172,7 +174,7 @@ impl OpaqueIds {
     #[inline]
     fn f(&self, round: u8, half: u64, modulus: u64) -> u64 {
         let word = self.domain_word | (u64::from(round) << 32) | half;
-        let y = siphash24_word(self.k0, self.k1, word);
+        let y = SipHasher24::new_with_keys(self.k0, self.k1).hash(&word.to_le_bytes());
         if self.binary {
             y & (modulus - 1)
         } else {
@@ -196,38 +198,6 @@ impl OpaqueIds {
             b = c;
         }
         a * self.mod_v + b
-    }
-
-    /// `[permute(x[0]), permute(x[1])]`, the two computed side by side: one
-    /// ID's ten rounds are one chain of dependent steps, two independent
-    /// chains keep more of the CPU busy (`encode_all`).
-    fn permute2(&self, x: [u64; 2]) -> [u64; 2] {
-        let (mut a, mut b) = (
-            [x[0] / self.mod_v, x[1] / self.mod_v],
-            [x[0] % self.mod_v, x[1] % self.mod_v],
-        );
-        for round in 0..ROUNDS {
-            let m = if round % 2 == 0 {
-                self.mod_u
-            } else {
-                self.mod_v
-            };
-            let at = self.domain_word | (u64::from(round) << 32);
-            let y = siphash24_words(self.k0, self.k1, [at | b[0], at | b[1]]);
-            for lane in 0..2 {
-                let f = if self.binary {
-                    y[lane] & (m - 1)
-                } else {
-                    y[lane] % m
-                };
-                // As `permute`: a < m and f < m.
-                let c = a[lane] + f;
-                let c = if c >= m { c - m } else { c };
-                a[lane] = b[lane];
-                b[lane] = c;
-            }
-        }
-        [a[0] * self.mod_v + b[0], a[1] * self.mod_v + b[1]]
     }
 
     fn unpermute(&self, x: u64) -> u64 {
@@ -274,115 +244,17 @@ impl OpaqueIds {
     /// As [`OpaqueIds::encode`], for the first counter out of range; `out`
     /// is then partly encoded and must not be used.
     pub fn encode_all(&self, out: &mut [u64]) -> Result<(), Error> {
-        // Two at a time (`permute2`), each as `encode` does it.
-        let mut pairs = out.chunks_exact_mut(2);
-        for pair in &mut pairs {
-            for &n in pair.iter() {
-                check_range("opaque counter", n, 1, self.size() - 1)?;
-            }
-            let ids = self.permute2([pair[0], pair[1]]);
-            for (x, id) in pair.iter_mut().zip(ids) {
-                *x = if id == 0 { self.permute(0) } else { id };
-            }
-        }
-        for x in pairs.into_remainder() {
+        for x in out {
             *x = self.encode(*x)?;
         }
         Ok(())
     }
 }
 
-/// SipHash-2-4 under `(k0, k1)` of the 8 bytes of `m` (little-endian): what
-/// `SipHasher24::new_with_keys(k0, k1).hash(&m.to_le_bytes())` answers (test
-/// `siphash_of_one_word_is_siphashers`), unrolled for that one length — the
-/// round function hashes nothing else, ten times per ID, and the generic
-/// hasher's buffering was most of an opaque ID's cost in the Worker
-/// (docs/benchmarks.md).
-#[inline]
-fn siphash24_word(k0: u64, k1: u64, m: u64) -> u64 {
-    let mut v = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f6d,
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    // The message's one block (c = 2 rounds).
-    v[3] ^= m;
-    sip_round(&mut v);
-    sip_round(&mut v);
-    v[0] ^= m;
-    // The last block: the length (8) in the top byte, no tail bytes.
-    let last = 8u64 << 56;
-    v[3] ^= last;
-    sip_round(&mut v);
-    sip_round(&mut v);
-    v[0] ^= last;
-    // Finalization (d = 4 rounds).
-    v[2] ^= 0xff;
-    sip_round(&mut v);
-    sip_round(&mut v);
-    sip_round(&mut v);
-    sip_round(&mut v);
-    v[0] ^ v[1] ^ v[2] ^ v[3]
-}
-
-/// One SipRound.
-#[inline(always)]
-fn sip_round(v: &mut [u64; 4]) {
-    v[0] = v[0].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(13) ^ v[0];
-    v[0] = v[0].rotate_left(32);
-    v[2] = v[2].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(16) ^ v[2];
-    v[0] = v[0].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(21) ^ v[0];
-    v[2] = v[2].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(17) ^ v[2];
-    v[2] = v[2].rotate_left(32);
-}
-
-/// `[siphash24_word(k0, k1, m[0]), siphash24_word(k0, k1, m[1])]`, the two
-/// chains interleaved round by round.
-#[inline]
-fn siphash24_words(k0: u64, k1: u64, m: [u64; 2]) -> [u64; 2] {
-    let init = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f6d,
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    let (mut v, mut w) = (init, init);
-    let last = 8u64 << 56;
-    v[3] ^= m[0];
-    w[3] ^= m[1];
-    sip_round(&mut v);
-    sip_round(&mut w);
-    sip_round(&mut v);
-    sip_round(&mut w);
-    v[0] ^= m[0];
-    w[0] ^= m[1];
-    v[3] ^= last;
-    w[3] ^= last;
-    sip_round(&mut v);
-    sip_round(&mut w);
-    sip_round(&mut v);
-    sip_round(&mut w);
-    v[0] ^= last;
-    w[0] ^= last;
-    v[2] ^= 0xff;
-    w[2] ^= 0xff;
-    for _ in 0..4 {
-        sip_round(&mut v);
-        sip_round(&mut w);
-    }
-    [v[0] ^ v[1] ^ v[2] ^ v[3], w[0] ^ w[1] ^ w[2] ^ w[3]]
-}
-
 #[cfg(test)]
 #[allow(clippy::cast_possible_truncation)] // small test domains and byte indices
 mod tests {
     use super::*;
-    use siphasher::sip::SipHasher24;
     extern crate std;
     use std::vec;
 
@@ -444,66 +316,6 @@ mod tests {
         assert!(key_from_hex("00").is_none());
         assert!(key_from_hex(&"zz".repeat(16)).is_none());
         assert!(key_from_hex(&"+1".repeat(16)).is_none());
-    }
-
-    #[test]
-    fn siphash_of_one_word_is_siphashers() {
-        let mut x: u64 = 0x0123_4567_89ab_cdef;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for _ in 0..20_000 {
-            let (k0, k1, m) = (next(), next(), next());
-            assert_eq!(
-                siphash24_word(k0, k1, m),
-                SipHasher24::new_with_keys(k0, k1).hash(&m.to_le_bytes()),
-                "{k0:x} {k1:x} {m:x}"
-            );
-        }
-        assert_eq!(
-            siphash24_word(0, 0, 0),
-            SipHasher24::new_with_keys(0, 0).hash(&[0; 8])
-        );
-        for _ in 0..20_000 {
-            let (k0, k1, m) = (next(), next(), [next(), next()]);
-            assert_eq!(
-                siphash24_words(k0, k1, m),
-                m.map(|m| siphash24_word(k0, k1, m))
-            );
-        }
-    }
-
-    #[test]
-    fn encode_all_is_encode_of_each() {
-        for domain in [
-            OpaqueDomain::Bits(32),
-            OpaqueDomain::Bits(53),
-            OpaqueDomain::Digits(6),
-            OpaqueDomain::Digits(12),
-        ] {
-            let p = OpaqueIds::new(domain, &KEY).unwrap();
-            for len in [0, 1, 2, 3, 1000, 1001] {
-                let mut ids: std::vec::Vec<u64> =
-                    (1..=len).map(|i| i * 7919 % domain.max_id() + 1).collect();
-                let each: std::vec::Vec<u64> = ids.iter().map(|&n| p.encode(n).unwrap()).collect();
-                p.encode_all(&mut ids).unwrap();
-                assert_eq!(ids, each, "{domain:?} {len}");
-            }
-            let mut bad = [1, 2, 0, 4];
-            assert!(p.encode_all(&mut bad).is_err());
-            let mut bad = [1, 2, 3, domain.max_id() + 1, 5];
-            assert!(p.encode_all(&mut bad).is_err());
-        }
-        // The counter whose permutation is 0 is walked on, as `encode` does.
-        let p = small(2, 7);
-        let zero = (1..128).find(|&n| p.permute(n) == 0).unwrap();
-        let mut ids = [zero, zero ^ 1];
-        p.encode_all(&mut ids).unwrap();
-        assert_eq!(ids, [p.encode(zero).unwrap(), p.encode(zero ^ 1).unwrap()]);
-        assert_ne!(ids[0], 0);
     }
 
     #[test]

@@ -1115,4 +1115,27 @@ fn an_id_lists_json_written_directly_is_serde_jsons_bytes() {
         })
         .collect();
     same(&ids);
+    // Runs of consecutive IDs (written from the last one's digits), across
+    // carries and lengths, and runs broken.
+    for start in [
+        0,
+        1,
+        7,
+        9,
+        95,
+        999,
+        1_000_000 - 3,
+        (1 << 53) - 5,
+        10u64.pow(19) - 2,
+    ] {
+        let run: Vec<u64> = (start..start + 30).collect();
+        same(&run);
+        let broken: Vec<u64> = run
+            .iter()
+            .map(|&n| if n % 7 == 0 { n + 2 } else { n })
+            .collect();
+        same(&broken);
+    }
+    same(&[u64::MAX - 2, u64::MAX - 1, u64::MAX]);
+    same(&[5, 6, 5, 6, 7, 7, 8]);
 }

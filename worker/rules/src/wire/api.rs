@@ -4,6 +4,7 @@
 //! answered them in.)
 
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
 
 use edgeleaf::{code::ErrorCode, layout::Parts, Layout};
@@ -30,19 +31,51 @@ impl IdList {
     /// The JSON of `IdList::of(ids)`, written straight into one buffer: the
     /// bytes serde_json writes for it (tests/wire.rs), without a `String`
     /// per ID, `core::fmt`, or an escape check per byte (decimal digits need
-    /// none). The batch routes answer with it.
+    /// none). The batch routes answer with it. Batches are mostly runs of
+    /// consecutive IDs (a segment's, a millisecond's sequence): an ID one
+    /// above the last, whose digits only differ in the last one, is the
+    /// last's digits copied with that digit raised (no division at all).
     pub fn json_of(ids: &[u64]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(10 + ids.len() * 23);
-        out.extend_from_slice(b"{\"ids\":[");
+        // At most 20 digits, two quotes and a comma per ID, the frame, and
+        // room for the copy of 24 bytes of the last ID's digits.
+        let mut out = vec![0u8; 10 + 23 * ids.len() + 24];
+        out[..8].copy_from_slice(b"{\"ids\":[");
+        let mut at = 8;
+        // The last ID, where its digits start, how many there are.
+        let mut last: Option<(u64, usize, usize)> = None;
         for (i, &id) in ids.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out[at] = b',';
+                at += 1;
             }
-            out.push(b'"');
-            push_decimal(&mut out, id);
-            out.push(b'"');
+            out[at] = b'"';
+            at += 1;
+            let start = at;
+            at = match last {
+                Some((prev, from, len))
+                    if prev.checked_add(1) == Some(id) && out[from + len - 1] != b'9' =>
+                {
+                    // Read all 24 bytes before writing any (they may overlap).
+                    let word = |k: usize| {
+                        let mut w = [0u8; 8];
+                        w.copy_from_slice(&out[from + 8 * k..from + 8 * k + 8]);
+                        w
+                    };
+                    let words = [word(0), word(1), word(2)];
+                    for (k, w) in words.iter().enumerate() {
+                        out[start + 8 * k..start + 8 * k + 8].copy_from_slice(w);
+                    }
+                    out[start + len - 1] += 1;
+                    start + len
+                }
+                _ => write_decimal(&mut out, start, id),
+            };
+            last = Some((id, start, at - start));
+            out[at] = b'"';
+            at += 1;
         }
-        out.extend_from_slice(b"]}");
+        out[at..at + 2].copy_from_slice(b"]}");
+        out.truncate(at + 2);
         out
     }
 
@@ -60,52 +93,58 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
     6061626364656667686970717273747576777879\
     8081828384858687888990919293949596979899";
 
-/// `n` in decimal (as `u64::to_string`). At most two divisions of 64 bits
-/// (slow in wasm: no multiply-high to replace them), splitting `n` into
-/// parts below 10^8, then two digits per 32-bit step (divisions by a
-/// constant, which compile to multiplications).
-#[allow(clippy::cast_possible_truncation)] // each cast's value is below 10^8 (said where)
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    const E8: u64 = 100_000_000;
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    let mut rest = n;
-    // The parts below the leading one: eight digits each, zeros kept.
-    let mut parts = [0u32; 2];
-    let mut full = 0;
-    while rest >= E8 {
-        // rest % E8 < 10^8 < 2^32.
-        parts[full] = (rest % E8) as u32;
-        rest /= E8;
-        full += 1;
+/// 10^0 to 10^19.
+const POWERS_OF_TEN: [u64; 20] = {
+    let mut p = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        p[i] = p[i - 1] * 10;
+        i += 1;
     }
-    for &part in &parts[..full] {
-        let mut p = part;
+    p
+};
+
+/// `n` in decimal (as `u64::to_string`) at `out[at..]`; returns where it
+/// ends. The length first (from the bit length, one comparison), then the
+/// digits from the right, in place: no copy of a variable length (a call in
+/// wasm). At most two divisions of 64 bits (slow in wasm: no multiply-high
+/// to replace them) split `n` into parts below 10^8, then two digits per
+/// 32-bit step (divisions by a constant, which compile to multiplications).
+#[allow(clippy::cast_possible_truncation)] // each cast's value is below 10^8 (said where)
+fn write_decimal(out: &mut [u8], at: usize, n: u64) -> usize {
+    const E8: u64 = 100_000_000;
+    // floor(log10(2) * bit length) is the digit count less one, or one more.
+    let guess = (((64 - (n | 1).leading_zeros()) * 1233) >> 12) as usize;
+    let end = at + guess + usize::from((n | 1) >= POWERS_OF_TEN[guess]);
+    let mut pos = end;
+    let mut pair = |pos: &mut usize, two: u32| {
+        let i = two as usize * 2;
+        *pos -= 2;
+        out[*pos..*pos + 2].copy_from_slice(&DIGIT_PAIRS[i..i + 2]);
+    };
+    let mut rest = n;
+    while rest >= E8 {
+        // rest % E8 < 10^8 < 2^32: eight digits, zeros kept.
+        let mut part = (rest % E8) as u32;
+        rest /= E8;
         for _ in 0..4 {
-            let pair = (p % 100) as usize * 2;
-            p /= 100;
-            at -= 2;
-            buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+            pair(&mut pos, part % 100);
+            part /= 100;
         }
     }
-    // The leading part, below 10^8 after at most two divisions (u64::MAX < 10^20).
-    let mut p = rest as u32;
-    while p >= 100 {
-        let pair = (p % 100) as usize * 2;
-        p /= 100;
-        at -= 2;
-        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    // Below 10^8 now (u64::MAX < 10^20).
+    let mut part = rest as u32;
+    while part >= 100 {
+        pair(&mut pos, part % 100);
+        part /= 100;
     }
-    if p >= 10 {
-        let pair = p as usize * 2;
-        at -= 2;
-        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    if part >= 10 {
+        pair(&mut pos, part);
     } else {
-        // p < 10.
-        at -= 1;
-        buf[at] = b'0' + p as u8;
+        // part < 10.
+        out[pos - 1] = b'0' + part as u8;
     }
-    out.extend_from_slice(&buf[at..]);
+    end
 }
 
 /// Every error answer: `{"error": {"code", "message"}}`.
