@@ -143,8 +143,15 @@ impl Cx {
 
     /// `?count=N`, 1..=1000 (default 1).
     pub fn count(&self) -> ApiResult<usize> {
-        let url = self.req.url()?;
-        let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "count") else {
+        // The query of the URL as workerd serialised it, decoded as
+        // `Url::query_pairs` decodes it, without parsing the whole URL once
+        // more (~2% of a batch request; docs/benchmarks.md).
+        let url = self.req.inner().url();
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let query = query.split_once('#').map_or(query, |(q, _)| q);
+        let Some((_, raw)) =
+            worker::url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "count")
+        else {
             return Ok(1);
         };
         let n: u64 = raw.parse().map_err(|_| {
