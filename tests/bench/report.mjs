@@ -41,15 +41,19 @@ const fmt = (v, unit) => {
   const digits = Math.abs(v) >= 100 || Number.isInteger(v) ? 0 : Math.abs(v) >= 10 ? 1 : 2;
   return `${v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })} ${unit}`.trim();
 };
-console.log('\n| figure | value | baseline (same run) | ratio | target |');
+console.log('\n| figure | value | baseline (same run) | ratio (spread across rounds) | target |');
 console.log('|---|---|---|---|---|');
 for (const { title, rows } of parts) {
   console.log(`| **${title}** | | | | |`);
   for (const r of rows) {
     const b = r.baseline;
-    const ratio = b && typeof r.value === 'number' && b.value ? r.value / b.value : undefined;
-    const ratioText = ratio === undefined ? '' : r.unit === 'IDs/s' || r.unit === 'req/s' ? `${(100 * ratio).toFixed(1)}%` : `${ratio.toFixed(2)}×`;
+    const ratio = r.ratio ?? (b && typeof r.value === 'number' && b.value ? r.value / b.value : undefined);
+    const ratioText = (ratio === undefined ? '' : r.unit === 'IDs/s' || r.unit === 'req/s' ? `${(100 * ratio).toFixed(1)}%` : `${ratio.toFixed(2)}×`) +
+      (r.spread ? ` (${r.spread})` : '');
     const target = r.target ? `${r.target} — ${r.met ? 'met' : '**missed**'}` : '';
     console.log(`| ${r.name} | ${fmt(r.value, r.unit)} | ${b ? `${b.name}: ${fmt(b.value, r.unit)}` : ''} | ${ratioText} | ${target} |`);
   }
 }
+// The lines to quote (tests/bench/http.bench.mjs: the HTTP figures in one line).
+const quotes = parts.map((p) => p.quote).filter(Boolean);
+if (quotes.length) console.log(`\n${quotes.join('\n')}`);

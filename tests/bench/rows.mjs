@@ -5,10 +5,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 export const REPORT_DIR = new URL('../../target/bench-report/', import.meta.url);
 
 /**
- * `rows`: `{ name, value, unit, baseline?: { name, value }, ratio?, target?, met? }`;
- * `ratio` is value / baseline unless given (e.g. as a share).
+ * `rows`: `{ name, value, unit, baseline?: { name, value }, ratio?, spread?, target?, met? }`;
+ * `ratio` is value / baseline unless given (e.g. the median of same-round
+ * ratios), `spread` its range across rounds as text; `quote`: a line the
+ * report prints last.
  */
-export function saveRows(part, title, rows) {
+export function saveRows(part, title, rows, { quote } = {}) {
   mkdirSync(REPORT_DIR, { recursive: true });
-  writeFileSync(new URL(`${part}.json`, REPORT_DIR), JSON.stringify({ title, rows }, null, 1));
+  writeFileSync(new URL(`${part}.json`, REPORT_DIR), JSON.stringify({ title, rows, quote }, null, 1));
 }

@@ -58,6 +58,10 @@ pub struct Config {
     /// only): every regional allocator waits this long before it answers
     /// (as `test_object_delay_ms`, for the allocators alone).
     pub test_allocator_delay_ms: u64,
+    /// TESTS ONLY (`TEST_BENCH_FLOOR`, default unset): serve the HTTP
+    /// bench's same-bytes floor (`routes/floor.rs`), on loopback hosts alone
+    /// (as `test_object_delay_ms`).
+    pub test_bench_floor: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -183,6 +187,7 @@ impl Config {
         if test_allocator_delay_ms > 60_000 {
             return Err(invalid("TEST_ALLOCATOR_DELAY_MS", "at most 60000"));
         }
+        let test_bench_floor = flag(env, "TEST_BENCH_FLOOR")?;
         Ok(Config {
             layout,
             default_step,
@@ -199,6 +204,7 @@ impl Config {
             test_root_unreachable,
             test_allocators_unreachable,
             test_allocator_delay_ms,
+            test_bench_floor,
         })
     }
 }

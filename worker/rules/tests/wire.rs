@@ -1140,3 +1140,58 @@ fn keys_are_stored_as_checked_and_read_back_by_the_access_rules() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn an_id_lists_json_written_directly_is_serde_jsons_bytes() {
+    // The batch routes answer `IdList::json_of`; it must be byte for byte
+    // what serde_json made of `IdList::of` (the answers of before).
+    let same = |ids: &[u64]| {
+        assert_eq!(
+            String::from_utf8(IdList::json_of(ids)).unwrap(),
+            text(&IdList::of(ids)),
+            "{ids:?}"
+        );
+    };
+    same(&[]);
+    same(&[0]);
+    let mut edges = vec![0, u64::MAX, i64::MAX as u64, 1 << 53];
+    for p in 0..20 {
+        let t = 10u64.pow(p);
+        edges.extend([t - 1, t, t + 1, t.saturating_mul(5)]);
+    }
+    same(&edges);
+    // Every length of 1..=20 digits, many values each (xorshift).
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let ids: Vec<u64> = (0..100_000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (i % 64)
+        })
+        .collect();
+    same(&ids);
+    // Runs of consecutive IDs (written from the last one's digits), across
+    // carries and lengths, and runs broken.
+    for start in [
+        0,
+        1,
+        7,
+        9,
+        95,
+        999,
+        1_000_000 - 3,
+        (1 << 53) - 5,
+        10u64.pow(19) - 2,
+    ] {
+        let run: Vec<u64> = (start..start + 30).collect();
+        same(&run);
+        let broken: Vec<u64> = run
+            .iter()
+            .map(|&n| if n % 7 == 0 { n + 2 } else { n })
+            .collect();
+        same(&broken);
+    }
+    same(&[u64::MAX - 2, u64::MAX - 1, u64::MAX]);
+    same(&[5, 6, 5, 6, 7, 7, 8]);
+}
