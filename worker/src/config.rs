@@ -58,6 +58,11 @@ pub struct Config {
     /// only): every regional allocator waits this long before it answers
     /// (as `test_object_delay_ms`, for the allocators alone).
     pub test_allocator_delay_ms: u64,
+    /// TESTS ONLY (`TEST_ROOT_DELAY_MS`, 0..=60000, loopback hosts only):
+    /// every regional allocator's call to its tag's root waits this long
+    /// before the root answers (a root an ocean away, or struggling); the
+    /// isolates' own calls to the root are not delayed.
+    pub test_root_delay_ms: u64,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -183,6 +188,10 @@ impl Config {
         if test_allocator_delay_ms > 60_000 {
             return Err(invalid("TEST_ALLOCATOR_DELAY_MS", "at most 60000"));
         }
+        let test_root_delay_ms = number(env, "TEST_ROOT_DELAY_MS", 0)?;
+        if test_root_delay_ms > 60_000 {
+            return Err(invalid("TEST_ROOT_DELAY_MS", "at most 60000"));
+        }
         Ok(Config {
             layout,
             default_step,
@@ -199,6 +208,7 @@ impl Config {
             test_root_unreachable,
             test_allocators_unreachable,
             test_allocator_delay_ms,
+            test_root_delay_ms,
         })
     }
 }
