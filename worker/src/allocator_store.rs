@@ -131,6 +131,9 @@ struct Held {
     served: u64,
     blocks_leased: u64,
     handed_back: u64,
+    /// Writes of this state (counted in it).
+    #[serde(default)]
+    writes: u64,
 }
 
 #[derive(Deserialize)]
@@ -201,6 +204,7 @@ impl Inner {
         let result = f(held);
         let changed = result.as_ref().map_or(true, |(_, changed)| *changed);
         if changed {
+            held.writes += 1;
             if let Err(e) = self.write(held) {
                 *cell = None;
                 return Err(e);
@@ -261,6 +265,7 @@ impl Inner {
                 served: 0,
                 blocks_leased: 0,
                 handed_back: 0,
+                writes: 0,
             }),
         }
     }
@@ -532,6 +537,7 @@ impl Inner {
             served: h.served,
             blocks_leased: h.blocks_leased,
             handed_back: h.handed_back,
+            writes: h.writes,
         }
     }
 }

@@ -111,6 +111,10 @@ pub struct AllocatorView {
     pub blocks_leased: u64,
     /// IDs handed back to the root (tails of retired blocks).
     pub handed_back: u64,
+    /// Times it wrote its state since it was created (a request that only
+    /// waits writes nothing).
+    #[serde(default)]
+    pub writes: u64,
 }
 
 /// The allocators of a tag, one per region asked (`GET
