@@ -19,6 +19,10 @@
 // - A retired allocator hands its unused tails back: maxId moves back only
 //   when nothing followed (IDs stay dense), never when another region's
 //   block followed; a retired tail is never served.
+// - A slow root (TEST_ROOT_DELAY_MS: the allocators' calls to it are slow):
+//   concurrent cold requests wait at their allocator, which answers a typed
+//   503 before the caller gives up (no isolate asks the root itself); the
+//   root sees one block lease per allocator; every range served received.
 // - The colo header is ignored on a non-loopback host and without
 //   TEST_COLO_HEADER.
 import { test } from 'node:test';
@@ -371,6 +375,73 @@ test('a slow allocator: isolates ask the root with what is left of their budget,
     assert.ok(counters.rootFallbacks > 0, `fell back to the root: ${JSON.stringify(counters)}`);
     assert.equal(all.dups, 0, 'no ID twice');
     assert.ok((await c.maxId('late')) >= all.high);
+  } finally {
+    await killHard(svc.child);
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+test('a slow root: cold requests of two regions wait at their allocators, which answer a typed 503 before the callers give up; the root sees each block lease once and no fallback', async (t) => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
+  // Every allocator's call to the root takes 1.5 s (the isolates' own do not).
+  const svc = await spawnService(persist, { ...REGIONAL, TEST_ROOT_DELAY_MS: '1500' });
+  const c = client(svc);
+  try {
+    await c.put('far', { step: 10 });
+    const all = ledger();
+    let ok = 0;
+    let busy = 0;
+    const draw = async (colo) => {
+      const t0 = performance.now();
+      const r = await c.ids('far', 1, colo);
+      const ms = performance.now() - t0;
+      assert.ok(ms < 1300, `answered within the budget: ${Math.round(ms)} ms`);
+      if (r.status === 200) {
+        ok++;
+        all.add(r.ids);
+      } else {
+        assert.equal(r.status, 503, r.text);
+        assert.equal(r.json.error.code, 'store_unavailable', r.text);
+        assert.ok(Number(r.retryAfter) >= 1, `Retry-After: ${r.retryAfter}`);
+        busy++;
+      }
+    };
+    // Waves of concurrent cold requests while the blocks are on their way.
+    for (let wave = 0; wave < 4; wave++) {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => draw(['LHR', 'NRT'][i % 2])));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await until(async () => {
+      await Promise.all([draw('LHR'), draw('NRT')]);
+      const a = await c.allocators('far');
+      return a.weur?.blocksLeased > 0 && a.apac?.blocksLeased > 0;
+    }, 'the blocks to arrive');
+    await Promise.all(Array.from({ length: 20 }, (_, i) => draw(['LHR', 'NRT'][i % 2])));
+    t.diagnostic(`${ok} answered IDs, ${busy} a 503`);
+    const counters = (await c.ask('/v1/monitor', { token: ADMIN })).json.counters;
+    const allocators = await c.allocators('far');
+    for (const [region, a] of Object.entries(allocators)) {
+      t.diagnostic(`${region}: ${a.served} ranges, ${a.blocksLeased} blocks, ${a.writes} writes`);
+    }
+    assert.equal(counters.rootFallbacks, 0, `no isolate asked the slow root itself: ${JSON.stringify(counters)}`);
+    const served = Object.values(allocators).reduce((n, a) => n + a.served, 0);
+    assert.equal(served, counters.allocatorLoads, 'every range an allocator served was received');
+    for (const region of ['weur', 'apac']) {
+      // A range, an ask sent and its answer each write once; waiting writes nothing.
+      const a = allocators[region];
+      assert.ok(a.writes <= a.served + 2 * a.blocksLeased + 1, `${region}'s allocator wrote ${a.writes} times for ${a.served} ranges and ${a.blocksLeased} blocks`);
+    }
+    const by = (await c.history('far')).recent.map((e) => e.by);
+    for (const region of ['weur', 'apac']) {
+      // The first block, then the next one (asked at 10% of the first): each
+      // ask once, whatever waited for it, and each installed.
+      const leases = by.filter((b) => b === `allocator:${region}`).length;
+      assert.ok(leases <= 2, `at most two block leases from ${region}: ${by}`);
+      assert.equal(leases, allocators[region].blocksLeased, `every block leased was installed: ${by}`);
+    }
+    assert.equal(by.filter((b) => b.startsWith('isolate:')).length, 0, `no isolate leased from the root: ${by}`);
+    assert.equal(all.dups, 0, 'no ID twice');
+    assert.ok((await c.maxId('far')) >= all.high);
   } finally {
     await killHard(svc.child);
     rmSync(persist, { recursive: true, force: true });

@@ -34,12 +34,15 @@ use std::rc::Rc;
 
 use edgeleaf::{
     block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::Serve, block::RETIRE_AFTER_MS,
-    code::ErrorCode, rand::RandSource, region::Region, wait::RETRY_AFTER_MS,
+    code::ErrorCode, rand::RandSource, region::Region, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
+use edgeleaf_rules::wire::allocator::allocator_serve_ms;
 use edgeleaf_rules::wire::{
     allocator::AllocatorRequest, allocator::AllocatorView, allocator::BlockView,
     tag::AllocateRequest, tag::OpaqueGrant, tag::SegmentLease, tag::TakeBackRequest,
 };
+use futures::channel::oneshot;
+use futures::future::{self, Either, FutureExt};
 use serde::{Deserialize, Serialize};
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
@@ -66,6 +69,7 @@ pub async fn serve_range(
         region,
         step,
         by: by.to_owned(),
+        limit_ms: Some(limit_ms),
     };
     call_within(env, Store::Allocator(tag, region), &request, Some(limit_ms)).await
 }
@@ -95,9 +99,6 @@ pub async fn retire(
     };
     call(env, Store::Allocator(tag, region), &request).await
 }
-
-/// How often a request waiting for the block in flight looks again.
-const POLL_MS: u64 = 5;
 
 /// How often an allocator holding blocks asks the core whether to retire
 /// (a tenth of `RETIRE_AFTER_MS`: three minutes).
@@ -130,6 +131,9 @@ struct Held {
     served: u64,
     blocks_leased: u64,
     handed_back: u64,
+    /// Writes of this state (counted in it).
+    #[serde(default)]
+    writes: u64,
 }
 
 #[derive(Deserialize)]
@@ -151,6 +155,15 @@ struct Inner {
     env: Env,
     /// The state, read at first use; `None` again after a write failed.
     held: RefCell<Option<Held>>,
+    /// The serves waiting for the block ask in flight: each is woken when
+    /// an ask's answer is in (with the root's error, if it failed).
+    waiters: RefCell<Vec<oneshot::Sender<Option<ApiError>>>>,
+}
+
+/// Whether an allocator never held a block (nothing handed on, nothing to
+/// fence): its first ask waits for the root to say the tag is one.
+fn never_held(h: &Held) -> bool {
+    h.blocks_leased == 0 && h.allocator.served_high() == 0
 }
 
 impl Inner {
@@ -163,6 +176,17 @@ impl Inner {
         tag: &str,
         region: Region,
         f: impl FnOnce(&mut Held) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        self.update(tag, region, |h| f(h).map(|t| (t, true)))
+    }
+
+    /// `with_held`, writing the state back only when `f` says it changed
+    /// something kept (with its answer) or failed.
+    fn update<T>(
+        &self,
+        tag: &str,
+        region: Region,
+        f: impl FnOnce(&mut Held) -> ApiResult<(T, bool)>,
     ) -> ApiResult<T> {
         let mut cell = self.held.borrow_mut();
         if cell.is_none() {
@@ -178,11 +202,15 @@ impl Inner {
             )));
         }
         let result = f(held);
-        if let Err(e) = self.write(held) {
-            *cell = None;
-            return Err(e);
+        let changed = result.as_ref().map_or(true, |(_, changed)| *changed);
+        if changed {
+            held.writes += 1;
+            if let Err(e) = self.write(held) {
+                *cell = None;
+                return Err(e);
+            }
         }
-        result
+        result.map(|(t, _)| t)
     }
 
     /// Its view, without writing anything (an allocator never used stays
@@ -198,10 +226,12 @@ impl Inner {
     /// handed on, nothing to fence): `true` if it did.
     fn forget_if_unused(&self) -> ApiResult<bool> {
         let mut cell = self.held.borrow_mut();
-        if cell
-            .as_ref()
-            .is_some_and(|h| h.blocks_leased > 0 || h.allocator.served_high() > 0)
-        {
+        let used = match cell.as_ref() {
+            Some(h) => !never_held(h),
+            // The memory copy dropped (a write failed): as stored.
+            None => self.stored()?.is_some_and(|h| !never_held(&h)),
+        };
+        if used {
             return Ok(false);
         }
         self.sql.exec("DELETE FROM allocator", None)?;
@@ -235,6 +265,7 @@ impl Inner {
                 served: 0,
                 blocks_leased: 0,
                 handed_back: 0,
+                writes: 0,
             }),
         }
     }
@@ -251,9 +282,10 @@ impl Inner {
     }
 
     /// A range for an isolate: the core's answer, written, then answered;
-    /// a block ask it makes is sent (in the background when a range is
-    /// answered, else awaited), a wait for the block in flight within the
-    /// request's budget.
+    /// a block ask it makes is sent in the background, and a serve without
+    /// a range waits for the ask's answer within the caller's limit (woken
+    /// by it, never polling), then answers a 503 `store_unavailable` itself
+    /// (the root is what is late: the isolate does not ask it too).
     async fn serve_range(
         self: &Rc<Self>,
         tag: &str,
@@ -261,24 +293,39 @@ impl Inner {
         step: u64,
     ) -> ApiResult<SegmentLease> {
         let budget = stores::budget();
+        let late = || {
+            ApiError::unavailable(
+                ErrorCode::StoreUnavailable,
+                format!("allocator {tag}@{region}: expected a block from the tag's root within the caller's limit, found none"),
+                RETRY_AFTER_MS,
+            )
+        };
         loop {
-            let (next, grant, tag_step) = self.with_held(tag, region, |h| {
+            if budget.remaining_ms() == 0 {
+                // The caller is gone: nothing served that it would not get.
+                return Err(late());
+            }
+            let (next, grant, tag_step) = self.update(tag, region, |h| {
                 let next = h.allocator.serve(step, now_ms(), &mut Crypto);
-                if matches!(next, Serve::Range { .. }) {
-                    h.served += 1;
-                }
-                Ok((next, h.grant.clone(), h.allocator.tag_step()))
+                // Written: a range handed on; an ask before it is sent (an
+                // allocator's first, once the root said the tag is one:
+                // `lease_block`). A wait changes nothing kept (the ask in
+                // flight is not).
+                let changed = match &next {
+                    Serve::Range { .. } => {
+                        h.served += 1;
+                        true
+                    }
+                    Serve::Load(_) => !never_held(h),
+                    Serve::Wait => false,
+                };
+                Ok(((next, h.grant.clone(), h.allocator.tag_step()), changed))
             })?;
-            match next {
+            let ask = match next {
                 Serve::Range { range, ask } => {
                     if let Some(ask) = ask {
                         // The next block, while this range is answered.
-                        let this = Rc::clone(self);
-                        let load = async move {
-                            let _ = this.lease_block(&ask).await;
-                        };
-                        let scope = stores::background();
-                        wasm_bindgen_futures::spawn_local(scope.run(load));
+                        self.send_ask(ask);
                     }
                     return Ok(SegmentLease {
                         start: range.start.to_string(),
@@ -288,31 +335,81 @@ impl Inner {
                         opaque: grant,
                     });
                 }
-                Serve::Load(ask) => self.lease_block(&ask).await?,
-                Serve::Wait => {
-                    if !budget.wait(POLL_MS) {
-                        return Err(ApiError::unavailable(
-                            ErrorCode::StoreUnavailable,
-                            format!("allocator {tag}@{region}: expected a block from the tag's root within the budget, found none"),
-                            RETRY_AFTER_MS,
-                        ));
-                    }
-                    sleep_ms(POLL_MS).await;
-                }
+                Serve::Load(ask) => Some(ask),
+                Serve::Wait => None,
+            };
+            // In line before the ask is sent (it runs once this one awaits).
+            let woken = self.waiter();
+            if let Some(ask) = ask {
+                self.send_ask(ask);
+            }
+            let left = budget.remaining_ms();
+            match future::select(woken, sleep_ms(left).boxed_local()).await {
+                // Answered (or its sender gone): serve again.
+                Either::Left((Ok(None) | Err(_), _)) => {}
+                Either::Left((Ok(Some(e)), _)) => return Err(e),
+                Either::Right(_) => return Err(late()),
             }
         }
+    }
+
+    /// A serve's place in line for the answer of the ask in flight.
+    fn waiter(&self) -> oneshot::Receiver<Option<ApiError>> {
+        let (tx, rx) = oneshot::channel();
+        let mut waiters = self.waiters.borrow_mut();
+        // Those whose serve answered already (its caller's limit) leave.
+        waiters.retain(|w| !w.is_canceled());
+        waiters.push(tx);
+        rx
+    }
+
+    /// Sends `ask` in the background (the object's own budget, whoever
+    /// asked gives up sooner), then wakes the serves waiting for it.
+    fn send_ask(self: &Rc<Self>, ask: BlockAsk) {
+        let this = Rc::clone(self);
+        let load = async move {
+            let answer = this.lease_block(&ask).await;
+            let waiting = std::mem::take(&mut *this.waiters.borrow_mut());
+            for w in waiting {
+                let _ = w.send(answer.as_ref().err().cloned());
+            }
+        };
+        wasm_bindgen_futures::spawn_local(stores::background().run(load));
     }
 
     /// Sends the block ask to the root and reports its answer to the core
     /// (writing the state): the root's error is the answer.
     async fn lease_block(&self, ask: &BlockAsk) -> ApiResult<()> {
-        let (tag, region) = {
+        let (tag, region, first) = {
             let cell = self.held.borrow();
             let held = cell
                 .as_ref()
                 .ok_or_else(|| ApiError::store_error("allocator: no state"))?;
-            (held.tag.clone(), held.region)
+            (held.tag.clone(), held.region, never_held(held))
         };
+        if first {
+            // Its first block: the root says first whether the name is a
+            // tag whose blocks it may lease, so that a made-up name costs
+            // no write here; then the ask is written before it is sent.
+            let known = match tag_store::get(&self.env, &tag).await {
+                Ok(view) if view.monotonic => Err(ApiError::new(
+                    ErrorCode::MonotonicTag,
+                    format!("tag {tag}: monotonic, served by its root alone"),
+                )),
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = known {
+                if matches!(e.code, ErrorCode::NotFound | ErrorCode::MonotonicTag) {
+                    self.forget_if_unused()?;
+                } else if let Some(h) = self.held.borrow_mut().as_mut() {
+                    // Nothing sent: the ask is over (as written, if it was).
+                    h.allocator.load_failed(&ask.request_id);
+                }
+                return Err(e);
+            }
+            self.with_held(&tag, region, |_| Ok(()))?;
+        }
         let request = AllocateRequest {
             step: ask.step,
             request_id: Some(ask.request_id.clone()),
@@ -440,6 +537,7 @@ impl Inner {
             served: h.served,
             blocks_leased: h.blocks_leased,
             handed_back: h.handed_back,
+            writes: h.writes,
         }
     }
 }
@@ -459,6 +557,7 @@ impl DurableObject for RegionalAllocator {
                 sql,
                 env,
                 held: RefCell::new(None),
+                waiters: RefCell::new(Vec::new()),
             }),
         }
     }
@@ -467,16 +566,27 @@ impl DurableObject for RegionalAllocator {
         // Its calls to the root run in a scope of their own: the background
         // budget (the isolate bounds its own wait) and the caller's test
         // fault.
-        let scope = RequestScope::for_object(&req);
+        let received_ms = now_ms();
+        let scope = RequestScope::for_object(&req, &self.inner.env);
         let inner = &self.inner;
         scope
             .run(serve(self.broken.as_ref(), &mut req, async |r| match r {
                 AllocatorRequest::Serve {
-                    tag, region, step, ..
-                } => inner
-                    .serve_range(&tag, region, step)
-                    .await
-                    .and_then(|l| json(200, &l)),
+                    tag,
+                    region,
+                    step,
+                    limit_ms,
+                    ..
+                } => {
+                    // The caller's limit, from when it came in.
+                    let limit = limit_ms.unwrap_or(MAX_WAIT_MS).min(MAX_WAIT_MS);
+                    let elapsed = now_ms().saturating_sub(received_ms);
+                    stores::limit_budget(allocator_serve_ms(limit, elapsed));
+                    inner
+                        .serve_range(&tag, region, step)
+                        .await
+                        .and_then(|l| json(200, &l))
+                }
                 AllocatorRequest::View { tag, region } => {
                     inner.peek(&tag, region).and_then(|v| json(200, &v))
                 }

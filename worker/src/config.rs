@@ -62,6 +62,11 @@ pub struct Config {
     /// bench's same-bytes floor (`routes/floor.rs`), on loopback hosts alone
     /// (as `test_object_delay_ms`).
     pub test_bench_floor: bool,
+    /// TESTS ONLY (`TEST_ROOT_DELAY_MS`, 0..=60000, loopback hosts only):
+    /// every regional allocator's call to its tag's root waits this long
+    /// before the root answers (a root an ocean away, or struggling); the
+    /// isolates' own calls to the root are not delayed.
+    pub test_root_delay_ms: u64,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -188,6 +193,10 @@ impl Config {
             return Err(invalid("TEST_ALLOCATOR_DELAY_MS", "at most 60000"));
         }
         let test_bench_floor = flag(env, "TEST_BENCH_FLOOR")?;
+        let test_root_delay_ms = number(env, "TEST_ROOT_DELAY_MS", 0)?;
+        if test_root_delay_ms > 60_000 {
+            return Err(invalid("TEST_ROOT_DELAY_MS", "at most 60000"));
+        }
         Ok(Config {
             layout,
             default_step,
@@ -205,6 +214,7 @@ impl Config {
             test_allocators_unreachable,
             test_allocator_delay_ms,
             test_bench_floor,
+            test_root_delay_ms,
         })
     }
 }

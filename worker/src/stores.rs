@@ -62,8 +62,13 @@ const TEST_DELAY_HEADER: &str = "Edgeleaf-Test-Delay-Ms";
 /// ever set by `send`, for a request whose `RequestScope` has one.
 const TEST_FAULT_HEADER: &str = "Edgeleaf-Test-Fault";
 
-/// The one fault `TEST_FAULT_HEADER` names.
+/// A fault `TEST_FAULT_HEADER` names (its value: faults, comma-separated;
+/// an object honours each only with its own `Config::test_*` setting).
 const ROOT_UNREACHABLE: &str = "root-unreachable";
+
+/// The other: the object's calls to the root are slow
+/// (`Config::test_root_delay_ms`).
+const ROOT_DELAY: &str = "root-delay";
 
 /// TESTS ONLY: the header that sets a request's colo (honoured on a
 /// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
@@ -88,6 +93,12 @@ pub struct RequestScope {
     /// TESTS ONLY: how long each regional allocator waits before answering
     /// (`Config::test_allocator_delay_ms`; 0 but on a loopback host).
     allocator_delay_ms: u64,
+    /// TESTS ONLY: how long each tag's root waits before answering this
+    /// scope's calls (an object's scope: `Config::test_root_delay_ms`).
+    root_delay_ms: u64,
+    /// TESTS ONLY: the objects this scope calls on its behalf delay their
+    /// calls to the root (`Config::test_root_delay_ms`, loopback hosts only).
+    root_delay: bool,
 }
 
 thread_local! {
@@ -120,23 +131,37 @@ impl RequestScope {
             region: colo.as_deref().and_then(colo_region),
             root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
             allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
-            allocator_delay_ms: test.map_or(0, |c| c.test_allocator_delay_ms),
+            allocator_delay_ms: test.as_ref().map_or(0, |c| c.test_allocator_delay_ms),
+            root_delay_ms: 0,
+            root_delay: test.is_some_and(|c| c.test_root_delay_ms > 0),
         }
     }
 
     /// The scope of an object's request that calls other objects on its
     /// caller's behalf (a regional allocator): the background budget (its
-    /// caller is bounded by its own), and the caller's test fault (a header
-    /// only `send` sets).
-    pub fn for_object(req: &Request) -> RequestScope {
-        let fault = req.headers().get(TEST_FAULT_HEADER).ok().flatten();
+    /// handler narrows it to the caller's limit: `limit_budget`), and the
+    /// caller's test faults (a header only `send` sets), each honoured only
+    /// when the object's own config allows it too.
+    pub fn for_object(req: &Request, env: &Env) -> RequestScope {
+        let header = req.headers().get(TEST_FAULT_HEADER).ok().flatten();
+        let faults: Vec<&str> = header
+            .as_deref()
+            .map_or(Vec::new(), |h| h.split(',').collect());
+        let test = Config::cached(env).ok();
+        let named = |fault: &str| faults.contains(&fault);
         RequestScope {
             budget: Cell::new(WaitBudget::for_background(now_ms())),
             test_delay_ms: 0,
             region: None,
-            root_unreachable: fault.as_deref() == Some(ROOT_UNREACHABLE),
+            root_unreachable: named(ROOT_UNREACHABLE)
+                && test.as_ref().is_some_and(|c| c.test_root_unreachable),
             allocators_unreachable: false,
             allocator_delay_ms: 0,
+            root_delay_ms: test
+                .as_ref()
+                .filter(|_| named(ROOT_DELAY))
+                .map_or(0, |c| c.test_root_delay_ms),
+            root_delay: false,
         }
     }
 
@@ -169,8 +194,20 @@ pub fn budget() -> Budget {
             root_unreachable: false,
             allocators_unreachable: false,
             allocator_delay_ms: 0,
+            root_delay_ms: 0,
+            root_delay: false,
         })
     }))
+}
+
+/// Narrows the budget of the request being handled to at most `ms` from
+/// now (an object's request whose caller gives up sooner than the
+/// object's own budget: a regional allocator's serve).
+pub fn limit_budget(ms: u64) {
+    let scope = budget().0;
+    let now = now_ms();
+    let left = scope.budget.get().remaining_ms(now);
+    scope.budget.set(WaitBudget::new(now, left.min(ms)));
 }
 
 /// `request.cf.colo`, if the platform set it (read without `Cf::colo`,
@@ -227,6 +264,8 @@ pub fn background() -> RequestScope {
         root_unreachable: scope.root_unreachable,
         allocators_unreachable: scope.allocators_unreachable,
         allocator_delay_ms: scope.allocator_delay_ms,
+        root_delay_ms: scope.root_delay_ms,
+        root_delay: scope.root_delay,
     }
 }
 
@@ -438,13 +477,21 @@ async fn send(
     headers.set("Content-Type", "application/json")?;
     let delay_ms = match store {
         Store::Allocator(..) => scope.test_delay_ms.max(scope.allocator_delay_ms),
+        Store::Tag(_) => scope.test_delay_ms.max(scope.root_delay_ms),
         _ => scope.test_delay_ms,
     };
     if delay_ms > 0 {
         headers.set(TEST_DELAY_HEADER, &delay_ms.to_string())?;
     }
-    if scope.root_unreachable {
-        headers.set(TEST_FAULT_HEADER, ROOT_UNREACHABLE)?;
+    let faults: Vec<&str> = [
+        (scope.root_unreachable, ROOT_UNREACHABLE),
+        (scope.root_delay, ROOT_DELAY),
+    ]
+    .into_iter()
+    .filter_map(|(on, fault)| on.then_some(fault))
+    .collect();
+    if !faults.is_empty() {
+        headers.set(TEST_FAULT_HEADER, &faults.join(","))?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)

@@ -32,6 +32,13 @@ pub enum AllocatorRequest {
         step: u64,
         /// Who asked (`isolate:<id>`), for the root's history.
         by: String,
+        /// How long the caller waits for the answer, ms (its share of its
+        /// budget): the allocator answers within [`allocator_serve_ms`] of
+        /// it, a 503 `store_unavailable` if its own block lease from the
+        /// root is what is late. Absent (a caller of before): a request's
+        /// whole budget.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_ms: Option<u64>,
     },
     /// What it holds: answers an [`AllocatorView`].
     View {
@@ -104,6 +111,10 @@ pub struct AllocatorView {
     pub blocks_leased: u64,
     /// IDs handed back to the root (tails of retired blocks).
     pub handed_back: u64,
+    /// Times it wrote its state since it was created (a request that only
+    /// waits writes nothing).
+    #[serde(default)]
+    pub writes: u64,
 }
 
 /// The allocators of a tag, one per region asked (`GET
@@ -137,7 +148,10 @@ impl AllocatorMiss {
     /// Whether an isolate whose region's allocator missed (with an error of
     /// `code`) asks the tag's root itself, with what is left of its budget:
     /// when the allocator did not answer (late, or failed by the platform)
-    /// or answered that its own storage is broken. Never when it is
+    /// or answered that its own storage is broken. An allocator waiting
+    /// for the root answers a 503 before its caller's limit
+    /// ([`allocator_serve_ms`]): late is then the allocator itself, never
+    /// a slow root, which the region's isolates would all ask at once. Never when it is
     /// overloaded (the root would take the load the allocator shed: a 503
     /// with `Retry-After` at once), nor when it answered anything else (its
     /// answer stands: `not_found`, `monotonic_tag`, or the root's own 503
@@ -150,6 +164,20 @@ impl AllocatorMiss {
         }
     }
 }
+
+/// Ms a regional allocator may spend on a serve whose caller waits
+/// `limit_ms` (as the request says), `elapsed_ms` after it received it,
+/// before it answers a 503 `store_unavailable` with `Retry-After` itself
+/// (an answer the caller does not take to the root): the caller's limit
+/// less what passed and a margin for the answer's way back (a fifth of the
+/// limit, at least [`ANSWER_MARGIN_MS`]).
+pub fn allocator_serve_ms(limit_ms: u64, elapsed_ms: u64) -> u64 {
+    let margin = (limit_ms / 5).max(ANSWER_MARGIN_MS);
+    limit_ms.saturating_sub(elapsed_ms).saturating_sub(margin)
+}
+
+/// The least margin [`allocator_serve_ms`] keeps for an answer's way back.
+pub const ANSWER_MARGIN_MS: u64 = 20;
 
 /// The part of what is left of a request's budget an isolate gives its
 /// region's allocator before it asks the tag's root itself: half (the
@@ -173,5 +201,25 @@ mod tests {
         assert!(!AllocatorMiss::Answered.ask_root(ErrorCode::NotFound));
         assert!(!AllocatorMiss::Answered.ask_root(ErrorCode::MonotonicTag));
         assert_eq!(allocator_share_ms(1_000), 500);
+    }
+
+    #[test]
+    fn an_allocator_answers_before_its_caller_gives_up() {
+        assert_eq!(allocator_serve_ms(500, 0), 400);
+        assert_eq!(allocator_serve_ms(500, 150), 250);
+        assert_eq!(allocator_serve_ms(500, 450), 0);
+        assert_eq!(allocator_serve_ms(50, 0), 30);
+        assert_eq!(allocator_serve_ms(10, 0), 0);
+        for limit in [0, 1, 19, 20, 100, 500, 1_000, u64::MAX] {
+            for elapsed in [0, 1, 50, 499, 10_000, u64::MAX] {
+                let ms = allocator_serve_ms(limit, elapsed);
+                assert!(
+                    ms == 0 || ms.saturating_add(elapsed) < limit,
+                    "{limit} {elapsed} {ms}"
+                );
+            }
+        }
+        // Its 503 stands: the isolate does not take it to the root.
+        assert!(!AllocatorMiss::Answered.ask_root(ErrorCode::StoreUnavailable));
     }
 }
