@@ -409,13 +409,14 @@ pub struct ReturnBody {
     pub end: String,
 }
 
-/// `POST /v1/segment/{tag}/lease/return`'s answer: whether the tail went
-/// back (the next lease answers its IDs) or stays a gap. The tag's `max_id`
+/// `POST /v1/segment/{tag}/lease/return`'s answer: whether the tail was
+/// credited to the caller's key (its next lease answers those IDs first; no
+/// other key ever gets them) or stays a gap. The tag's `max_id`
 /// is not shown (a view of the tag needs the `monitor` scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TailReturned {
-    /// Taken back: nothing was leased after it.
+    /// Credited to the caller's own key.
     pub taken: bool,
 }
 
@@ -429,8 +430,9 @@ impl From<TakenBack> for TailReturned {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TakenBack {
-    /// `max_id` moved back to `start - 1`: nothing was handed out after the
-    /// tail. `false`: the tail stays a gap.
+    /// An allocator's tail: `max_id` moved back to `start - 1` (nothing was
+    /// handed out after it). A client's: credited to its own key (`max_id`
+    /// unchanged). `false`: the tail stays a gap.
     pub taken: bool,
     /// The tag's `max_id` after it, decimal.
     pub max_id: String,
