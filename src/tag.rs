@@ -592,7 +592,10 @@ impl TagRecord {
     /// from an asker holding `credits` on this tag (the credits stored for
     /// [`SegmentAsk::credit_owner`]; ignored without one): a new lease is
     /// answered from the lowest credit first, at most the granted step, the
-    /// rest kept. A retry of a lease is answered as it was first.
+    /// rest kept. A retry of a lease is answered as it was first. `above`:
+    /// the highest ID the asking client already holds (0: none); credits
+    /// starting at or below it are left for another client of the same
+    /// asker (a client's buffer never loads below what it held).
     ///
     /// # Errors
     /// As [`TagRecord::lease_segment`].
@@ -601,12 +604,16 @@ impl TagRecord {
         ask: &SegmentAsk<'_>,
         remembered: Option<&Remembered>,
         credits: &[Allocation],
+        above: u64,
     ) -> Result<CreditedAnswer, Error> {
         let answer = self.lease_segment(ask, remembered)?;
         let SegmentAnswer::Allocate { step } = answer else {
             return Ok(CreditedAnswer::Segment(answer));
         };
-        let lowest = credits.iter().min_by_key(|c| c.start);
+        let lowest = credits
+            .iter()
+            .filter(|c| c.start > above)
+            .min_by_key(|c| c.start);
         let (Some(_), Some(&taken)) = (ask.credit_owner(), lowest) else {
             return Ok(CreditedAnswer::Segment(answer));
         };
@@ -1307,7 +1314,7 @@ mod tests {
         };
         let credits = [Allocation::new(300, 400).unwrap(), credit];
         assert_eq!(
-            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits),
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 0),
             Ok(CreditedAnswer::Credit {
                 segment: Allocation::new(28, 77).unwrap(),
                 granted: 50,
@@ -1316,7 +1323,7 @@ mod tests {
             })
         );
         assert_eq!(
-            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 100), None, &[credit]),
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 100), None, &[credit], 0),
             Ok(CreditedAnswer::Credit {
                 segment: credit,
                 granted: 100,
@@ -1329,7 +1336,7 @@ mod tests {
             Some("lease:k2")
         );
         assert_eq!(
-            r.lease_with_credits(&ask(Asker::Own("lease:k2"), 50), None, &[]),
+            r.lease_with_credits(&ask(Asker::Own("lease:k2"), 50), None, &[], 0),
             Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
                 step: 50
             }))
@@ -1340,8 +1347,24 @@ mod tests {
             granted: 50,
         };
         assert_eq!(
-            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), Some(&first), &credits),
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), Some(&first), &credits, 0),
             Ok(CreditedAnswer::Segment(SegmentAnswer::Again(first.segment)))
+        );
+        // A client already holding IDs above a credit: the next one above.
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 200),
+            Ok(CreditedAnswer::Credit {
+                segment: Allocation::new(300, 349).unwrap(),
+                granted: 50,
+                taken: credits[0],
+                rest: Some(Allocation::new(350, 400).unwrap()),
+            })
+        );
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 300),
+            Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
+                step: 50
+            }))
         );
         let isolate = SegmentAsk {
             for_isolate: true,
@@ -1349,7 +1372,7 @@ mod tests {
         };
         assert_eq!(isolate.credit_owner(), None);
         assert_eq!(
-            r.lease_with_credits(&isolate, None, &credits),
+            r.lease_with_credits(&isolate, None, &credits, 0),
             Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
                 step: 50
             }))

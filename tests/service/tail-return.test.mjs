@@ -215,3 +215,26 @@ test('credits are bounded per key: beyond 8, a tail stays a gap (taken: false)',
   assert.deepEqual((await ok(await lease(svc, 'bounded', { step: 10 }, k))), { start: '10', end: '10', step: 1, minStep: 10 });
   assert.equal((await ok(await lease(svc, 'bounded', { step: 10 }, k))).start, '20');
 });
+
+test('two clients of one key: one closes, the other (holding IDs above the credit) goes on with new IDs, never refused; a new client of the key takes the credit', async () => {
+  await put(svc, 'siblings', { step: 100 });
+  const k = await key(svc, 'siblings');
+  const a = client(svc, k).c.segment('siblings', { step: 100, maxStep: 100 });
+  const b = client(svc, k).c.segment('siblings', { step: 100, maxStep: 100 });
+  const seen = new Set();
+  const take = (ids) => { for (const id of ids) { assert.ok(!seen.has(id), `${id} twice`); seen.add(id); } };
+  take(await a.nextIds(5)); // from 1
+  take(await b.nextIds(5)); // above A's ranges
+  const closed = await a.close();
+  assert.ok(closed.length > 0 && closed.every((r) => r.taken), JSON.stringify(closed, (_, v) => String(v)));
+  const credited = (id) => closed.some((r) => id >= r.start && id <= r.end);
+  // B's next leases say what it holds: credits below it are left for another client of the key.
+  const more = await b.nextIds(400);
+  take(more);
+  assert.ok(!more.some(credited), 'B never refused nor answered a credit below what it held');
+  const c = client(svc, k).c.segment('siblings', { step: 100, maxStep: 100 });
+  assert.equal(await c.next(), 6n, 'a new client of the key goes on at its credit');
+  // `after` is checked: a typed 400.
+  await refused(await lease(svc, 'siblings', { step: 100, after: 'x' }, k), 400, 'out_of_range');
+  await refused(await lease(svc, 'siblings', { step: 100, after: 5 }, k), 400, 'invalid_json');
+});

@@ -489,38 +489,50 @@ impl TagStore {
             Some(owner) => self.credits(owner)?,
             None => Vec::new(),
         };
+        let above = match req.after.as_deref() {
+            None => 0,
+            Some(a) => a.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::OutOfRange,
+                    format!(
+                        "after: expected a decimal string in 0..=18446744073709551615, found {a:?}"
+                    ),
+                )
+            })?,
+        };
         // The core decides (the tag's kind, the request ID, the asker's
         // credits); this store allocates and remembers, in this one turn.
-        let alloc = match stored
-            .record
-            .lease_with_credits(&ask, remembered.as_ref(), &credits)?
-        {
-            CreditedAnswer::Segment(SegmentAnswer::Again(alloc)) => alloc,
-            CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
-                let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
-                if let Some(key) = &remembered_as {
-                    self.remember_lease(key, &alloc, step)?;
+        let alloc =
+            match stored
+                .record
+                .lease_with_credits(&ask, remembered.as_ref(), &credits, above)?
+            {
+                CreditedAnswer::Segment(SegmentAnswer::Again(alloc)) => alloc,
+                CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
+                    let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &alloc, step)?;
+                    }
+                    alloc
                 }
-                alloc
-            }
-            CreditedAnswer::Credit {
-                segment,
-                granted,
-                taken,
-                rest,
-            } => {
-                let owner = ask.credit_owner().unwrap_or_default();
-                self.drop_credit(owner, &taken)?;
-                if let Some(rest) = rest {
-                    self.add_credit(owner, &rest)?;
+                CreditedAnswer::Credit {
+                    segment,
+                    granted,
+                    taken,
+                    rest,
+                } => {
+                    let owner = ask.credit_owner().unwrap_or_default();
+                    self.drop_credit(owner, &taken)?;
+                    if let Some(rest) = rest {
+                        self.add_credit(owner, &rest)?;
+                    }
+                    self.remember(&segment, now_ms(), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &segment, granted)?;
+                    }
+                    segment
                 }
-                self.remember(&segment, now_ms(), &req.by)?;
-                if let Some(key) = &remembered_as {
-                    self.remember_lease(key, &segment, granted)?;
-                }
-                segment
-            }
-        };
+            };
         // Only an opaque tag's isolates get here with it: its key goes along.
         let opaque = match (&stored.opaque_key, stored.record.kind.opaque()) {
             (Some(key), Some(domain)) => Some(OpaqueGrant {

@@ -267,6 +267,10 @@ pub struct LeaseBody {
     /// Asked again under the same ID, the same segment (only with a
     /// credential of the caller's own: an API key).
     pub request_id: Option<String>,
+    /// The highest ID the client already holds, decimal: the key's credits
+    /// at or below it are left for another of its clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// A segment, for a client's lease or one of the service's isolates.
@@ -288,6 +292,9 @@ pub struct AllocateRequest {
     /// IDs are its own ([`lease_asker`]); otherwise it may send none.
     #[serde(default, skip_serializing_if = "is_false")]
     pub own_credential: bool,
+    /// A client's [`LeaseBody::after`], decimal (checked by the tag's store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
@@ -305,6 +312,7 @@ impl AllocateRequest {
             for_isolate: false,
             by: format!("lease:{owner}"),
             own_credential: matches!(lease_asker(owner), Asker::Own(_)),
+            after: body.after,
         }
     }
 
