@@ -258,22 +258,27 @@ export function makeClient(wasm, { SegmentGenerator }) {
      * service refuses one (`request_id_needs_key`) and none is sent: a retry
      * after a lost answer then gets the next range, and the lost one's IDs are
      * skipped, never handed out twice. With an API key, `close()` hands each
-     * range's unused tail back under its lease's request ID (taken back only
-     * if nothing was leased after it: the next lease starts right after the
-     * last ID used, no gap).
+     * range's unused tail back under its lease's request ID: a credit of the
+     * key, which the key's next lease answers first (no gap for the key;
+     * another key never gets those IDs).
      */
     segment(tag, opts) {
       const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
       // Each lease's request ID by its range's end (the buffer holds two
       // ranges at most: the last few are kept).
       const leases = new Map();
+      // The highest ID leased so far: the key's credits (tails handed back by
+      // its other clients) at or below it are left for them (this buffer
+      // never loads below what it held).
+      let high = 0n;
       const fetchSegment = async (t, step) => {
-        const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}` } : { step };
+        const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}`, ...(high > 0n ? { after: String(high) } : {}) } : { step };
         let last;
         for (let attempt = 0; attempt < 3; attempt++) {
           try {
             const range = await this.request('POST', `/v1/segment/${t}/lease`, body);
             if (ownKey) {
+              try { if (BigInt(range?.end) > high) high = BigInt(range.end); } catch { /* refused by the generator */ }
               leases.set(String(range?.end), body.requestId);
               if (leases.size > 4) leases.delete(leases.keys().next().value);
             }

@@ -21,6 +21,10 @@ pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// within it is answered the same segment).
 pub const REQUEST_ID_TTL_MS: u64 = 3_600_000;
 
+/// The most credits ([`TagRecord::credit_back`]) one asker holds on a tag:
+/// a tail handed back beyond them stays a gap.
+pub const MAX_CREDITS: usize = 8;
+
 /// What a tag is. Fixed when the tag is created: isolates hold its segments
 /// (or its store its buffer) under the promise its kind makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -239,6 +243,17 @@ impl SegmentAsk<'_> {
         self.request_id
             .map(|id| alloc::format!("{}:{}:{}", caller.len(), caller, id))
     }
+
+    /// Whose credits this ask may be answered from
+    /// ([`TagRecord::lease_with_credits`]): an outside caller with a
+    /// credential of its own, by its name; `None` for the service's own
+    /// isolates and allocators and for callers without one.
+    pub fn credit_owner(&self) -> Option<&str> {
+        match self.caller {
+            Asker::Own(owner) if !self.for_isolate => Some(owner),
+            _ => None,
+        }
+    }
 }
 
 /// How a tag's store answers a segment lease ([`TagRecord::lease_segment`]).
@@ -276,6 +291,15 @@ impl TailBack<'_> {
     /// without a credential of its own.
     pub fn remembered_as(&self) -> Option<String> {
         self.as_lease().remembered_as()
+    }
+
+    /// Whose credits the tail would join ([`TagRecord::credit_back`]): as
+    /// [`SegmentAsk::credit_owner`] for the lease.
+    pub fn credit_owner(&self) -> Option<&str> {
+        match self.caller {
+            Asker::Own(owner) if !self.for_isolate => Some(owner),
+            _ => None,
+        }
     }
 
     fn as_lease(&self) -> SegmentAsk<'_> {
@@ -319,6 +343,51 @@ pub enum TailSkipped {
     NotItsTail {
         /// The range remembered under the request ID.
         remembered: Allocation,
+    },
+    /// An outside client's tail: it never moves `max_id` back (the root
+    /// cannot know whether the client handed those IDs out); it may become
+    /// a credit of its own asker instead ([`TagRecord::credit_back`]).
+    FromClient,
+    /// The asker already holds [`MAX_CREDITS`] credits on the tag.
+    CreditsFull,
+}
+
+/// How a tag's store answers an outside client's tail handed back
+/// ([`TagRecord::credit_back`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreditBack {
+    /// The tail becomes a credit of its asker (`max_id` unchanged: the IDs
+    /// stay reserved, leased again only by the same asker): store `credit`
+    /// among the asker's credits and apply `remembered`, in one write.
+    Credited {
+        /// The IDs credited.
+        credit: Allocation,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// The IDs stay a gap; nothing is written.
+    Skipped(TailSkipped),
+}
+
+/// How a tag's store answers a segment lease from a caller that may hold
+/// credits ([`TagRecord::lease_with_credits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreditedAnswer {
+    /// As [`TagRecord::lease_segment`] answers (no credit used).
+    Segment(SegmentAnswer),
+    /// From the asker's lowest credit: answer `segment`, remember it under
+    /// the request ID (if any) as a [`Remembered`] granted `granted`, and
+    /// replace the credit `taken` by `rest` (`None`: remove it), in one
+    /// write. `max_id` does not move.
+    Credit {
+        /// The IDs answered: the start of the credit, at most `granted`.
+        segment: Allocation,
+        /// The step the request was granted.
+        granted: u64,
+        /// The credit used.
+        taken: Allocation,
+        /// What is left of it.
+        rest: Option<Allocation>,
     },
 }
 
@@ -519,6 +588,134 @@ impl TagRecord {
         }
     }
 
+    /// How to answer a segment lease `ask` (as [`TagRecord::lease_segment`])
+    /// from an asker holding `credits` on this tag (the credits stored for
+    /// [`SegmentAsk::credit_owner`]; ignored without one): a new lease is
+    /// answered from the lowest credit first, at most the granted step, the
+    /// rest kept. A retry of a lease is answered as it was first. `above`:
+    /// the highest ID the asking client already holds (0: none); credits
+    /// starting at or below it are left for another client of the same
+    /// asker (a client's buffer never loads below what it held).
+    ///
+    /// # Errors
+    /// As [`TagRecord::lease_segment`].
+    pub fn lease_with_credits(
+        &self,
+        ask: &SegmentAsk<'_>,
+        remembered: Option<&Remembered>,
+        credits: &[Allocation],
+        above: u64,
+    ) -> Result<CreditedAnswer, Error> {
+        let answer = self.lease_segment(ask, remembered)?;
+        let SegmentAnswer::Allocate { step } = answer else {
+            return Ok(CreditedAnswer::Segment(answer));
+        };
+        let lowest = credits
+            .iter()
+            .filter(|c| c.start > above)
+            .min_by_key(|c| c.start);
+        let (Some(_), Some(&taken)) = (ask.credit_owner(), lowest) else {
+            return Ok(CreditedAnswer::Segment(answer));
+        };
+        let last = taken.start.saturating_add(step - 1).min(taken.end);
+        let segment = Allocation::new(taken.start, last)?;
+        let rest = if last < taken.end {
+            Some(Allocation::new(last + 1, taken.end)?)
+        } else {
+            None
+        };
+        Ok(CreditedAnswer::Credit {
+            segment,
+            granted: step,
+            taken,
+            rest,
+        })
+    }
+
+    /// How to answer an outside client's tail handed back
+    /// ([`TailBack::credit_owner`]), given the range its store remembers
+    /// under [`TailBack::remembered_as`] and the credits the asker already
+    /// holds on the tag. The root cannot know whether a client handed those
+    /// IDs out (a bug, a crash mid-use, two copies of one process, a
+    /// hostile key holder), so `max_id` never moves back for a client:
+    /// the tail becomes a credit that only the same asker leases again
+    /// ([`TagRecord::lease_with_credits`]), so a false return can repeat
+    /// IDs only within the asker's own credential. Credited only when the
+    /// tail is the end of the range remembered under the asker's own
+    /// request ID (shortened or removed in the same write: a retry of the
+    /// lease never answers the IDs credited) and the asker holds fewer than
+    /// [`MAX_CREDITS`]; otherwise the tail stays a gap. Allocators use
+    /// [`TagRecord::take_back`].
+    ///
+    /// # Errors
+    /// As [`TagRecord::take_back`].
+    pub fn credit_back(
+        &self,
+        back: &TailBack<'_>,
+        remembered: Option<&Remembered>,
+        credits: &[Allocation],
+    ) -> Result<CreditBack, Error> {
+        let (tail, leased) = match self.check_tail(back, remembered)? {
+            Ok(found) => found,
+            Err(skipped) => return Ok(CreditBack::Skipped(skipped)),
+        };
+        if back.credit_owner().is_none() {
+            // An allocator's tail: `take_back`'s.
+            return Ok(CreditBack::Skipped(TailSkipped::FromClient));
+        }
+        if credits
+            .iter()
+            .any(|c| c.start <= tail.end && tail.start <= c.end)
+        {
+            return Ok(CreditBack::Skipped(TailSkipped::NotItsTail {
+                remembered: leased.segment,
+            }));
+        }
+        if credits.len() >= MAX_CREDITS {
+            return Ok(CreditBack::Skipped(TailSkipped::CreditsFull));
+        }
+        Ok(CreditBack::Credited {
+            credit: tail,
+            remembered: Self::kept(leased, tail)?,
+        })
+    }
+
+    /// The checks of a tail handed back, shared by [`TagRecord::take_back`]
+    /// and [`TagRecord::credit_back`]: the tail, and the range remembered
+    /// under its request ID, or why it stays a gap.
+    #[allow(clippy::type_complexity)]
+    fn check_tail(
+        &self,
+        back: &TailBack<'_>,
+        remembered: Option<&Remembered>,
+    ) -> Result<Result<(Allocation, Remembered), TailSkipped>, Error> {
+        self.kind.check_lease(back.for_isolate)?;
+        let tail = Allocation::new(back.tail.start, back.tail.end)?;
+        // The same checks as the lease's (the kind, done above, is ignored
+        // there for a step of its own).
+        self.lease_segment(&back.as_lease(), None)?;
+        let Some(leased) = remembered else {
+            return Ok(Err(TailSkipped::NotRemembered));
+        };
+        let seg = leased.segment;
+        if tail.end != seg.end || tail.start < seg.start {
+            return Ok(Err(TailSkipped::NotItsTail { remembered: seg }));
+        }
+        Ok(Ok((tail, *leased)))
+    }
+
+    /// The range remembered under a lease once `tail` left it.
+    fn kept(leased: Remembered, tail: Allocation) -> Result<RememberedChange, Error> {
+        Ok(if tail.start == leased.segment.start {
+            RememberedChange::Remove
+        } else {
+            RememberedChange::Shorten(Remembered {
+                segment: Allocation::new(leased.segment.start, tail.start - 1)?,
+                granted: leased.granted,
+            })
+        })
+    }
+
     /// How to answer a tail handed back by the asker that leased it, given
     /// the range its store remembers under [`TailBack::remembered_as`]
     /// (`remembered`). The IDs return (the next lease answers them) only
@@ -527,6 +724,11 @@ impl TagRecord {
     /// leased under its own request ID (a capability only its holder has:
     /// no one else can hand back another's IDs, nor the same IDs twice).
     /// Monotonic tags never take IDs back: their IDs must keep increasing.
+    /// Only the service's own allocators' tails (`for_isolate`: they persist
+    /// their state before serving, so they know a tail unused) move
+    /// `max_id` back; an outside client's stays skipped here
+    /// ([`TailSkipped::FromClient`]) and is credited instead
+    /// ([`TagRecord::credit_back`]).
     ///
     /// # Errors
     /// [`Error::MonotonicTag`] or [`Error::OpaqueTag`] as for a lease
@@ -540,33 +742,21 @@ impl TagRecord {
         remembered: Option<&Remembered>,
         now_ms: u64,
     ) -> Result<TakeBack, Error> {
-        self.kind.check_lease(back.for_isolate)?;
-        let tail = Allocation::new(back.tail.start, back.tail.end)?;
-        // The same checks as the lease's (the kind, done above, is ignored
-        // there for a step of its own).
-        self.lease_segment(&back.as_lease(), None)?;
-        let Some(leased) = remembered else {
-            return Ok(TakeBack::Skipped(TailSkipped::NotRemembered));
-        };
-        let seg = leased.segment;
-        if tail.end != seg.end || tail.start < seg.start {
-            return Ok(TakeBack::Skipped(TailSkipped::NotItsTail {
-                remembered: seg,
-            }));
+        let checked = self.check_tail(back, remembered)?;
+        if back.credit_owner().is_some() {
+            // An outside client cannot prove the tail unused: see
+            // `credit_back`.
+            return Ok(TakeBack::Skipped(TailSkipped::FromClient));
         }
+        let (tail, leased) = match checked {
+            Ok(found) => found,
+            Err(skipped) => return Ok(TakeBack::Skipped(skipped)),
+        };
         if self.max_id != tail.end {
             return Ok(TakeBack::Skipped(TailSkipped::Followed {
                 max_id: self.max_id,
             }));
         }
-        let kept = if tail.start == seg.start {
-            RememberedChange::Remove
-        } else {
-            RememberedChange::Shorten(Remembered {
-                segment: Allocation::new(seg.start, tail.start - 1)?,
-                granted: leased.granted,
-            })
-        };
         let record = TagRecord {
             max_id: tail.start - 1,
             update_time: now_ms,
@@ -574,7 +764,7 @@ impl TagRecord {
         };
         Ok(TakeBack::Returned {
             record,
-            remembered: kept,
+            remembered: Self::kept(leased, tail)?,
         })
     }
 
@@ -1052,5 +1242,140 @@ mod tests {
             opaque.take_back(&mine, Some(&leased), 4),
             Ok(TakeBack::Returned { .. })
         ));
+    }
+
+    #[test]
+    fn a_clients_tail_is_a_credit_of_its_own_asker_never_max_id_moved_back() {
+        let r = TagRecord::new("t", 10, 0, "", 0).unwrap();
+        let (range, r) = r.allocate(Some(100), 1).unwrap();
+        let leased = Remembered {
+            segment: range,
+            granted: 100,
+        };
+        let mine = TailBack {
+            tail: Allocation::new(28, 100).unwrap(),
+            request_id: "job-1",
+            caller: Asker::Own("lease:k1"),
+            for_isolate: false,
+        };
+        // Never max_id back for a client, even with nothing after its tail.
+        assert_eq!(
+            r.take_back(&mine, Some(&leased), 2),
+            Ok(TakeBack::Skipped(TailSkipped::FromClient))
+        );
+        let credit = Allocation::new(28, 100).unwrap();
+        assert_eq!(
+            r.credit_back(&mine, Some(&leased), &[]),
+            Ok(CreditBack::Credited {
+                credit,
+                remembered: RememberedChange::Shorten(Remembered {
+                    segment: Allocation::new(1, 27).unwrap(),
+                    granted: 100,
+                }),
+            })
+        );
+        // An allocator's tail is `take_back`'s; full credits, an overlap, a
+        // shared caller: no credit.
+        let allocator = TailBack {
+            for_isolate: true,
+            ..mine
+        };
+        assert_eq!(
+            r.credit_back(&allocator, Some(&leased), &[]),
+            Ok(CreditBack::Skipped(TailSkipped::FromClient))
+        );
+        let full = [Allocation::new(500, 500).unwrap(); MAX_CREDITS];
+        assert_eq!(
+            r.credit_back(&mine, Some(&leased), &full),
+            Ok(CreditBack::Skipped(TailSkipped::CreditsFull))
+        );
+        assert!(matches!(
+            r.credit_back(&mine, Some(&leased), &[Allocation::new(90, 95).unwrap()]),
+            Ok(CreditBack::Skipped(TailSkipped::NotItsTail { .. }))
+        ));
+        assert_eq!(
+            r.credit_back(
+                &TailBack {
+                    caller: Asker::Shared,
+                    ..mine
+                },
+                Some(&leased),
+                &[]
+            ),
+            Err(Error::RequestIdNeedsKey)
+        );
+        // The same asker's next lease is answered from its lowest credit, at
+        // most its step; the rest is kept. Another asker's is a new segment.
+        let ask = |caller, step| SegmentAsk {
+            step: Some(step),
+            request_id: Some("job-2"),
+            caller,
+            for_isolate: false,
+        };
+        let credits = [Allocation::new(300, 400).unwrap(), credit];
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 0),
+            Ok(CreditedAnswer::Credit {
+                segment: Allocation::new(28, 77).unwrap(),
+                granted: 50,
+                taken: credit,
+                rest: Some(Allocation::new(78, 100).unwrap()),
+            })
+        );
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 100), None, &[credit], 0),
+            Ok(CreditedAnswer::Credit {
+                segment: credit,
+                granted: 100,
+                taken: credit,
+                rest: None,
+            })
+        );
+        assert_eq!(
+            ask(Asker::Own("lease:k2"), 50).credit_owner(),
+            Some("lease:k2")
+        );
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k2"), 50), None, &[], 0),
+            Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
+                step: 50
+            }))
+        );
+        // A retry is answered as first; an isolate never from credits.
+        let first = Remembered {
+            segment: Allocation::new(28, 77).unwrap(),
+            granted: 50,
+        };
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), Some(&first), &credits, 0),
+            Ok(CreditedAnswer::Segment(SegmentAnswer::Again(first.segment)))
+        );
+        // A client already holding IDs above a credit: the next one above.
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 200),
+            Ok(CreditedAnswer::Credit {
+                segment: Allocation::new(300, 349).unwrap(),
+                granted: 50,
+                taken: credits[0],
+                rest: Some(Allocation::new(350, 400).unwrap()),
+            })
+        );
+        assert_eq!(
+            r.lease_with_credits(&ask(Asker::Own("lease:k1"), 50), None, &credits, 300),
+            Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
+                step: 50
+            }))
+        );
+        let isolate = SegmentAsk {
+            for_isolate: true,
+            ..ask(Asker::Own("lease:k1"), 50)
+        };
+        assert_eq!(isolate.credit_owner(), None);
+        assert_eq!(
+            r.lease_with_credits(&isolate, None, &credits, 0),
+            Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate {
+                step: 50
+            }))
+        );
     }
 }

@@ -782,11 +782,11 @@ proptest! {
 #[test]
 fn the_worlds_serve_ids_and_take_tails_back() {
     let mut runner = TestRunner::new(Config {
-        cases: 64,
+        cases: 256,
         ..Config::default()
     });
     let (mut served, mut returned, mut kept) = (0u64, 0u64, 0u64);
-    for _ in 0..64 {
+    for _ in 0..256 {
         let plan = plan().new_tree(&mut runner).unwrap().current();
         let mut w = World::new(Fault::None, plan.step, plan.pinned, plan.seed, plan.active);
         let before = w.record.max_id;
@@ -799,8 +799,10 @@ fn the_worlds_serve_ids_and_take_tails_back() {
         kept += w.kept;
         assert!(w.record.max_id >= before);
     }
-    println!("64 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails served again");
+    println!("256 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails served again");
     assert!(served > 300, "ranges handed out: {served}");
+    // Allocators' tails only: a client's never moves max_id back (it is
+    // credited to its own key, `TagRecord::credit_back`).
     assert!(returned > 10, "tails returned: {returned}");
     assert!(kept > 0, "refused tails served again: {kept}");
 }

@@ -21,8 +21,10 @@
 //!   its caller leased it under its own request ID, it is the end of the
 //!   range remembered there, and nothing was handed out after it; the
 //!   remembered range is shortened in the same decision, so a retry of the
-//!   lease answers only the IDs its caller kept; never for a monotonic tag,
-//!   nor an opaque tag's from outside.
+//!   lease answers only the IDs its caller kept; only from the service's
+//!   own allocators (an outside client's is credited instead, never
+//!   `max_id` moved back); never for a monotonic tag, nor an opaque tag's
+//!   from outside.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -392,8 +394,11 @@ impl Store {
             prop_assert_eq!(answer, Err(e));
             return Ok(());
         }
+        // Only the service's own allocators move max_id back; an outside
+        // client's tail is credited instead (`credit_back`, segment_props).
         let returns = own.is_some_and(|o| o.segment.end == end && start >= o.segment.start)
-            && r.max_id == end;
+            && r.max_id == end
+            && for_isolate;
         let answer = answer.map_err(|e| TestCaseError::fail(format!("take-back: {e}")))?;
         let TakeBack::Returned { record, remembered } = answer else {
             prop_assert!(!returns, "a tail that may return was skipped: {:?}", answer);

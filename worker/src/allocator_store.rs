@@ -416,6 +416,7 @@ impl Inner {
             for_isolate: true,
             by: format!("allocator:{region}"),
             own_credential: true,
+            after: None,
         };
         let answer = tag_store::allocate(&self.env, &tag, request).await;
         if let Err(e) = &answer {

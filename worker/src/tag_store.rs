@@ -17,6 +17,10 @@
 //! a request naming a tag that does not exist is answered `not_found`
 //! without writing anything, so random names cost no storage.
 //!
+//! A client's tail handed back never moves `max_id` back: it is a credit of
+//! the asker (`credit`, one row per range), leased again only by the same
+//! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
+//!
 //! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
 //! below 2^53, and IDs go to 2^63 − 1.
 
@@ -25,8 +29,9 @@ use std::cell::{Cell, RefCell};
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
     opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES, segment::Allocation, segment::StepPolicy,
-    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange,
-    tag::TagKind, tag::TagRecord, tag::TailBack, tag::TakeBack, tag::REQUEST_ID_TTL_MS,
+    tag::CreditBack, tag::CreditedAnswer, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagKind, tag::TagRecord,
+    tag::TailBack, tag::TakeBack, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use edgeleaf_rules::wire::{
@@ -68,8 +73,9 @@ pub async fn allocate(env: &Env, tag: &str, request: AllocateRequest) -> ApiResu
     call(env, Store::Tag(tag), &TagRequest::Allocate(request)).await
 }
 
-/// Hands a leased range's unused tail back to `tag`'s root (a regional
-/// allocator's retired block): taken only if nothing followed it.
+/// Hands a leased range's unused tail back to `tag`'s root: a regional
+/// allocator's retired block is taken only if nothing followed it; a
+/// client's tail becomes a credit of its own key.
 pub async fn take_back(env: &Env, tag: &str, request: TakeBackRequest) -> ApiResult<TakenBack> {
     call(env, Store::Tag(tag), &TagRequest::TakeBack(request)).await
 }
@@ -123,6 +129,12 @@ struct LeaseRow {
 }
 
 #[derive(Deserialize)]
+struct CreditRow {
+    start: String,
+    end: String,
+}
+
+#[derive(Deserialize)]
 struct IssuedRow {
     last: String,
 }
@@ -147,6 +159,9 @@ const TABLES: &[&str] = &[
        start TEXT NOT NULL, end TEXT NOT NULL, by TEXT NOT NULL)",
     // A monotonic tag's last ID answered (decimal): written before each answer.
     "CREATE TABLE IF NOT EXISTS issued(id INTEGER PRIMARY KEY CHECK (id = 1), last TEXT NOT NULL)",
+    // A client's tails handed back, leased again only by the same asker
+    // (`lease:<key>`): IDs never handed out to anyone else (decimal bounds).
+    "CREATE TABLE IF NOT EXISTS credit(owner TEXT NOT NULL, start TEXT NOT NULL, end TEXT NOT NULL)",
 ];
 
 #[derive(Deserialize)]
@@ -470,18 +485,54 @@ impl TagStore {
             Some(key) => self.remembered(key)?,
             None => None,
         };
-        // The core decides (the tag's kind, the request ID); this store
-        // allocates and remembers.
-        let alloc = match stored.record.lease_segment(&ask, remembered.as_ref())? {
-            SegmentAnswer::Again(alloc) => alloc,
-            SegmentAnswer::Allocate { step } => {
-                let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
-                if let Some(key) = &remembered_as {
-                    self.remember_lease(key, &alloc, step)?;
-                }
-                alloc
-            }
+        let credits = match ask.credit_owner() {
+            Some(owner) => self.credits(owner)?,
+            None => Vec::new(),
         };
+        let above = match req.after.as_deref() {
+            None => 0,
+            Some(a) => a.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::OutOfRange,
+                    format!(
+                        "after: expected a decimal string in 0..=18446744073709551615, found {a:?}"
+                    ),
+                )
+            })?,
+        };
+        // The core decides (the tag's kind, the request ID, the asker's
+        // credits); this store allocates and remembers, in this one turn.
+        let alloc =
+            match stored
+                .record
+                .lease_with_credits(&ask, remembered.as_ref(), &credits, above)?
+            {
+                CreditedAnswer::Segment(SegmentAnswer::Again(alloc)) => alloc,
+                CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
+                    let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &alloc, step)?;
+                    }
+                    alloc
+                }
+                CreditedAnswer::Credit {
+                    segment,
+                    granted,
+                    taken,
+                    rest,
+                } => {
+                    let owner = ask.credit_owner().unwrap_or_default();
+                    self.drop_credit(owner, &taken)?;
+                    if let Some(rest) = rest {
+                        self.add_credit(owner, &rest)?;
+                    }
+                    self.remember(&segment, now_ms(), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &segment, granted)?;
+                    }
+                    segment
+                }
+            };
         // Only an opaque tag's isolates get here with it: its key goes along.
         let opaque = match (&stored.opaque_key, stored.record.kind.opaque()) {
             (Some(key), Some(domain)) => Some(OpaqueGrant {
@@ -527,10 +578,73 @@ impl TagStore {
         Ok(())
     }
 
+    /// The credits `owner` holds on this tag.
+    fn credits(&self, owner: &str) -> ApiResult<Vec<Allocation>> {
+        let rows: Vec<CreditRow> = self
+            .sql
+            .exec(
+                "SELECT start, end FROM credit WHERE owner = ?",
+                vec![owner.into()],
+            )?
+            .to_array()?;
+        rows.into_iter()
+            .map(|row| {
+                let bound = |s: &str| {
+                    s.parse::<u64>().map_err(|_| {
+                        ApiError::store_error(format!("store: credit bound {s:?} is not a number"))
+                    })
+                };
+                Allocation::new(bound(&row.start)?, bound(&row.end)?)
+                    .map_err(|e| ApiError::store_error(format!("store: credit row: {e}")))
+            })
+            .collect()
+    }
+
+    fn add_credit(&self, owner: &str, credit: &Allocation) -> ApiResult<()> {
+        self.sql.exec(
+            "INSERT INTO credit(owner, start, end) VALUES (?, ?, ?)",
+            vec![
+                owner.into(),
+                credit.start.to_string().into(),
+                credit.end.to_string().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn drop_credit(&self, owner: &str, credit: &Allocation) -> ApiResult<()> {
+        self.sql.exec(
+            "DELETE FROM credit WHERE owner = ? AND start = ? AND end = ?",
+            vec![
+                owner.into(),
+                credit.start.to_string().into(),
+                credit.end.to_string().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Applies the change to the range remembered under `key` when its tail
+    /// left it.
+    fn change_remembered(&self, key: &str, change: RememberedChange) -> ApiResult<()> {
+        match change {
+            RememberedChange::Shorten(r) => self.sql.exec(
+                "UPDATE lease SET end = ? WHERE request_id = ?",
+                vec![r.segment.end.to_string().into(), key.into()],
+            )?,
+            RememberedChange::Remove => self
+                .sql
+                .exec("DELETE FROM lease WHERE request_id = ?", vec![key.into()])?,
+        };
+        Ok(())
+    }
+
     /// A leased range's unused tail, handed back by its asker: the core
-    /// decides (`TagRecord::take_back`: nothing handed out after it, the end
-    /// of the range remembered under the asker's own request ID); the record
-    /// and the remembered range change in one synchronous turn (one write).
+    /// decides — an allocator's returns (`TagRecord::take_back`: nothing
+    /// handed out after it, the end of the range remembered under the
+    /// asker's own request ID); an outside client's becomes its own credit
+    /// (`TagRecord::credit_back`), `max_id` unchanged. The record, credits
+    /// and remembered range change in one synchronous turn (one write).
     fn take_back(&self, req: &TakeBackRequest) -> ApiResult<Response> {
         let stored = self.live()?;
         let bound = |s: &str| {
@@ -553,6 +667,31 @@ impl TagStore {
             Some(k) => self.remembered(k)?,
             None => None,
         };
+        // An outside client's tail: a credit of its own asker, never
+        // `max_id` moved back (the core's `credit_back`).
+        if let Some(owner) = back.credit_owner() {
+            let credits = self.credits(owner)?;
+            let taken = match stored
+                .record
+                .credit_back(&back, remembered.as_ref(), &credits)?
+            {
+                CreditBack::Credited { credit, remembered } => {
+                    self.add_credit(owner, &credit)?;
+                    if let Some(k) = &key {
+                        self.change_remembered(k, remembered)?;
+                    }
+                    true
+                }
+                CreditBack::Skipped(_) => false,
+            };
+            return json(
+                200,
+                &TakenBack {
+                    taken,
+                    max_id: stored.record.max_id.to_string(),
+                },
+            );
+        }
         let taken = match stored
             .record
             .take_back(&back, remembered.as_ref(), now_ms())?
@@ -560,16 +699,7 @@ impl TagStore {
             TakeBack::Returned { record, remembered } => {
                 self.save(&record, false)?;
                 if let Some(k) = &key {
-                    match remembered {
-                        RememberedChange::Shorten(r) => self.sql.exec(
-                            "UPDATE lease SET end = ? WHERE request_id = ?",
-                            vec![r.segment.end.to_string().into(), k.as_str().into()],
-                        )?,
-                        RememberedChange::Remove => self.sql.exec(
-                            "DELETE FROM lease WHERE request_id = ?",
-                            vec![k.as_str().into()],
-                        )?,
-                    };
+                    self.change_remembered(k, remembered)?;
                 }
                 Some(record.max_id)
             }

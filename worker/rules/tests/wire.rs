@@ -152,6 +152,7 @@ fn every_tag_request_round_trips() {
             for_isolate: true,
             by: "isolate:abc".into(),
             own_credential: false,
+            after: None,
         }),
         TagRequest::Allocate(AllocateRequest {
             step: None,
@@ -159,6 +160,7 @@ fn every_tag_request_round_trips() {
             for_isolate: false,
             by: "lease:0123456789ab".into(),
             own_credential: true,
+            after: Some("2000".into()),
         }),
         TagRequest::Allocate(AllocateRequest::default()),
         TagRequest::Reveal {
@@ -831,6 +833,7 @@ fn a_client_allocation_is_never_an_isolates() {
     let body = LeaseBody {
         step: Some(5000),
         request_id: Some("lease-1".into()),
+        after: Some("7".into()),
     };
     let r = AllocateRequest::for_client(body, "client");
     assert_eq!(
@@ -841,6 +844,7 @@ fn a_client_allocation_is_never_an_isolates() {
             for_isolate: false,
             by: "lease:client".into(),
             own_credential: false,
+            after: Some("7".into()),
         }
     );
     assert_eq!(r.asker(), Asker::Shared, "the client token is shared");

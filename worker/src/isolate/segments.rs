@@ -156,6 +156,7 @@ async fn from_root(env: &Env, tag: &str, step: u64, by: String) -> ApiResult<Seg
         for_isolate: true,
         by,
         own_credential: false,
+        after: None,
     };
     tag_store::allocate(env, tag, request).await
 }

@@ -44,7 +44,9 @@ pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
 /// caller leased under a request ID, handed back (a client closing). Who
 /// asks is named exactly as for the lease, so only the API key that leased
 /// the range finds it; the tag's store and the core decide the rest
-/// (`TagRecord::take_back`: taken only if nothing was leased after it).
+/// (`TagRecord::credit_back`: never `max_id` moved back; the tail becomes a
+/// credit that only the same key leases again, so a false return can repeat
+/// IDs only within that key).
 pub async fn segment_return(mut cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let request = TakeBackRequest::for_client(cx.body().await?, cx.owner());

@@ -267,6 +267,10 @@ pub struct LeaseBody {
     /// Asked again under the same ID, the same segment (only with a
     /// credential of the caller's own: an API key).
     pub request_id: Option<String>,
+    /// The highest ID the client already holds, decimal: the key's credits
+    /// at or below it are left for another of its clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// A segment, for a client's lease or one of the service's isolates.
@@ -288,6 +292,9 @@ pub struct AllocateRequest {
     /// IDs are its own ([`lease_asker`]); otherwise it may send none.
     #[serde(default, skip_serializing_if = "is_false")]
     pub own_credential: bool,
+    /// A client's [`LeaseBody::after`], decimal (checked by the tag's store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
@@ -305,6 +312,7 @@ impl AllocateRequest {
             for_isolate: false,
             by: format!("lease:{owner}"),
             own_credential: matches!(lease_asker(owner), Asker::Own(_)),
+            after: body.after,
         }
     }
 
@@ -409,13 +417,14 @@ pub struct ReturnBody {
     pub end: String,
 }
 
-/// `POST /v1/segment/{tag}/lease/return`'s answer: whether the tail went
-/// back (the next lease answers its IDs) or stays a gap. The tag's `max_id`
+/// `POST /v1/segment/{tag}/lease/return`'s answer: whether the tail was
+/// credited to the caller's key (its next lease answers those IDs first; no
+/// other key ever gets them) or stays a gap. The tag's `max_id`
 /// is not shown (a view of the tag needs the `monitor` scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TailReturned {
-    /// Taken back: nothing was leased after it.
+    /// Credited to the caller's own key.
     pub taken: bool,
 }
 
@@ -429,8 +438,9 @@ impl From<TakenBack> for TailReturned {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TakenBack {
-    /// `max_id` moved back to `start - 1`: nothing was handed out after the
-    /// tail. `false`: the tail stays a gap.
+    /// An allocator's tail: `max_id` moved back to `start - 1` (nothing was
+    /// handed out after it). A client's: credited to its own key (`max_id`
+    /// unchanged). `false`: the tail stays a gap.
     pub taken: bool,
     /// The tag's `max_id` after it, decimal.
     pub max_id: String,
