@@ -32,11 +32,13 @@ const ROUTES = [
   ['GET', '/v1/tags/{tag}', 'monitor'],
   ['GET', '/v1/monitor', 'monitor'],
   ['GET', '/v1/tags/{tag}/history', 'monitor'],
+  ['GET', '/v1/tags/{tag}/allocators', 'monitor'],
   ['GET', '/v1/workers/events', 'monitor'],
   ['GET', '/metrics', 'monitor'],
   ['PUT', '/v1/tags/{tag}', 'admin'],
   ['DELETE', '/v1/tags/{tag}', 'admin'],
   ['POST', '/v1/tags/{tag}/reveal', 'admin'],
+  ['POST', '/v1/tags/{tag}/allocators/{region}/retire', 'admin'],
   ['POST', '/v1/keys', 'admin'],
   ['GET', '/v1/keys', 'admin'],
   ['DELETE', '/v1/keys/{id}', 'admin'],
@@ -97,7 +99,7 @@ test('every route × every scope: the scope it needs opens it, the others answer
   let checked = 0;
   for (const [method, pattern, need] of ROUTES) {
     // DELETE routes go last in the loop's own order below, on things that may not exist.
-    const path = pattern.replace('{tag}', 'auth-check').replace('{id}', pattern.startsWith('/v1/keys') ? '000000000000' : '1');
+    const path = pattern.replace('{tag}', 'auth-check').replace('{region}', 'weur').replace('{id}', pattern.startsWith('/v1/keys') ? '000000000000' : '1');
     const init = { method, ...(method === 'GET' ? {} : { body: {} }) };
     const label = `${method} ${pattern}`;
     await expectError(await call(path, init), 401, 'unauthorized');
