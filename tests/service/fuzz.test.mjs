@@ -112,7 +112,7 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
       const [m, p] = route.split(' ');
       method = r() < 0.8 ? m : pick(methods);
       if (method === m) own = ownBody[route];
-      path = p.replace('{tag}', () => pick(tags)).replace('{id}', () => pick(ids));
+      path = p.replace('{tag}', () => pick(tags)).replace('{region}', () => pick(['weur', 'wnam', 'oc', 'xx'])).replace('{id}', () => pick(ids));
     } else {
       method = pick(methods);
       path = pick(['/', '//', '/v1', '/v1/', '/v1/tags/fz/', '/v1/segment', '/api/segment/get/', '/%2e%2e/v1/tags', '/v1/tags/fz/reveal/x', `/${'a/'.repeat(200)}`, '/v1/ping?x=%ZZ']);
