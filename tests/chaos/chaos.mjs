@@ -104,7 +104,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN, CLIENT, spawnService, killHard } from '../support/service.mjs';
+import { ADMIN, CLIENT, spawnService, killHard, wranglerVars } from '../support/service.mjs';
 
 const TAG = 'chaos';
 const TTL_MS = 2000;
@@ -903,6 +903,21 @@ export async function runChaos({
   }, HANG_MS);
   await Promise.all([...clients, ...[...procs, victims].map((p) => p.exited)]);
   clearTimeout(stuck);
+  // Segment IDs came through the regional allocators (on by default; the
+  // service's colo is Miniflare's placeholder DFW → wnam): what they did.
+  try {
+    const res = await fetch(`${front.url}/v1/tags/${TAG}/allocators`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    const { allocators } = await res.json();
+    stats.allocators = {
+      blocksLeased: allocators.reduce((n, a) => n + a.blocksLeased, 0),
+      rangesServed: allocators.reduce((n, a) => n + a.served, 0),
+    };
+  } catch (e) {
+    violation(`the allocators' view: ${e?.name} ${e?.message}`);
+  }
   await killHard(service.child);
   await front.close();
   clock?.dispose();
@@ -966,6 +981,8 @@ export async function runChaos({
   if (stats.faults.poison && !stats.poison.capped) fail(`the poisoning key never reached its share of ${perKey} worker IDs (no 429 worker_id_limit): its cap was not tested`);
   if (stats.faults.requestIds && !stats.requestIds.keyRanges) fail('the requestIds fault: no key was answered a range');
   if (requireReuse && !stats.workerIdsReused) fail('no worker ID was reused across generations: the fence check compared nothing');
+  const regional = (VARS.REGIONAL_ALLOCATORS ?? wranglerVars().REGIONAL_ALLOCATORS ?? '1') !== '0';
+  if (regional && stats.allocators && !stats.allocators.rangesServed) fail('regional allocators on, but no allocator served a range');
   return stats;
 }
 

@@ -19,7 +19,8 @@ test('chaos, short: kill -9, pauses past the TTL, client and service clock steps
   const stats = await runChaos({ seconds: Number(process.env.CHAOS_SECONDS ?? 40), seed: SEED });
   console.log(phaseTable(stats));
   console.log(`chaos: ${stats.idsChecked} IDs checked, faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
-    `hostile ${JSON.stringify(stats.hostile)}, request IDs ${JSON.stringify(stats.requestIds)}, poison ${JSON.stringify(stats.poison)}, ${stats.duplicates} duplicates`);
+    `hostile ${JSON.stringify(stats.hostile)}, request IDs ${JSON.stringify(stats.requestIds)}, poison ${JSON.stringify(stats.poison)}, ` +
+    `allocators ${JSON.stringify(stats.allocators)}, ${stats.duplicates} duplicates`);
   assert.deepEqual(stats.failures, []);
   // It proved something: IDs of every kind, and faults of every kind.
   assert.ok(stats.segmentIds > 10_000 && stats.snowflakes > 10_000 && stats.leaseRanges > 10, JSON.stringify(stats));

@@ -22,7 +22,11 @@ let svc;
 let url;
 
 before(async () => {
-  svc = await start({ port: 0 });
+  // Root-only (REGIONAL_ALLOCATORS = "0"): the exact maxId figures below are
+  // the tag's own; a regional allocator would add its next block in the
+  // background, by timing. The allocators' own
+  // figures are tested in regions.test.mjs.
+  svc = await start({ port: 0, vars: { REGIONAL_ALLOCATORS: '0' } });
   url = String(await svc.mf.ready).replace(/\/$/, '');
 });
 after(async () => { await svc?.dispose(); });

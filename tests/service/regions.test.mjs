@@ -18,7 +18,8 @@
 //   what is left of the budget after the allocator's share.
 // - A retired allocator hands its unused tails back: maxId moves back only
 //   when nothing followed (IDs stay dense), never when another region's
-//   block followed; a retired tail is never served.
+//   block followed; a tail the root refused stays the allocator's, served
+//   again (its runway unchanged, served with the root unreachable).
 // - A slow root (TEST_ROOT_DELAY_MS: the allocators' calls to it are slow):
 //   concurrent cold requests wait at their allocator, which answers a typed
 //   503 before the caller gives up (no isolate asks the root itself); the
@@ -251,10 +252,10 @@ test('an allocator replaced mid-block keeps its block and never serves a range t
   }
 });
 
-test('a retired allocator hands its tail back only when nothing followed: IDs stay dense, maxId never below an ID handed out', async () => {
+test('a retired allocator hands its tail back only when nothing followed: IDs stay dense, a refused tail is served again, maxId never below an ID handed out', async () => {
   const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-regions-'));
-  const svc = await spawnService(persist, REGIONAL);
-  const c = client(svc);
+  let svc = await spawnService(persist, REGIONAL);
+  let c = client(svc);
   try {
     const ledgers = { dense: ledger(), gap: ledger() };
     const draw = async (tag, colo, count = 1) => {
@@ -289,7 +290,9 @@ test('a retired allocator hands its tail back only when nothing followed: IDs st
     assert.equal(await c.maxId('dense'), handedOn, 'maxId back to the highest ID handed on');
     assert.equal(await draw('dense', 'NRT'), handedOn + 1n, 'IDs stay dense: apac\'s first range follows');
 
-    // apac's blocks follow weur's: weur's tail stays a gap, never served.
+    // apac's blocks follow weur's: the root refuses weur's tail (it wrote
+    // nothing), so the tail is still weur's alone and weur keeps serving it
+    // (BlockAllocator::keep) rather than leave its region without runway.
     await c.put('gap', { step: 10, maxStep: 10 });
     await draw('gap', 'LHR');
     const weur = await settled('gap', 'weur');
@@ -298,17 +301,34 @@ test('a retired allocator hands its tail back only when nothing followed: IDs st
     const maxFollowed = await c.maxId('gap');
     const tail = { start: BigInt(weur.servedHigh) + 1n, end: BigInt(weur.blocks.at(-1).end) };
     assert.ok(maxFollowed > tail.end, `apac's block followed weur's: maxId ${maxFollowed}, weur's tail ${tail.start}..${tail.end}`);
+    const before = (await c.allocators('gap')).weur;
+    assert.ok(before.runway > 0, `weur holds a tail: ${JSON.stringify(before)}`);
     const kept = await retire('gap', 'weur');
     assert.equal(kept.handedBack, 0, 'nothing taken back');
     assert.equal(await c.maxId('gap'), maxFollowed, 'maxId unmoved: something followed the tail');
+    assert.equal(kept.runway, before.runway, `the refused tail kept: runway unchanged (${JSON.stringify(kept)})`);
+    assert.deepEqual(kept.blocks, before.blocks, 'the same blocks, served on from the same place');
+    assert.equal(kept.servedHigh, before.servedHigh);
+
+    // No root lease needed: with the root unreachable (and weur's memory
+    // lost: the kept tail is in its stored state), weur's next range is
+    // the tail, from where it was.
+    await killHard(svc.child);
+    svc = await spawnService(persist, { ...REGIONAL, TEST_ROOT_UNREACHABLE: '1' });
+    c = client(svc);
+    const first = await c.ids('gap', 1, 'LHR');
+    assert.equal(first.status, 200, `weur served from its kept tail without the root: ${first.text}`);
+    assert.equal(first.ids[0], tail.start, 'the kept tail served from its start');
+    ledgers.gap.add(first.ids);
+    await killHard(svc.child);
+    svc = await spawnService(persist, REGIONAL);
+    c = client(svc);
     for (let i = 0; i < 30; i++) {
       for (const colo of ['LHR', 'NRT']) await draw('gap', colo, 10);
     }
     const gapIds = ledgers.gap;
-    const inTail = [...Array(Number(tail.end - tail.start + 1n)).keys()].map((k) => tail.start + BigInt(k));
     assert.equal(ledgers.dense.dups + gapIds.dups, 0, 'no ID twice');
     assert.ok((await c.maxId('gap')) >= gapIds.high, 'maxId at or above every ID handed out');
-    assert.ok(inTail.every((id) => !gapIds.has(id)), 'the retired tail is never served');
   } finally {
     await killHard(svc.child);
     rmSync(persist, { recursive: true, force: true });

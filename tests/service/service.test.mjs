@@ -268,12 +268,25 @@ test('a restart on the same state continues every sequence', async () => {
   const slot = async () => (await (await svc.admin('/v1/workers')).json()).workers.find((w) => w.workerId === sfWorker);
   const leaseBefore = await slot();
   assert.equal(leaseBefore.nodeKey, `minter:${sfWorker}`, 'snowflakes come from a minter, under its reserved worker ID');
+  // Regional allocators (the default): this isolate's colo is Miniflare's
+  // own (DFW → wnam); its allocator holds a block beyond what it handed on.
+  const wnam = async () => {
+    await new Promise((r) => setTimeout(r, 300)); // the prefetches done
+    const all = (await (await svc.admin('/v1/tags/restart/allocators')).json()).allocators;
+    return all.find((a) => a.region === 'wnam');
+  };
+  const held = await wnam();
+  assert.ok(held && !held.leasing && held.runway > 0, `wnam's allocator holds a block: ${JSON.stringify(held)}`);
   const maxBefore = BigInt((await (await svc.admin('/v1/tags/restart')).json()).maxId);
   await svc.dispose();
   svc = await start({ persist });
   const afterIds = (await (await svc.fetch('/v1/segment/restart?count=15')).json()).ids.map(BigInt);
   assert.ok(afterIds[0] > before.at(-1), `continues: ${afterIds[0]} after ${before.at(-1)}`);
-  assert.ok(afterIds[0] > maxBefore, 'the unused rest of cached segments is skipped, never reissued');
+  // The isolate's cached ranges are lost with it; the allocator continues
+  // its block right after the highest ID it handed on (IDs stay dense: the
+  // root's max_id is not skipped), never reissuing one.
+  assert.equal(afterIds[0], BigInt(held.servedHigh) + 1n, 'the allocator continues its block');
+  assert.ok(afterIds[0] <= maxBefore, `within the block the root granted before the restart (max_id ${maxBefore})`);
   // The registry kept the minter's lease across the restart (it is live
   // until it lapses, and the same minter proves it and keeps it).
   const leaseAfter = await slot();
@@ -291,6 +304,24 @@ test('a restart on the same state continues every sequence', async () => {
   assert.equal(checked, 500, 'snowflakes drawn after the restart');
   const tags = (await (await svc.admin('/v1/tags')).json()).tags.map((t) => t.bizTag);
   assert.ok(tags.includes('restart'));
+
+  // Root-only (REGIONAL_ALLOCATORS = "0"): a restart skips the unused rest
+  // of the cached segments, never reissues them (Leaf's behaviour).
+  await svc.dispose();
+  svc = await start({ persist, vars: { REGIONAL_ALLOCATORS: '0' } });
+  await svc.admin('/v1/tags/rootonly', put({ step: 10 }));
+  const rootBefore = (await (await svc.fetch('/v1/segment/rootonly?count=15')).json()).ids.map(BigInt);
+  await new Promise((r) => setTimeout(r, 300)); // the prefetch done
+  const rootMax = BigInt((await (await svc.admin('/v1/tags/rootonly')).json()).maxId);
+  assert.ok(rootMax > rootBefore.at(-1), 'the isolate holds IDs beyond those drawn');
+  await svc.dispose();
+  svc = await start({ persist, vars: { REGIONAL_ALLOCATORS: '0' } });
+  const rootAfter = (await (await svc.fetch('/v1/segment/rootonly?count=15')).json()).ids.map(BigInt);
+  assert.ok(rootAfter[0] > rootMax, `root-only: the unused rest of cached segments is skipped (${rootAfter[0]} after max_id ${rootMax})`);
+  const noAllocator = (await (await svc.admin('/v1/tags/rootonly/allocators')).json()).allocators;
+  assert.ok(noAllocator.every((a) => a.blocksLeased === 0), 'no allocator leased a block for it');
+  await svc.dispose();
+  svc = await start({ persist });
 });
 
 test('worker/openapi.yaml documents exactly the routes of the Worker', async () => {

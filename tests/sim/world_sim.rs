@@ -20,14 +20,16 @@
 //! ```text
 //! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters-per-region 8] [--tags 4] [--seed 1] [--short]
-//!     [--fault serve-before-persist|no-fallback] [--no-retire]
+//!     [--fault serve-before-persist|no-fallback] [--no-retire] [--drop-refused]
 //! ```
 //! `--short` (used by `make test`) is 1,000 isolates, a 10-minute steady
 //! scenario and shorter storm and outage windows. `--fault` plants a bug in
 //! the regional design (to see the checks fail). An allocator retires when
 //! the core says it is due (`BlockAllocator::retire_due`) and hands its
-//! blocks' unserved tails back to the root (`TagRecord::take_back`);
-//! `--no-retire` leaves that out, to compare.
+//! blocks' unserved tails back to the root (`TagRecord::take_back`); the
+//! tails the root refuses are served again (`BlockAllocator::keep`).
+//! `--no-retire` leaves retirement out, `--drop-refused` the keep, to
+//! compare.
 //!
 //! The model, stated (docs/benchmarks.md#the-world-simulation repeats it):
 //! - Latency from a colo to an object in region `r` is the data's figure
@@ -215,6 +217,9 @@ struct Args {
     fault: Fault,
     /// Allocators never retire (to compare: no tail handed back).
     no_retire: bool,
+    /// Tails the root refused are dropped, not kept (to compare: before
+    /// `BlockAllocator::keep`).
+    drop_refused: bool,
 }
 
 fn args() -> Args {
@@ -230,6 +235,7 @@ fn args() -> Args {
         watch_s: 300,
         fault: Fault::None,
         no_retire: false,
+        drop_refused: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -260,6 +266,11 @@ fn args() -> Args {
             "--seed" => a.seed = number(i),
             "--no-retire" => {
                 a.no_retire = true;
+                i += 1;
+                continue;
+            }
+            "--drop-refused" => {
+                a.drop_refused = true;
                 i += 1;
                 continue;
             }
@@ -348,6 +359,11 @@ enum ObjKind {
         epoch: u32,
         /// Its randomness (block asks' request IDs).
         rand: SplitMix64,
+        /// Tails handed back whose answer has not come yet, and those the
+        /// root refused so far (kept, `BlockAllocator::keep`, once every
+        /// answer is in: in ascending order).
+        backs_out: usize,
+        refused: Vec<Tail>,
     },
     Minter {
         index: u32,
@@ -411,6 +427,9 @@ enum Ask {
 enum Answer {
     Range(Allocation),
     Ranges(Vec<(u64, u64)>),
+    /// The root's answer to a tail handed back: taken, or refused (it
+    /// wrote nothing: the tail is still its allocator's alone).
+    TakenBack(bool),
     /// Unreachable, overloaded, or nothing to answer (its own upstream
     /// failed, or a minter had nothing): a typed 503.
     Failed,
@@ -580,6 +599,8 @@ struct Report {
     backs: u64,
     /// Allocator retirements.
     retired: u64,
+    /// Refused tails served again (`BlockAllocator::keep`).
+    kept: u64,
     /// Minter calls answered with no IDs, by the code of the answer.
     minter_empty: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -726,6 +747,8 @@ impl<'a> Sim<'a> {
                                 parked: Vec::new(),
                                 epoch: 0,
                                 rand: SplitMix64::new((t * 9 + r) as u64 + 1),
+                                backs_out: 0,
+                                refused: Vec::new(),
                             },
                             Some(r),
                         ));
@@ -1251,8 +1274,11 @@ impl<'a> Sim<'a> {
                 let Caller::Object(from) = self.calls[c].from else {
                     return;
                 };
-                self.root_take_back(o, &tail, from);
-                self.answer(c, done, Answer::Failed);
+                let answer = match self.root_take_back(o, &tail, from) {
+                    Some(taken) => Answer::TakenBack(taken),
+                    None => Answer::Failed,
+                };
+                self.answer(c, done, answer);
             }
             Ask::Mint(count) => {
                 let a = self.mint(o, count as usize, done);
@@ -1307,15 +1333,16 @@ impl<'a> Sim<'a> {
     }
 
     /// A tail handed back by allocator `from`: the root takes it if
-    /// nothing followed it (`TagRecord::take_back`).
-    fn root_take_back(&mut self, o: usize, tail: &Tail, from: usize) {
+    /// nothing followed it (`TagRecord::take_back`). Whether it took it
+    /// (`None`: an error, no answer to rely on).
+    fn root_take_back(&mut self, o: usize, tail: &Tail, from: usize) -> Option<bool> {
         let now = self.now;
         let caller = self.name_of(from);
         let ObjKind::Root {
             record, remembered, ..
         } = &mut self.objs[o].kind
         else {
-            return;
+            return None;
         };
         let back = tail.as_back(&caller);
         let key = back.remembered_as();
@@ -1337,12 +1364,21 @@ impl<'a> Sim<'a> {
                     }
                 }
                 self.report.handed_back += tail.range.step;
+                Some(true)
             }
             Ok(TakeBack::Skipped(TailSkipped::Followed { .. })) => {
                 self.report.not_handed_back += tail.range.step;
                 self.report.backs_followed += 1;
+                Some(false)
             }
-            Ok(TakeBack::Skipped(_)) | Err(_) => self.report.not_handed_back += tail.range.step,
+            Ok(TakeBack::Skipped(_)) => {
+                self.report.not_handed_back += tail.range.step;
+                Some(false)
+            }
+            Err(_) => {
+                self.report.not_handed_back += tail.range.step;
+                None
+            }
         }
     }
 
@@ -1452,6 +1488,42 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The root's answer to tail `tail` handed back reaches allocator `o`
+    /// (lost if `o` was replaced since: `asked_in`). Once every tail's
+    /// answer is in, the refused ones are kept (`BlockAllocator::keep`:
+    /// served again), the state persisted; a tail whose hand-back got no
+    /// answer stays skipped (the root may have taken it).
+    fn allocator_back(&mut self, o: usize, tail: Tail, answer: &Answer, asked_in: u32) {
+        let now = self.now;
+        let ObjKind::Allocator {
+            epoch,
+            backs_out,
+            refused,
+            ..
+        } = &mut self.objs[o].kind
+        else {
+            return;
+        };
+        if *epoch != asked_in {
+            return;
+        }
+        *backs_out = backs_out.saturating_sub(1);
+        if matches!(answer, Answer::TakenBack(false)) && !self.args.drop_refused {
+            refused.push(tail);
+        }
+        if *backs_out > 0 || refused.is_empty() {
+            return;
+        }
+        let refused = std::mem::take(refused);
+        let state = self.allocator(o).expect("an allocator");
+        let kept = state.keep(refused, now);
+        let ObjKind::Allocator { live, stored, .. } = &mut self.objs[o].kind else {
+            return;
+        };
+        *stored = persist(live.as_ref().expect("live"));
+        self.report.kept += kept as u64;
+    }
+
     /// Allocators retire when the core says so (`retire_due`: a block
     /// leased half an hour ago, whose tail the root may soon forget), as
     /// their host's timer asks: their tails go back to the root.
@@ -1464,6 +1536,8 @@ impl<'a> Sim<'a> {
                 stored,
                 tag,
                 parked,
+                epoch,
+                backs_out,
                 ..
             } = &mut self.objs[o].kind
             else {
@@ -1478,12 +1552,13 @@ impl<'a> Sim<'a> {
             }
             let tails = state.retire();
             *stored = persist(state);
-            let tag = *tag;
+            *backs_out += tails.len();
+            let (tag, epoch) = (*tag, *epoch);
             self.report.backs += tails.len() as u64;
             self.report.retired += 1;
             for tail in tails {
                 let root = self.roots[tag];
-                self.send(Caller::Object(o), root, Ask::Back(tag, tail), 0);
+                self.send(Caller::Object(o), root, Ask::Back(tag, tail), epoch);
             }
         }
         self.at(now + 60_000, Event::RetireDue);
@@ -1581,8 +1656,10 @@ impl<'a> Sim<'a> {
         self.free_calls.push(c);
         let i = match from {
             Caller::Object(o) => {
-                if let Ask::Block(_, block) = ask {
-                    self.allocator_block(o, &block, answer, attempt);
+                match ask {
+                    Ask::Block(_, block) => self.allocator_block(o, &block, answer, attempt),
+                    Ask::Back(_, tail) => self.allocator_back(o, tail, &answer, attempt),
+                    _ => {}
                 }
                 return;
             }
@@ -1725,10 +1802,15 @@ impl<'a> Sim<'a> {
                 live,
                 parked,
                 epoch,
+                backs_out,
+                refused,
                 ..
             } => {
                 *live = None;
                 *epoch += 1;
+                // The answers to its hand-backs are lost with it.
+                *backs_out = 0;
+                refused.clear();
                 // Calls in its memory are lost with it: their callers see a
                 // failure.
                 for c in std::mem::take(parked) {
@@ -1982,7 +2064,7 @@ fn main() {
                 .map(|(n, p, q)| format!("{n} {p} ({q})"))
                 .collect();
             println!(
-                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} ({}; {} refused, buffer full) | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed) | {} |",
+                "| {name} | {} | {} | {} | {} | {} ({}) | {} | {} ({}; {} refused, buffer full) | {:.0} | {:.0} ({:.0}; {} retirements, {} of {} tails refused as followed, {} kept) | {} |",
                 r.requests,
                 r.served,
                 r.refused,
@@ -1999,6 +2081,7 @@ fn main() {
                 r.retired,
                 r.backs_followed,
                 r.backs,
+                r.kept,
                 o.duplicates,
             );
         }

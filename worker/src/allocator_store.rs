@@ -24,7 +24,10 @@
 //!   it, kept here with the state and passed on to the region's isolates);
 //! - a retirement (`AllocatorRequest::Retire`) writes the state without its
 //!   blocks, then hands each unserved tail back to the root
-//!   (`TagRequest::TakeBack`), which takes it only if nothing followed it.
+//!   (`TagRequest::TakeBack`), which takes it only if nothing followed it;
+//!   the tails it refused (and those never sent) are served again
+//!   (`BlockAllocator::keep`), written before any range from them; a tail
+//!   whose hand-back got no answer stays a gap.
 //!
 //! Monotonic tags never reach it with success: the root refuses their
 //! leases (`monotonic_tag`), which this object relays.
@@ -484,7 +487,9 @@ impl Inner {
     }
 
     /// Retires every block: the state without them is written first, then
-    /// each tail goes back to the root (last first).
+    /// each tail goes back to the root (last first); the tails the root
+    /// refused are kept (the core's `keep`: served again, never due to
+    /// retire again) and the state written again.
     async fn retire(&self, tag: &str, region: Region, hand_back: bool) -> ApiResult<AllocatorView> {
         if self.held.borrow().is_none() && self.stored()?.is_none() {
             // Never used: nothing to retire, nothing written.
@@ -492,7 +497,12 @@ impl Inner {
         }
         let tails = self.with_held(tag, region, |h| Ok(h.allocator.retire()))?;
         let mut back = 0;
-        for tail in tails.into_iter().filter(|_| hand_back) {
+        // The tails still this allocator's alone: refused by the root (it
+        // answered `taken: false` and wrote nothing), and those never sent
+        // after a refusal or a lost answer. The core serves them again.
+        let mut refused = Vec::new();
+        let mut tails = tails.into_iter().filter(|_| hand_back);
+        while let Some(tail) = tails.next() {
             let request = TakeBackRequest {
                 request_id: tail.request_id.clone(),
                 by: format!("allocator:{region}"),
@@ -502,13 +512,24 @@ impl Inner {
             };
             match tag_store::take_back(&self.env, tag, request).await {
                 Ok(t) if t.taken => back += tail.range.step,
-                // Followed, or the root unreachable: the tail stays a gap
-                // (never served: the state without it is written).
-                _ => break,
+                // Refused (followed, or its lease forgotten): the tails
+                // before it cannot come back either (the root's max_id is
+                // past them).
+                Ok(_) => {
+                    refused.push(tail);
+                    refused.extend(tails.by_ref());
+                }
+                // No answer: the root may have taken it, so it stays a gap
+                // (the state without it is written); the rest were never
+                // sent.
+                Err(_) => refused.extend(tails.by_ref()),
             }
         }
         self.with_held(tag, region, |h| {
             h.handed_back += back;
+            if !refused.is_empty() {
+                h.allocator.keep(refused, now_ms());
+            }
             Ok(Self::view_of(h))
         })
     }

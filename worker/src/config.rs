@@ -36,7 +36,7 @@ pub struct Config {
     /// loopback one, so a deployed Worker never applies it, even if the
     /// variable was set there by mistake.
     pub test_object_delay_ms: u64,
-    /// `REGIONAL_ALLOCATORS` ("1" on, "0" off): an isolate loads its
+    /// `REGIONAL_ALLOCATORS` ("1" on, the default; "0" off): an isolate loads its
     /// segments from its region's `RegionalAllocator` (the region of
     /// `request.cf.colo`), and from the tag's object when that one does not
     /// answer in time; off, from the tag's object alone.
@@ -96,8 +96,14 @@ fn number(env: &Env, name: &str, default: u64) -> Result<u64, ApiError> {
 
 /// An on/off setting: "1" on, "0" or unset off.
 fn flag(env: &Env, name: &str) -> Result<bool, ApiError> {
+    flag_or(env, name, false)
+}
+
+/// A "0"/"1" flag, `default` when the variable is not set.
+fn flag_or(env: &Env, name: &str, default: bool) -> Result<bool, ApiError> {
     match var(env, name).as_deref().map(str::trim) {
-        None | Some("0") => Ok(false),
+        None => Ok(default),
+        Some("0") => Ok(false),
         Some("1") => Ok(true),
         Some(other) => Err(invalid(name, &format!("\"0\" or \"1\", found {other:?}"))),
     }
@@ -184,7 +190,7 @@ impl Config {
         if test_object_delay_ms > 60_000 {
             return Err(invalid("TEST_OBJECT_DELAY_MS", "at most 60000"));
         }
-        let regional_allocators = flag(env, "REGIONAL_ALLOCATORS")?;
+        let regional_allocators = flag_or(env, "REGIONAL_ALLOCATORS", true)?;
         let test_colo_header = flag(env, "TEST_COLO_HEADER")?;
         let test_root_unreachable = flag(env, "TEST_ROOT_UNREACHABLE")?;
         let test_allocators_unreachable = flag(env, "TEST_ALLOCATORS_UNREACHABLE")?;
