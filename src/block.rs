@@ -348,15 +348,18 @@ impl BlockAllocator {
         tails
     }
 
-    /// The root refused to take `refused` back (it answered: it handed out
-    /// IDs after them, or no longer remembers their lease; it wrote
-    /// nothing): they are still this allocator's alone, so it serves them
+    /// The root refused to take `refused` back with proof that it never took
+    /// them ([`TailSkipped::proves_untaken`](crate::tag::TailSkipped::proves_untaken):
+    /// IDs followed them while their lease still ends there; it wrote
+    /// nothing), or they were never sent: they are still this allocator's
+    /// alone, so it serves them
     /// again rather than skip them and leave its region without runway. A
     /// kept tail is never due to retire again (the root's `max_id` is past
     /// it for good). A tail at or below a block loaded since the retirement
-    /// stays skipped (the buffer refuses it). Only for refusals that came
-    /// back: a tail whose hand-back got no answer may have been taken, and
-    /// stays skipped. Returns how many tails are served again; persist the
+    /// stays skipped (the buffer refuses it). Never for a tail whose
+    /// hand-back got no answer, or a refusal without that proof (a second
+    /// copy of a hand-back the root took finds its lease gone): it may
+    /// have been taken, and stays skipped. Returns how many tails are served again; persist the
     /// state before serving from them, as always.
     pub fn keep(&mut self, mut refused: Vec<Tail>, now_ms: u64) -> usize {
         // An ask sent since the retirement: the allocator has moved on to

@@ -352,6 +352,19 @@ pub enum TailSkipped {
     CreditsFull,
 }
 
+impl TailSkipped {
+    /// Whether this refusal proves the tail was never taken back, so that
+    /// its holder may serve it again ([`BlockAllocator::keep`](crate::block::BlockAllocator::keep)):
+    /// only [`TailSkipped::Followed`], given after the tail was found to be
+    /// the end of the range still remembered under its request ID — every
+    /// take-back shortens or removes that entry in the same write, so it
+    /// was never taken. The others may answer a second copy of a hand-back
+    /// the root took (its entry gone or shortened): the tail stays skipped.
+    pub fn proves_untaken(&self) -> bool {
+        matches!(self, TailSkipped::Followed { .. })
+    }
+}
+
 /// How a tag's store answers an outside client's tail handed back
 /// ([`TagRecord::credit_back`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

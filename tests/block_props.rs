@@ -61,6 +61,9 @@ enum Fault {
     HandBackBeforePersist,
     /// An allocator serves a tail again although the root took it back.
     KeepTakenTail,
+    /// An allocator serves a tail again on any refusal, even one that does
+    /// not prove the root never took it (a second copy of a hand-back).
+    KeepUnprovenRefusal,
 }
 
 #[derive(Debug, Clone)]
@@ -428,8 +431,9 @@ impl World {
         Ok(())
     }
 
-    /// Whether the root took `tail` back.
-    fn take_back(&mut self, caller: &str, tail: &Tail) -> Result<bool, String> {
+    /// Whether the root took `tail` back (`Some(true)`), refused it with
+    /// proof it never took it (`Some(false)`), or refused it without.
+    fn take_back(&mut self, caller: &str, tail: &Tail) -> Result<Option<bool>, String> {
         let back = TailBack {
             for_isolate: caller != CLIENT,
             ..tail.as_back(caller)
@@ -460,8 +464,9 @@ impl World {
             .take_back(&back, Some(&r), self.now)
             .unwrap();
         }
-        let TakeBack::Returned { record, remembered } = answer else {
-            return Ok(false);
+        let (record, remembered) = match answer {
+            TakeBack::Returned { record, remembered } => (record, remembered),
+            TakeBack::Skipped(s) => return Ok(s.proves_untaken().then_some(false)),
         };
         if self.record.max_id != tail.range.end {
             return Err(format!(
@@ -488,7 +493,7 @@ impl World {
         }
         self.release(tail.range, &key)?;
         self.check_max_id()?;
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// The root no longer holds `range` for `key`.
@@ -591,10 +596,13 @@ impl World {
                 }
             }
             Msg::TakeBack { caller, tail, from } => {
-                let taken = self.take_back(&caller, &tail)?;
-                if let (false, Some((site, epoch))) =
-                    (taken && self.fault != Fault::KeepTakenTail, from)
-                {
+                let answer = self.take_back(&caller, &tail)?;
+                let keep = match answer {
+                    Some(false) => true,
+                    Some(true) => self.fault == Fault::KeepTakenTail,
+                    None => self.fault == Fault::KeepUnprovenRefusal,
+                };
+                if let (true, Some((site, epoch))) = (keep, from) {
                     self.net.push(Msg::Refused { site, epoch, tail });
                 }
             }
@@ -817,6 +825,7 @@ fn each_planted_fault_is_caught() {
         Fault::ServeBeforePersist,
         Fault::HandBackBeforePersist,
         Fault::KeepTakenTail,
+        Fault::KeepUnprovenRefusal,
     ] {
         let mut runner = TestRunner::new(Config {
             cases: 2_000,

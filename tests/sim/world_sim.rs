@@ -1371,9 +1371,11 @@ impl<'a> Sim<'a> {
                 self.report.backs_followed += 1;
                 Some(false)
             }
+            // Not provably never taken (the core's `proves_untaken`): a
+            // gap, as a lost answer.
             Ok(TakeBack::Skipped(_)) => {
                 self.report.not_handed_back += tail.range.step;
-                Some(false)
+                None
             }
             Err(_) => {
                 self.report.not_handed_back += tail.range.step;

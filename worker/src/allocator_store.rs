@@ -497,9 +497,10 @@ impl Inner {
         }
         let tails = self.with_held(tag, region, |h| Ok(h.allocator.retire()))?;
         let mut back = 0;
-        // The tails still this allocator's alone: refused by the root (it
-        // answered `taken: false` and wrote nothing), and those never sent
-        // after a refusal or a lost answer. The core serves them again.
+        // The tails still this allocator's alone: refused by the root with
+        // proof that it never took them (`untaken`: their lease still ends
+        // there), and those never sent after a refusal or a lost answer.
+        // The core serves them again.
         let mut refused = Vec::new();
         let mut tails = tails.into_iter().filter(|_| hand_back);
         while let Some(tail) = tails.next() {
@@ -514,9 +515,12 @@ impl Inner {
                 Ok(t) if t.taken => back += tail.range.step,
                 // Refused (followed, or its lease forgotten): the tails
                 // before it cannot come back either (the root's max_id is
-                // past them).
-                Ok(_) => {
-                    refused.push(tail);
+                // past them). Kept only with the root's proof that it never
+                // took it; else it stays a gap.
+                Ok(t) => {
+                    if t.untaken {
+                        refused.push(tail);
+                    }
                     refused.extend(tails.by_ref());
                 }
                 // No answer: the root may have taken it, so it stays a gap

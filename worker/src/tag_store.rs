@@ -688,27 +688,30 @@ impl TagStore {
                 200,
                 &TakenBack {
                     taken,
+                    untaken: false,
                     max_id: stored.record.max_id.to_string(),
                 },
             );
         }
-        let taken = match stored
-            .record
-            .take_back(&back, remembered.as_ref(), now_ms())?
-        {
-            TakeBack::Returned { record, remembered } => {
-                self.save(&record, false)?;
-                if let Some(k) = &key {
-                    self.change_remembered(k, remembered)?;
+        let (taken, untaken) =
+            match stored
+                .record
+                .take_back(&back, remembered.as_ref(), now_ms())?
+            {
+                TakeBack::Returned { record, remembered } => {
+                    self.save(&record, false)?;
+                    if let Some(k) = &key {
+                        self.change_remembered(k, remembered)?;
+                    }
+                    (Some(record.max_id), false)
                 }
-                Some(record.max_id)
-            }
-            TakeBack::Skipped(_) => None,
-        };
+                TakeBack::Skipped(skipped) => (None, skipped.proves_untaken()),
+            };
         json(
             200,
             &TakenBack {
                 taken: taken.is_some(),
+                untaken,
                 max_id: taken.unwrap_or(stored.record.max_id).to_string(),
             },
         )

@@ -442,6 +442,10 @@ pub struct TakenBack {
     /// handed out after it). A client's: credited to its own key (`max_id`
     /// unchanged). `false`: the tail stays a gap.
     pub taken: bool,
+    /// Not taken, and provably never taken (`TailSkipped::proves_untaken`):
+    /// the allocator that sent it may serve it again. Never for a client.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub untaken: bool,
     /// The tag's `max_id` after it, decimal.
     pub max_id: String,
 }
