@@ -384,8 +384,10 @@ impl BlockAllocator {
     /// `now_ms` (the host asks on a timer): it holds IDs in a block leased
     /// [`RETIRE_AFTER_MS`] or more ago, whose tail the root may soon forget.
     pub fn retire_due(&self, now_ms: u64) -> bool {
+        // A kept tail is never due, but the blocks leased after it are.
         self.leased_ms
-            .first()
+            .iter()
+            .find(|at| **at != KEPT)
             .is_some_and(|at| now_ms.saturating_sub(*at) >= RETIRE_AFTER_MS)
     }
 
@@ -567,9 +569,18 @@ mod tests {
         assert_eq!(a.keep(tails.clone(), RETIRE_AFTER_MS), 1);
         assert_eq!(a.available(), 90);
         assert!(!a.retire_due(10 * RETIRE_AFTER_MS), "kept for good");
-        assert_eq!(range(&a.serve(10, RETIRE_AFTER_MS, &mut rand)).0, 11);
-        // Kept twice, or below what was served since: refused.
+        // Kept twice: refused (the buffer holds it already).
         assert_eq!(a.keep(tails, RETIRE_AFTER_MS), 0);
+        let Serve::Range { range, ask } = a.serve(10, RETIRE_AFTER_MS, &mut rand) else {
+            panic!("the kept tail served")
+        };
+        assert_eq!(range.start, 11);
+        // A block leased after the kept tail is due in its time.
+        let next = ask.expect("the next block asked at the kept tail's 10%");
+        a.loaded(&next.request_id, block(200, 299), 10, 2 * RETIRE_AFTER_MS)
+            .unwrap();
+        assert!(!a.retire_due(3 * RETIRE_AFTER_MS - 1));
+        assert!(a.retire_due(3 * RETIRE_AFTER_MS));
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //! Monotonic tags never reach it with success: the root refuses their
 //! leases (`monotonic_tag`), which this object relays.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edgeleaf::{
@@ -144,9 +144,18 @@ struct Row {
     state: String,
 }
 
+#[derive(Deserialize)]
+struct TableRow {
+    #[allow(dead_code)] // only its presence is read
+    name: String,
+}
+
+/// Its one table, made at its first write.
+const TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS allocator(id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL)";
+
 #[durable_object]
 pub struct RegionalAllocator {
-    broken: Option<ApiError>,
     /// Shared with the block asks it sends in the background.
     inner: Rc<Inner>,
 }
@@ -156,6 +165,8 @@ struct Inner {
     state: State,
     sql: SqlStorage,
     env: Env,
+    /// Its table is known to exist (made by this instance, or found).
+    table: Cell<bool>,
     /// The state, read at first use; `None` again after a write failed.
     held: RefCell<Option<Held>>,
     /// The serves waiting for the block ask in flight: each is woken when
@@ -237,13 +248,33 @@ impl Inner {
         if used {
             return Ok(false);
         }
-        self.sql.exec("DELETE FROM allocator", None)?;
+        if self.has_table()? {
+            self.sql.exec("DELETE FROM allocator", None)?;
+        }
         *cell = None;
         Ok(true)
     }
 
+    /// Whether its table exists (without making it).
+    fn has_table(&self) -> ApiResult<bool> {
+        if !self.table.get() {
+            let found: Vec<TableRow> = self
+                .sql
+                .exec(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'allocator'",
+                    None,
+                )?
+                .to_array()?;
+            self.table.set(!found.is_empty());
+        }
+        Ok(self.table.get())
+    }
+
     /// The stored state, if any.
     fn stored(&self) -> ApiResult<Option<Held>> {
+        if !self.has_table()? {
+            return Ok(None);
+        }
         let rows: Vec<Row> = self
             .sql
             .exec("SELECT state FROM allocator WHERE id = 1", None)?
@@ -276,6 +307,10 @@ impl Inner {
     fn write(&self, held: &Held) -> ApiResult<()> {
         let state = serde_json::to_string(held)
             .map_err(|e| ApiError::store_error(format!("allocator: state: {e}")))?;
+        if !self.table.get() {
+            create_tables(&self.sql, &[TABLE])?;
+            self.table.set(true);
+        }
         self.sql.exec(
             "INSERT INTO allocator(id, state) VALUES (1, ?)
              ON CONFLICT(id) DO UPDATE SET state = excluded.state",
@@ -304,10 +339,6 @@ impl Inner {
             )
         };
         loop {
-            if budget.remaining_ms() == 0 {
-                // The caller is gone: nothing served that it would not get.
-                return Err(late());
-            }
             let (next, grant, tag_step) = self.update(tag, region, |h| {
                 let next = h.allocator.serve(step, now_ms(), &mut Crypto);
                 // Written: a range handed on; an ask before it is sent (an
@@ -347,6 +378,11 @@ impl Inner {
                 self.send_ask(ask);
             }
             let left = budget.remaining_ms();
+            if left == 0 {
+                // No time to wait within the caller's limit (a range it
+                // holds is answered whatever the limit, above).
+                return Err(late());
+            }
             match future::select(woken, sleep_ms(left).boxed_local()).await {
                 // Answered (or its sender gone): serve again.
                 Either::Left((Ok(None) | Err(_), _)) => {}
@@ -383,36 +419,17 @@ impl Inner {
     /// Sends the block ask to the root and reports its answer to the core
     /// (writing the state): the root's error is the answer.
     async fn lease_block(&self, ask: &BlockAsk) -> ApiResult<()> {
-        let (tag, region, first) = {
+        let (tag, region) = {
             let cell = self.held.borrow();
             let held = cell
                 .as_ref()
                 .ok_or_else(|| ApiError::store_error("allocator: no state"))?;
-            (held.tag.clone(), held.region, never_held(held))
+            (held.tag.clone(), held.region)
         };
-        if first {
-            // Its first block: the root says first whether the name is a
-            // tag whose blocks it may lease, so that a made-up name costs
-            // no write here; then the ask is written before it is sent.
-            let known = match tag_store::get(&self.env, &tag).await {
-                Ok(view) if view.monotonic => Err(ApiError::new(
-                    ErrorCode::MonotonicTag,
-                    format!("tag {tag}: monotonic, served by its root alone"),
-                )),
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = known {
-                if matches!(e.code, ErrorCode::NotFound | ErrorCode::MonotonicTag) {
-                    self.forget_if_unused()?;
-                } else if let Some(h) = self.held.borrow_mut().as_mut() {
-                    // Nothing sent: the ask is over (as written, if it was).
-                    h.allocator.load_failed(&ask.request_id);
-                }
-                return Err(e);
-            }
-            self.with_held(&tag, region, |_| Ok(()))?;
-        }
+        // Its first block's ask is sent unwritten (one call to the root, not
+        // two, so that a far region's first ID fits the caller's limit; and
+        // a made-up name costs no write): nothing was handed on, so a
+        // replacement that asks anew only leaves that block a gap.
         let request = AllocateRequest {
             step: ask.step,
             request_id: Some(ask.request_id.clone()),
@@ -570,18 +587,15 @@ impl Inner {
 
 impl DurableObject for RegionalAllocator {
     fn new(state: State, env: Env) -> Self {
+        // Its table is made at its first write, never before: an object
+        // for a name that is not a tag stays empty.
         let sql = state.storage().sql();
-        let broken = create_tables(
-            &sql,
-            &["CREATE TABLE IF NOT EXISTS allocator(id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL)"],
-        )
-        .err();
         RegionalAllocator {
-            broken,
             inner: Rc::new(Inner {
                 state,
                 sql,
                 env,
+                table: Cell::new(false),
                 held: RefCell::new(None),
                 waiters: RefCell::new(Vec::new()),
             }),
@@ -596,7 +610,7 @@ impl DurableObject for RegionalAllocator {
         let scope = RequestScope::for_object(&req, &self.inner.env);
         let inner = &self.inner;
         scope
-            .run(serve(self.broken.as_ref(), &mut req, async |r| match r {
+            .run(serve(None, &mut req, async |r| match r {
                 AllocatorRequest::Serve {
                     tag,
                     region,

@@ -162,6 +162,8 @@ const TABLES: &[&str] = &[
     // A client's tails handed back, leased again only by the same asker
     // (`lease:<key>`): IDs never handed out to anyone else (decimal bounds).
     "CREATE TABLE IF NOT EXISTS credit(owner TEXT NOT NULL, start TEXT NOT NULL, end TEXT NOT NULL)",
+    // Each key's lease looks up its own credits alone.
+    "CREATE INDEX IF NOT EXISTS credit_owner ON credit(owner)",
 ];
 
 #[derive(Deserialize)]
