@@ -523,14 +523,19 @@ test('a name that is not a tag: not_found through the allocators, and no allocat
     const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('RegionalAllocator')));
     let objects = 0;
     let withState = 0;
+    let tables = 0;
     for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
       objects++;
       const db = new DatabaseSync(join(dir, f), { readOnly: true });
-      withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
+      // A made-up name's object holds nothing, not even its table.
+      const table = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'allocator'").get().n;
+      if (table) withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
+      tables += table;
       db.close();
     }
     assert.ok(objects >= 6, `the names reached ${objects} allocators`);
     assert.equal(withState, 1, 'only the real tag\'s allocator keeps a state');
+    assert.equal(tables, 1, 'only the real tag\'s allocator has a table');
   } finally {
     await svc?.dispose();
     rmSync(persist, { recursive: true, force: true });
