@@ -117,29 +117,9 @@ fn args() -> Args {
     a
 }
 
-/// xorshift64*: the simulation's own randomness, seeded.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn exp_ms(&mut self, mean_ms: f64) -> u64 {
-        (-mean_ms * (1.0 - self.unit()).ln()).max(1.0) as u64
-    }
-    fn offset(&mut self, bound: i64) -> i64 {
-        i64::try_from(self.below(2 * bound as u64 + 1)).unwrap_or(0) - bound
-    }
-}
+#[path = "rng.rs"]
+mod rng;
+use rng::Rng;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
