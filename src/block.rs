@@ -125,6 +125,88 @@ impl Tail {
     }
 }
 
+/// The root's answer to one tail handed back ([`HandBack::answered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailAnswer {
+    /// Taken back: `max_id` moved back to before it.
+    Taken,
+    /// Refused, nothing written; `untaken`: with the root's proof that it
+    /// never took it ([`TailSkipped::proves_untaken`](crate::tag::TailSkipped::proves_untaken)).
+    Refused {
+        /// The root proves it never took this tail.
+        untaken: bool,
+    },
+    /// No answer (an error, a timeout): the root may have taken it.
+    Lost,
+}
+
+/// One retirement's tails on their way back to the root, last first (only
+/// the last range handed out can return, then the one before it): the host
+/// sends each [`to_send`](HandBack::to_send) and reports its answer, then
+/// [`finish`](HandBack::finish)es. A refusal or a lost answer ends it: the
+/// earlier tails cannot come back once a later one did not, so they are
+/// not sent, and stay this allocator's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandBack {
+    /// Not sent yet, the next last.
+    unsent: Vec<Tail>,
+    /// Still this allocator's alone: served again at the end.
+    kept: Vec<Tail>,
+    /// IDs the root took back.
+    taken: u64,
+    done: bool,
+}
+
+impl HandBack {
+    /// The tails of [`BlockAllocator::retire`] (last first), to hand back
+    /// once its state without them is persisted.
+    pub fn new(mut tails: Vec<Tail>) -> Self {
+        tails.reverse();
+        HandBack {
+            unsent: tails,
+            kept: Vec::new(),
+            taken: 0,
+            done: false,
+        }
+    }
+
+    /// The tail to send now, or `None`: [`finish`](HandBack::finish).
+    pub fn to_send(&mut self) -> Option<Tail> {
+        if self.done {
+            return None;
+        }
+        self.unsent.pop()
+    }
+
+    /// The root's answer to `tail` (the last [`to_send`](HandBack::to_send)).
+    pub fn answered(&mut self, tail: Tail, answer: TailAnswer) {
+        match answer {
+            TailAnswer::Taken => self.taken += tail.range.step,
+            TailAnswer::Refused { untaken } => {
+                if untaken {
+                    self.kept.push(tail);
+                }
+                self.done = true;
+            }
+            TailAnswer::Lost => self.done = true,
+        }
+    }
+
+    /// Ends the hand-back: the tails still this allocator's (refused with
+    /// proof, or never sent) served again by `allocator`
+    /// ([`BlockAllocator::keep`]; persist its state after). Returns the IDs
+    /// the root took back and the tails kept.
+    pub fn finish(mut self, allocator: &mut BlockAllocator, now_ms: u64) -> (u64, usize) {
+        self.kept.append(&mut self.unsent);
+        let kept = if self.kept.is_empty() {
+            0
+        } else {
+            allocator.keep(self.kept, now_ms)
+        };
+        (self.taken, kept)
+    }
+}
+
 /// What the host does after [`BlockAllocator::serve`] (always: persist the
 /// state first).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -581,6 +663,64 @@ mod tests {
             .unwrap();
         assert!(!a.retire_due(3 * RETIRE_AFTER_MS - 1));
         assert!(a.retire_due(3 * RETIRE_AFTER_MS));
+    }
+
+    /// An allocator retired with two tails, last first: 101..=200, 12..=100.
+    fn retired_with_two_tails() -> (BlockAllocator, Vec<Tail>) {
+        let mut rand = SplitMix64::new(8);
+        let mut a = BlockAllocator::new();
+        let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+            panic!()
+        };
+        a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+        let Serve::Range {
+            ask: Some(next), ..
+        } = a.serve(11, 0, &mut rand)
+        else {
+            panic!("the next block asked at 10%")
+        };
+        a.loaded(&next.request_id, block(101, 200), 10, 0).unwrap();
+        let tails = a.retire();
+        assert_eq!(
+            tails.iter().map(|t| t.range.start).collect::<Vec<_>>(),
+            [101, 12]
+        );
+        (a, tails)
+    }
+
+    #[test]
+    fn a_hand_back_sends_last_first_and_stops_at_the_first_tail_not_taken() {
+        // Both taken: nothing kept.
+        let (mut a, tails) = retired_with_two_tails();
+        let mut back = HandBack::new(tails);
+        while let Some(t) = back.to_send() {
+            back.answered(t, TailAnswer::Taken);
+        }
+        assert_eq!(back.finish(&mut a, 0), (189, 0));
+        assert_eq!(a.available(), 0);
+        // The last refused with proof: it and the unsent one kept.
+        let (mut a, tails) = retired_with_two_tails();
+        let mut back = HandBack::new(tails);
+        let t = back.to_send().unwrap();
+        assert_eq!(t.range.start, 101);
+        back.answered(t, TailAnswer::Refused { untaken: true });
+        assert_eq!(back.to_send(), None, "the earlier tail cannot come back");
+        assert_eq!(back.finish(&mut a, 0), (0, 2));
+        assert_eq!(a.available(), 189);
+        // The last lost (maybe taken): a gap; the unsent one kept.
+        let (mut a, tails) = retired_with_two_tails();
+        let mut back = HandBack::new(tails);
+        let t = back.to_send().unwrap();
+        back.answered(t, TailAnswer::Lost);
+        assert_eq!(back.finish(&mut a, 0), (0, 1));
+        assert_eq!(a.available(), 89);
+        // Refused without proof: a gap too.
+        let (mut a, tails) = retired_with_two_tails();
+        let mut back = HandBack::new(tails);
+        let t = back.to_send().unwrap();
+        back.answered(t, TailAnswer::Refused { untaken: false });
+        assert_eq!(back.finish(&mut a, 0), (0, 1));
+        assert_eq!(a.available(), 89);
     }
 
     #[test]

@@ -66,15 +66,16 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use edgeleaf::{
-    block::BlockAllocator, block::BlockAsk, block::Serve, block::Tail, driver::SegmentDriver,
-    driver::SegmentStep, holder::Grant, holder::HolderConfig, holder::HolderState, holder::Renewal,
-    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_step, minted::MintConfig,
-    minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS,
-    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
-    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker,
-    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord,
-    tag::TailSkipped, tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
+    block::BlockAllocator, block::BlockAsk, block::HandBack, block::Serve, block::Tail,
+    block::TailAnswer, driver::SegmentDriver, driver::SegmentStep, holder::Grant,
+    holder::HolderConfig, holder::HolderState, holder::Renewal, holder::SnowflakeHolder,
+    minted::batch_ranges, minted::minter_step, minted::MintConfig, minted::MintStep,
+    minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS, rand::SplitMix64,
+    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
+    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
+    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
+    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped,
+    tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -334,11 +335,9 @@ enum ObjKind {
         epoch: u32,
         /// Its randomness (block asks' request IDs).
         rand: SplitMix64,
-        /// Tails handed back whose answer has not come yet, and those the
-        /// root refused so far (kept, `BlockAllocator::keep`, once every
-        /// answer is in: in ascending order).
-        backs_out: usize,
-        refused: Vec<Tail>,
+        /// Its retirement's tails on their way back to the root, one at
+        /// a time (the core's `HandBack`).
+        hand_back: Option<HandBack>,
     },
     Minter {
         index: u32,
@@ -722,8 +721,7 @@ impl<'a> Sim<'a> {
                                 parked: Vec::new(),
                                 epoch: 0,
                                 rand: SplitMix64::new((t * 9 + r) as u64 + 1),
-                                backs_out: 0,
-                                refused: Vec::new(),
+                                hand_back: None,
                             },
                             Some(r),
                         ));
@@ -1466,16 +1464,17 @@ impl<'a> Sim<'a> {
     }
 
     /// The root's answer to tail `tail` handed back reaches allocator `o`
-    /// (lost if `o` was replaced since: `asked_in`). Once every tail's
-    /// answer is in, the refused ones are kept (`BlockAllocator::keep`:
-    /// served again), the state persisted; a tail whose hand-back got no
-    /// answer stays skipped (the root may have taken it).
+    /// (lost if `o` was replaced since: `asked_in`): the core's `HandBack`
+    /// says whether to send the next tail, or to end, the tails still the
+    /// allocator's served again (`BlockAllocator::keep`) and the state
+    /// persisted.
     fn allocator_back(&mut self, o: usize, tail: Tail, answer: &Answer, asked_in: u32) {
         let now = self.now;
+        let drop_refused = self.args.drop_refused;
         let ObjKind::Allocator {
             epoch,
-            backs_out,
-            refused,
+            hand_back,
+            tag,
             ..
         } = &mut self.objs[o].kind
         else {
@@ -1484,16 +1483,31 @@ impl<'a> Sim<'a> {
         if *epoch != asked_in {
             return;
         }
-        *backs_out = backs_out.saturating_sub(1);
-        if matches!(answer, Answer::TakenBack(false)) && !self.args.drop_refused {
-            refused.push(tail);
-        }
-        if *backs_out > 0 || refused.is_empty() {
+        let (tag, epoch) = (*tag, *epoch);
+        let Some(mut back) = hand_back.take() else {
+            return;
+        };
+        back.answered(
+            tail,
+            match answer {
+                Answer::TakenBack(true) => TailAnswer::Taken,
+                Answer::TakenBack(false) => TailAnswer::Refused {
+                    untaken: !drop_refused,
+                },
+                _ => TailAnswer::Lost,
+            },
+        );
+        if let Some(next) = back.to_send() {
+            if let ObjKind::Allocator { hand_back, .. } = &mut self.objs[o].kind {
+                *hand_back = Some(back);
+            }
+            self.report.backs += 1;
+            let root = self.roots[tag];
+            self.send(Caller::Object(o), root, Ask::Back(tag, next), epoch);
             return;
         }
-        let refused = std::mem::take(refused);
         let state = self.allocator(o).expect("an allocator");
-        let kept = state.keep(refused, now);
+        let (_, kept) = back.finish(state, now);
         let ObjKind::Allocator { live, stored, .. } = &mut self.objs[o].kind else {
             return;
         };
@@ -1514,26 +1528,26 @@ impl<'a> Sim<'a> {
                 tag,
                 parked,
                 epoch,
-                backs_out,
+                hand_back,
                 ..
             } = &mut self.objs[o].kind
             else {
                 continue;
             };
-            if no_retire || !parked.is_empty() {
+            if no_retire || !parked.is_empty() || hand_back.is_some() {
                 continue;
             }
             let state = live.get_or_insert_with(|| restore(stored));
             if !state.retire_due(now) {
                 continue;
             }
-            let tails = state.retire();
+            let mut back = HandBack::new(state.retire());
             *stored = persist(state);
-            *backs_out += tails.len();
             let (tag, epoch) = (*tag, *epoch);
-            self.report.backs += tails.len() as u64;
             self.report.retired += 1;
-            for tail in tails {
+            if let Some(tail) = back.to_send() {
+                *hand_back = Some(back);
+                self.report.backs += 1;
                 let root = self.roots[tag];
                 self.send(Caller::Object(o), root, Ask::Back(tag, tail), epoch);
             }
@@ -1779,15 +1793,13 @@ impl<'a> Sim<'a> {
                 live,
                 parked,
                 epoch,
-                backs_out,
-                refused,
+                hand_back,
                 ..
             } => {
                 *live = None;
                 *epoch += 1;
                 // The answers to its hand-backs are lost with it.
-                *backs_out = 0;
-                refused.clear();
+                *hand_back = None;
                 // Calls in its memory are lost with it: their callers see a
                 // failure.
                 for c in std::mem::take(parked) {

@@ -36,8 +36,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edgeleaf::{
-    block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::Serve, block::RETIRE_AFTER_MS,
-    code::ErrorCode, rand::RandSource, region::Region, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
+    block::BlockAllocator, block::BlockAsk, block::BlockLoad, block::HandBack, block::Serve,
+    block::TailAnswer, block::RETIRE_AFTER_MS, code::ErrorCode, rand::RandSource, region::Region,
+    wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::allocator::allocator_serve_ms;
 use edgeleaf_rules::wire::{
@@ -513,14 +514,14 @@ impl Inner {
             return self.peek(tag, region);
         }
         let tails = self.with_held(tag, region, |h| Ok(h.allocator.retire()))?;
-        let mut back = 0;
-        // The tails still this allocator's alone: refused by the root with
-        // proof that it never took them (`untaken`: their lease still ends
-        // there), and those never sent after a refusal or a lost answer.
-        // The core serves them again.
-        let mut refused = Vec::new();
-        let mut tails = tails.into_iter().filter(|_| hand_back);
-        while let Some(tail) = tails.next() {
+        if !hand_back {
+            return self.peek(tag, region);
+        }
+        // The state without the tails is written: now they go back, as the
+        // core's `HandBack` says, and those still this allocator's alone
+        // are served again.
+        let mut back = HandBack::new(tails);
+        while let Some(tail) = back.to_send() {
             let request = TakeBackRequest {
                 request_id: tail.request_id.clone(),
                 by: format!("allocator:{region}"),
@@ -528,29 +529,16 @@ impl Inner {
                 end: tail.range.end.to_string(),
                 from: Default::default(),
             };
-            match tag_store::take_back(&self.env, tag, request).await {
-                Ok(t) if t.taken => back += tail.range.step,
-                // Refused (followed, or its lease forgotten): the tails
-                // before it cannot come back either (the root's max_id is
-                // past them). Kept only with the root's proof that it never
-                // took it; else it stays a gap.
-                Ok(t) => {
-                    if t.untaken {
-                        refused.push(tail);
-                    }
-                    refused.extend(tails.by_ref());
-                }
-                // No answer: the root may have taken it, so it stays a gap
-                // (the state without it is written); the rest were never
-                // sent.
-                Err(_) => refused.extend(tails.by_ref()),
-            }
+            let answer = match tag_store::take_back(&self.env, tag, request).await {
+                Ok(t) if t.taken => TailAnswer::Taken,
+                Ok(t) => TailAnswer::Refused { untaken: t.untaken },
+                Err(_) => TailAnswer::Lost,
+            };
+            back.answered(tail, answer);
         }
         self.with_held(tag, region, |h| {
-            h.handed_back += back;
-            if !refused.is_empty() {
-                h.allocator.keep(refused, now_ms());
-            }
+            let (taken, _) = back.finish(&mut h.allocator, now_ms());
+            h.handed_back += taken;
             Ok(Self::view_of(h))
         })
     }
