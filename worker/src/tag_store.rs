@@ -603,20 +603,25 @@ impl TagStore {
     }
 
     fn add_credit(&self, owner: &str, credit: &Allocation) -> ApiResult<()> {
-        self.sql.exec(
+        self.credit_row(
             "INSERT INTO credit(owner, start, end) VALUES (?, ?, ?)",
-            vec![
-                owner.into(),
-                credit.start.to_string().into(),
-                credit.end.to_string().into(),
-            ],
-        )?;
-        Ok(())
+            owner,
+            credit,
+        )
     }
 
     fn drop_credit(&self, owner: &str, credit: &Allocation) -> ApiResult<()> {
-        self.sql.exec(
+        self.credit_row(
             "DELETE FROM credit WHERE owner = ? AND start = ? AND end = ?",
+            owner,
+            credit,
+        )
+    }
+
+    /// Runs `statement` on one credit row (its bounds as TEXT, like max_id).
+    fn credit_row(&self, statement: &str, owner: &str, credit: &Allocation) -> ApiResult<()> {
+        self.sql.exec(
+            statement,
             vec![
                 owner.into(),
                 credit.start.to_string().into(),
