@@ -37,7 +37,7 @@ use alloc::vec::Vec;
 
 use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
-use crate::holder::{HolderNext, LeaseAsk, RENEW_RETRY_MS};
+use crate::holder::{HolderConfig, HolderNext, LeaseAsk, DEFAULT_RESERVE_MS, RENEW_RETRY_MS};
 use crate::layout::Layout;
 use crate::region::Region;
 use crate::snowflake::Wait;
@@ -49,8 +49,17 @@ pub const DEFAULT_STALENESS_MS: u64 = 1_000;
 pub const MIN_MINT_BATCH: u32 = 1;
 /// The first batch asked for.
 pub const FIRST_MINT_BATCH: u32 = 16;
-/// The largest batch asked for (and minted in one call).
-pub const MAX_MINT_BATCH: u32 = 4_096;
+/// How far ahead of its clock a minter mints ([`minter_holder_config`]):
+/// a batch may run into the next time units (LEAF: 4 units of 1 ms, 16,384
+/// IDs) instead of stopping at the end of the current one. Without it a
+/// batch was one unit's sequence (4,096 IDs) however fast IDs were served,
+/// and a busy isolate ran its buffer dry before the next batch came back
+/// (docs/benchmarks.md, "HTTP at the floor").
+pub const MINTER_BORROW_MS: u64 = 3;
+/// The largest batch asked for (and minted in one call): what a LEAF-layout
+/// minter mints at one clock reading, its unit and [`MINTER_BORROW_MS`]
+/// ahead. A layout with fewer IDs per unit mints fewer, and answers those.
+pub const MAX_MINT_BATCH: u32 = 16_384;
 /// A request that finds nothing to serve tries at most this many minters
 /// (each failure is an answer, not a wait) before it gives up.
 pub const MINTERS_PER_REQUEST: u32 = 3;
@@ -434,7 +443,7 @@ pub struct MintedBuffer {
     away_since_ms: Option<u64>,
     fetching: InFlight,
     /// The start of the latest time unit of any batch fetched (Unix ms): the
-    /// minters' clocks had reached it.
+    /// minters' clocks had reached it, less [`MINTER_BORROW_MS`].
     minted_up_to_ms: u64,
     /// The rate window: since when, and IDs served in it.
     window_start_ms: Option<u64>,
@@ -632,7 +641,11 @@ impl MintedBuffer {
             return Refused::Next;
         }
         self.fetching.done();
-        let behind = self.minted_up_to_ms.saturating_sub(now_ms);
+        // A minter mints up to MINTER_BORROW_MS ahead of its own clock.
+        let behind = self
+            .minted_up_to_ms
+            .saturating_sub(MINTER_BORROW_MS)
+            .saturating_sub(now_ms);
         if behind > remaining_ms {
             Refused::GiveUp {
                 code: ErrorCode::ClockMovedBackwards,
@@ -731,6 +744,20 @@ pub enum MinterStep {
         /// When to ask again, ms.
         retry_after_ms: u64,
     },
+}
+
+/// How a minter's holder mints: it leases again after a lapse, mints only
+/// below a saved reservation ([`DEFAULT_RESERVE_MS`] ahead, as its state is
+/// stored), and borrows [`MINTER_BORROW_MS`] ahead of its clock so that one
+/// call can answer [`MAX_MINT_BATCH`]. `max_backward_ms`: the service's.
+pub fn minter_holder_config(max_backward_ms: u64) -> HolderConfig {
+    HolderConfig {
+        max_backward_ms,
+        lease_again: true,
+        reserve_ms: DEFAULT_RESERVE_MS,
+        max_borrow_ms: MINTER_BORROW_MS,
+        ..HolderConfig::default()
+    }
 }
 
 /// A minter never waits inside a request. A Durable Object's timers do not
@@ -910,6 +937,38 @@ mod tests {
     }
 
     #[test]
+    fn a_minter_answers_the_largest_batch_at_one_clock_reading() {
+        use crate::holder::{Grant, SnowflakeHolder};
+        let mut h = SnowflakeHolder::new(minter_holder_config(5)).unwrap();
+        assert!(matches!(
+            h.poll(T, &mut []).unwrap().next,
+            HolderNext::Lease(_)
+        ));
+        let grant = Grant {
+            worker_id: 1,
+            generation: 1,
+            expires_at_ms: T + 60_000,
+            issue_after_ms: 0,
+            ttl_ms: 60_000,
+            layout: Layout::LEAF,
+            secret: Some(crate::secret::LeaseSecret::from_random([9; 16])),
+        };
+        h.granted(grant, T).unwrap();
+        let state = h.save_request(T).unwrap();
+        h.saved(&state);
+        let mut out = vec![0u64; MAX_MINT_BATCH as usize];
+        assert_eq!(h.poll(T, &mut out).unwrap().filled, out.len());
+        // A range per unit, none past the borrow, and a buffer takes them all.
+        let ranges = batch_ranges(&Layout::LEAF, &out);
+        assert_eq!(ranges.len(), 4);
+        let last = Layout::LEAF.decompose(out[out.len() - 1]).unwrap();
+        assert_eq!(last.timestamp_ms, T + MINTER_BORROW_MS);
+        let mut b = buf();
+        assert_eq!(b.fetched(&ranges, T), Ok(Fetched::Kept));
+        assert_eq!(b.available(), u64::from(MAX_MINT_BATCH));
+    }
+
+    #[test]
     fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
         // Serve 1,000 IDs every 10 ms; answer each fetch at once.
         let mut b = buf();
@@ -926,9 +985,15 @@ mod tests {
                     MintStep::Wait => panic!("nothing in flight"),
                 };
                 if let Some(ask) = ask {
-                    let n = u64::from(ask.count);
-                    b.fetched(&[(id(now, 1, 0), id(now, 1, 0) + n)], now)
-                        .unwrap();
+                    // As a minter borrowing ahead answers: a range per unit.
+                    let ranges: Vec<_> = (0..u64::from(ask.count))
+                        .step_by(4_096)
+                        .map(|k| {
+                            let start = id(now + k / 4_096, 1, 0);
+                            (start, start + (u64::from(ask.count) - k).min(4_096))
+                        })
+                        .collect();
+                    b.fetched(&ranges, now).unwrap();
                 }
             }
             now += 10;
@@ -1074,7 +1139,7 @@ mod tests {
             b.fetch_refused(ErrorCode::SequenceExhausted, T - 60_000, 1_000),
             Refused::GiveUp {
                 code: ErrorCode::ClockMovedBackwards,
-                retry_after_ms: 60_000
+                retry_after_ms: 60_000 - MINTER_BORROW_MS
             }
         );
         assert_eq!(b.minter(), 0);

@@ -28,10 +28,11 @@ use std::collections::HashSet;
 
 use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
-    holder::SnowflakeHolder, minted::batch_ranges, minted::MintConfig, minted::MintStep,
-    minted::MintedBuffer, minted::MinterPools, minted::MINTERS_PER_REQUEST, minted::RETURN_HOME_MS,
-    rand::SplitMix64, registry::GrantRequest, registry::Registry, registry::RegistryConfig,
-    secret::LeaseSecret, secret::SecretHash, Error, Layout,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_holder_config,
+    minted::MintConfig, minted::MintStep, minted::MintedBuffer, minted::MinterPools,
+    minted::MINTERS_PER_REQUEST, minted::RETURN_HOME_MS, rand::SplitMix64, registry::GrantRequest,
+    registry::Registry, registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash,
+    snowflake::DEFAULT_MAX_BACKWARD_MS, Error, Layout,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -103,11 +104,11 @@ impl Minter {
     }
 }
 
+/// The service's minter (borrowing included), with a shorter reservation.
 fn holder_config() -> HolderConfig {
     HolderConfig {
-        lease_again: true,
         reserve_ms: RESERVE_MS,
-        ..HolderConfig::default()
+        ..minter_holder_config(DEFAULT_MAX_BACKWARD_MS)
     }
 }
 

@@ -62,11 +62,12 @@ export const REFUSALS = ['clock_moved_backwards', 'clock_behind_last_report', 'c
 /** The largest Retry-After accepted: the largest step back, 60 s, and then some. */
 export const MAX_RETRY_AFTER_S = 65;
 /**
- * How far ahead of its clock the service may mint: its holders are the
- * core's defaults (HolderConfig::max_borrow_ms = 0; the npm package's 2 ms
- * is the JS generator's, not the service's).
+ * How far ahead of its clock the service may mint: its minters borrow
+ * `MINTER_BORROW_MS` (src/minted.rs), so that one batch may run 3 time units
+ * past the current one; an isolate's own holder borrows nothing (the npm
+ * package's 2 ms is the JS generator's, not the service's).
  */
-export const BORROW_MS = 0;
+export const BORROW_MS = 3;
 /** Our reading of the real clock vs. the service's: both are whole ms, taken apart. */
 const TIMESTAMP_SLACK_MS = 5;
 

@@ -69,13 +69,14 @@ use edgeleaf::{
     block::BlockAllocator, block::BlockAsk, block::HandBack, block::Serve, block::Tail,
     block::TailAnswer, driver::SegmentDriver, driver::SegmentStep, holder::Grant,
     holder::HolderConfig, holder::HolderState, holder::Renewal, holder::SnowflakeHolder,
-    minted::batch_ranges, minted::minter_step, minted::MintConfig, minted::MintStep,
-    minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS, rand::SplitMix64,
-    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
-    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
-    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, tag::Asker, tag::Remembered,
-    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped,
-    tag::TakeBack, wait::MAX_WAIT_MS, Error, Layout,
+    minted::batch_ranges, minted::minter_holder_config, minted::minter_step, minted::MintConfig,
+    minted::MintStep, minted::MintedBuffer, minted::MinterStep, minted::DEFAULT_STALENESS_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
+    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped, tag::TakeBack,
+    wait::MAX_WAIT_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -1931,9 +1932,8 @@ fn isolate_policy() -> StepPolicy {
 
 fn holder_config() -> HolderConfig {
     HolderConfig {
-        lease_again: true,
         reserve_ms: 3_000,
-        ..HolderConfig::default()
+        ..minter_holder_config(DEFAULT_MAX_BACKWARD_MS)
     }
 }
 

@@ -35,10 +35,10 @@
 use std::cell::{Cell, RefCell};
 
 use edgeleaf::{
-    code::ErrorCode, holder::HolderConfig, holder::HolderState, holder::SnowflakeHolder,
-    holder::DEFAULT_RESERVE_MS, minted::batch_ranges, minted::minter_lease_refused,
-    minted::minter_restore_refused, minted::minter_step, minted::MinterPools, minted::MinterStep,
-    minted::MAX_MINT_BATCH, rand::SplitMix64, wait::RETRY_AFTER_MS,
+    code::ErrorCode, holder::HolderState, holder::SnowflakeHolder, minted::batch_ranges,
+    minted::minter_holder_config, minted::minter_lease_refused, minted::minter_restore_refused,
+    minted::minter_step, minted::MinterPools, minted::MinterStep, minted::MAX_MINT_BATCH,
+    rand::SplitMix64, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::{
     minter::Batch, minter::HandOverRequest, minter::HandedOver, minter::MintRequest,
@@ -93,15 +93,6 @@ pub struct SnowflakeMinter {
     taking_over: Cell<bool>,
 }
 
-fn holder_config(config: &Config) -> HolderConfig {
-    HolderConfig {
-        max_backward_ms: config.max_backward_ms,
-        lease_again: true,
-        reserve_ms: DEFAULT_RESERVE_MS,
-        ..HolderConfig::default()
-    }
-}
-
 impl SnowflakeMinter {
     /// Runs `f` on the holder, restored from storage on first use.
     fn with_holder<T>(
@@ -131,10 +122,17 @@ impl SnowflakeMinter {
                 Some(row) => {
                     let state: HolderState = serde_json::from_str(&row.v)
                         .map_err(|e| ApiError::store_error(format!("minter: stored state: {e}")))?;
-                    SnowflakeHolder::restore(holder_config(config), rand, state, now_ms())
-                        .map_err(|e| own_clock(minter_restore_refused(&e), e.into()))?
+                    SnowflakeHolder::restore(
+                        minter_holder_config(config.max_backward_ms),
+                        rand,
+                        state,
+                        now_ms(),
+                    )
+                    .map_err(|e| own_clock(minter_restore_refused(&e), e.into()))?
                 }
-                None => SnowflakeHolder::with_rand(holder_config(config), rand)?,
+                None => {
+                    SnowflakeHolder::with_rand(minter_holder_config(config.max_backward_ms), rand)?
+                }
             };
             *cell = Some(holder);
         }
