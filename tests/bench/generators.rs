@@ -90,6 +90,21 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("batch");
     const N: usize = 4096;
     g.throughput(Throughput::Elements(N as u64));
+    // A batch of opaque IDs (the route `?count=N` of an opaque tag): two
+    // counters through the permutation at once.
+    g.bench_function("opaque_encode_all_4096", |b| {
+        let ids = OpaqueIds::new(OpaqueDomain::Bits(53), b"benchmark-key-16").unwrap();
+        let mut out = vec![0u64; N];
+        let mut n = 0u64;
+        b.iter(|| {
+            for x in &mut out {
+                n += 1;
+                *x = n;
+            }
+            ids.encode_all(black_box(&mut out)).unwrap();
+            black_box(&out);
+        })
+    });
     g.bench_function("snowflake_fill_4096", |b| {
         let mut gen = leaf_generator();
         let mut out = vec![0u64; N];

@@ -99,9 +99,10 @@ impl SegmentCore {
         let poll = self.driver.poll(now, out);
         if let Some(ids) = &self.opaque {
             // `loaded` refuses segments past the domain, so every counter
-            // here encodes.
-            for x in &mut out[..poll.filled] {
-                *x = ids.encode(*x).unwrap_or(0);
+            // here encodes (two at a time: `encode_all`).
+            let ids_out = &mut out[..poll.filled];
+            if ids.encode_all(ids_out).is_err() {
+                ids_out.fill(0);
             }
         }
         self.load_step = match poll.next {
