@@ -19,8 +19,8 @@ import * as MF from 'miniflare';
 import { ROOT, ADMIN, CLIENT } from '../support/service.mjs';
 import { saveRows } from './rows.mjs';
 
-const DURATION = Number(process.env.DURATION ?? 10);
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const DURATION = Number(process.env.DURATION ?? 6);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const srv = createServer();
 await new Promise((r) => srv.listen(0, '127.0.0.1', r));
