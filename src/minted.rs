@@ -60,6 +60,12 @@ pub const MINTER_BORROW_MS: u64 = 3;
 /// minter mints at one clock reading, its unit and [`MINTER_BORROW_MS`]
 /// ahead. A layout with fewer IDs per unit mints fewer, and answers those.
 pub const MAX_MINT_BATCH: u32 = 16_384;
+/// The largest batch a minter of the releases before [`MINTER_BORROW_MS`]
+/// takes: it refuses more with `out_of_range`. Durable Objects may run the
+/// release before for a while after a deploy (a gradual deployment keeps
+/// each object on its version), so an isolate that meets one asks no more
+/// than this from then on ([`MintedBuffer::fetch_refused`]).
+pub const MAX_MINT_BATCH_BEFORE_BORROW: u32 = 4_096;
 /// A request that finds nothing to serve tries at most this many minters
 /// (each failure is an answer, not a wait) before it gives up.
 pub const MINTERS_PER_REQUEST: u32 = 3;
@@ -436,6 +442,9 @@ pub struct MintedBuffer {
     held: VecDeque<Held>,
     available: u64,
     batch: u32,
+    /// The largest batch it asks for: [`MAX_MINT_BATCH`], or
+    /// [`MAX_MINT_BATCH_BEFORE_BORROW`] once a minter refused more.
+    max_batch: u32,
     /// The position of the minter asked next in the isolate's order
     /// ([`MintConfig::minter_at`]).
     pos: u32,
@@ -467,6 +476,7 @@ impl MintedBuffer {
             held: VecDeque::new(),
             available: 0,
             batch: FIRST_MINT_BATCH,
+            max_batch: MAX_MINT_BATCH,
             pos: 0,
             away_since_ms: None,
             fetching: InFlight::default(),
@@ -555,7 +565,7 @@ impl MintedBuffer {
         let need = u32::try_from(need).unwrap_or(MAX_MINT_BATCH);
         BatchAsk {
             minter: self.config.minter_at(self.pos),
-            count: self.batch.max(need).min(MAX_MINT_BATCH),
+            count: self.batch.max(need).min(self.max_batch),
         }
     }
 
@@ -610,7 +620,7 @@ impl MintedBuffer {
             let target = u32::try_from(target).unwrap_or(u32::MAX);
             self.batch = target
                 .max(self.batch / 2)
-                .clamp(MIN_MINT_BATCH, MAX_MINT_BATCH);
+                .clamp(MIN_MINT_BATCH, self.max_batch);
         }
         if self.dropped_since_fetch || window >= bound / 8 {
             self.window_start_ms = Some(now_ms);
@@ -633,9 +643,20 @@ impl MintedBuffer {
     /// minted by more than the request can wait: then the minters' clocks
     /// are ahead of it (it stepped back), the next time unit comes only when
     /// it catches up, and the request answers at once ([`Refused::GiveUp`],
-    /// with how long that is). Anything else moves to the next minter
+    /// with how long that is). A minter that refuses the count
+    /// (`out_of_range`: one of the release before, see
+    /// [`MAX_MINT_BATCH_BEFORE_BORROW`]) is asked again, once, for no more
+    /// than it takes. Anything else moves to the next minter
     /// ([`Refused::Next`], as [`MintedBuffer::fetch_failed`]).
     pub fn fetch_refused(&mut self, code: ErrorCode, now_ms: u64, remaining_ms: u64) -> Refused {
+        if code == ErrorCode::OutOfRange && self.max_batch > MAX_MINT_BATCH_BEFORE_BORROW {
+            // A minter of the release before refused the count: ask again,
+            // for no more than it takes.
+            self.fetching.done();
+            self.max_batch = MAX_MINT_BATCH_BEFORE_BORROW;
+            self.batch = self.batch.min(self.max_batch);
+            return Refused::Again;
+        }
         if code != ErrorCode::SequenceExhausted {
             self.fetch_failed();
             return Refused::Next;

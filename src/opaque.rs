@@ -454,6 +454,19 @@ mod tests {
             ids.encode_all(&mut out).unwrap();
             assert_eq!(out, want);
         }
+        // Every counter of small domains, in pairs and with one left over:
+        // the counter the permutation sends to 0 is cycle-walked alike.
+        for (radix, n) in [(2, 5), (2, 8), (10, 2), (10, 3)] {
+            let ids = small(radix, n);
+            for skip in [0, 1] {
+                let counters: std::vec::Vec<u64> = (1 + skip..ids.size()).collect();
+                let want: std::vec::Vec<u64> =
+                    counters.iter().map(|&c| ids.encode(c).unwrap()).collect();
+                let mut got = counters.clone();
+                ids.encode_all(&mut got).unwrap();
+                assert_eq!(got, want, "radix {radix}, {n} numerals");
+            }
+        }
         // A counter out of range in either half of a pair is refused.
         assert!(ids.encode_all(&mut [1, 0]).is_err());
         assert!(ids.encode_all(&mut [1 << 53, 1]).is_err());

@@ -7,7 +7,7 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgeleaf::{opaque::OpaqueDomain, opaque::OpaqueIds};
+use edgeleaf::{opaque::OpaqueDomain, opaque::OpaqueIds, Error};
 use proptest::prelude::*;
 
 const N: u64 = 1_000_000;
@@ -104,4 +104,46 @@ fn the_checks_catch_ordered_ids() {
     let ordered: Vec<u64> = (1..=N).collect();
     assert!(up_share(&ordered) > 0.99);
     assert!(spearman(&ordered) > 0.99);
+}
+
+// `OpaqueIds::encode_all` (two counters through the permutation at once, a
+// one-word SipHash) against `encode` of each counter: the same IDs for every
+// batch (odd lengths, both domains, cycle-walking past 0), and the same error
+// (that of the first counter out of range, in either element of a pair or in
+// the odd one left).
+
+/// What a loop of `encode` answers: the IDs, or the first error.
+fn each(ids: &OpaqueIds, counters: &[u64]) -> Result<Vec<u64>, Error> {
+    counters.iter().map(|&n| ids.encode(n)).collect()
+}
+
+fn all(ids: &OpaqueIds, counters: &[u64]) -> Result<Vec<u64>, Error> {
+    let mut out = counters.to_vec();
+    ids.encode_all(&mut out).map(|()| out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+    #[test]
+    fn encode_all_answers_as_encode_of_each(
+        d in domain(),
+        key in any::<[u8; 16]>(),
+        // (kind, raw): kind 0..6 in range, 6: 0, 7: max + 1, 8: u64::MAX,
+        // 9: max (the last counter).
+        picks in prop::collection::vec((0u8..10, any::<u64>()), 0..12),
+    ) {
+        let ids = OpaqueIds::new(d, &key).unwrap();
+        let max = d.max_id();
+        let counters: Vec<u64> = picks
+            .iter()
+            .map(|&(kind, raw)| match kind {
+                6 => 0,
+                7 => max + 1,
+                8 => u64::MAX,
+                9 => max,
+                _ => 1 + raw % max,
+            })
+            .collect();
+        prop_assert_eq!(all(&ids, &counters), each(&ids, &counters));
+    }
 }
