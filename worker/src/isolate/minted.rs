@@ -71,13 +71,23 @@ pub(super) async fn ids(
         last_error.set(Some(error));
         Ok(then)
     };
-    let late = |filled, _| {
-        last_error.take().unwrap_or_else(|| {
+    // The minters' trouble is the service's, never the caller's: a minter's
+    // 4xx (one of another release refusing the ask) answers 503 too.
+    let late = |filled, _| match last_error.take() {
+        Some(e) if e.status() == 503 => e,
+        Some(e) => {
+            let e = format!(
+                "snowflake: expected minted IDs, found the minters refusing: {}",
+                e.message
+            );
+            ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
+        }
+        None => {
             let e = format!(
                 "snowflake: expected {count} minted IDs within {MAX_WAIT_MS} ms, found {filled}"
             );
             ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS)
-        })
+        }
     };
     run(count, poll, send, late).await
 }
