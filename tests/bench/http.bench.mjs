@@ -19,7 +19,7 @@ import * as MF from 'miniflare';
 import { ROOT, ADMIN, CLIENT } from '../support/service.mjs';
 import { saveRows } from './rows.mjs';
 
-const DURATION = Number(process.env.DURATION ?? 6);
+const DURATION = Number(process.env.DURATION ?? 10);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const srv = createServer();
@@ -77,7 +77,10 @@ try {
     ['GET /v1/segment/opaque?count=1000', '/v1/segment/opaque?count=1000', 1000],
   ].filter(([name]) => !process.env.ONLY || name.includes(process.env.ONLY));
   const floorName = (name) => `floor: same bytes as ${name.replace('GET ', '')}`;
-  const routes = [['no-op GET /v1/ping', '/v1/ping', 0]];
+  // The control: the no-op again, as if it were a route. Its ratios to the
+  // no-op are what this machine's noise alone gives every ratio.
+  const CONTROL = 'control: the no-op again';
+  const routes = [['no-op GET /v1/ping', '/v1/ping', 0], [CONTROL, '/v1/ping', 0]];
   for (const r of idRoutes) {
     if (r[2] > 1) routes.push([floorName(r[0]), null, 0, base, r[1]]);
     routes.push(r);
@@ -157,7 +160,7 @@ try {
     }
   }
   const report = [];
-  const isId = (r) => !r.isFloor && r !== noop && !r.name.startsWith('naive');
+  const isId = (r) => !r.isFloor && r !== noop && r.name !== CONTROL && !r.name.startsWith('naive');
   // The step-100 tag is a stress case (a segment load per 100 IDs, by
   // design), not a single-ID route's cost: its own rows below.
   const single = rows.filter((r) => isId(r) && r.idsPerReq === 1 && !r.name.includes('step 100'));
@@ -214,6 +217,10 @@ try {
   const b = worst(rows.filter(isId), (r) => r.p99VsNoop.mid, Math.max);
   const c = worst(batch, (r) => r.vsFloor.mid, Math.min);
   const d = plain16?.mid ?? NaN;
+  const control = row(CONTROL);
+  if (control) {
+    console.log(`${CONTROL} (the noise in every ratio): ${range(control.vsNoop, pc)} of its req/s, p99 ${range(control.p99VsNoop, times)}`);
+  }
   const quote = `http: single-ID ${(100 * a).toFixed(0)}% of no-op (p99 ${b.toFixed(2)}x), batch ${(100 * c).toFixed(0)}% of same-bytes floor, opaque ${(100 * d).toFixed(0)}% of plain`;
   console.log(`\n${quote}`);
   saveRows('http', `HTTP: wrk -t2 -c64 -d${DURATION}s × ${ROUNDS} rounds, workerd on 127.0.0.1 (ratios within a round: median, spread lowest–highest)`, report, { quote });
