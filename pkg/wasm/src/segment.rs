@@ -92,19 +92,15 @@ impl SegmentCore {
         })
     }
 
-    fn poll(&mut self, now: f64, out: &mut [u64]) -> (usize, SegmentStep) {
+    /// Fills `out` from the driver. An opaque generator's counters become
+    /// IDs; should one fail to encode (`loaded` refuses segments past the
+    /// domain, so none can), the call throws and the counters it took stay
+    /// unused: a gap, never a made-up ID.
+    fn poll(&mut self, now: f64, out: &mut [u64]) -> Result<(usize, SegmentStep), JsValue> {
         // A clock that is not whole ms reads as 0: it only shapes the
         // dynamic step and the take-over of a lost load, never an ID.
         let now = super::error::whole(now).unwrap_or(0);
         let poll = self.driver.poll(now, out);
-        if let Some(ids) = &self.opaque {
-            // `loaded` refuses segments past the domain, so every counter
-            // here encodes (two at a time: `encode_all`).
-            let ids_out = &mut out[..poll.filled];
-            if ids.encode_all(ids_out).is_err() {
-                ids_out.fill(0);
-            }
-        }
         self.load_step = match poll.next {
             SegmentStep::Done {
                 prefetch: Some(step),
@@ -112,28 +108,32 @@ impl SegmentCore {
             | SegmentStep::LoadNow { step } => step,
             _ => 0,
         };
-        (poll.filled, poll.next)
+        if let Some(ids) = &self.opaque {
+            ids.encode_all(&mut out[..poll.filled])
+                .map_err(|e| from_core(&e))?;
+        }
+        Ok((poll.filled, poll.next))
     }
 
     /// An ID (`LOAD` bit set: also start a load with `loadStep`); 0: empty,
     /// start a load with `loadStep`; `LOAD` alone: empty, a load is in flight.
     #[wasm_bindgen(js_name = nextId)]
-    pub fn next_id(&mut self, now: f64) -> u64 {
+    pub fn next_id(&mut self, now: f64) -> Result<u64, JsValue> {
         let mut out = [0u64; 1];
-        match self.poll(now, &mut out) {
+        Ok(match self.poll(now, &mut out)? {
             (1, SegmentStep::Done { prefetch: None }) => out[0],
             (1, _) => out[0] | LOAD,
             (_, SegmentStep::Wait) => LOAD,
             _ => 0,
-        }
+        })
     }
 
     /// Up to `n` IDs; afterwards `loadStep` says whether to start a load.
-    pub fn take(&mut self, now: f64, n: u32) -> Vec<u64> {
+    pub fn take(&mut self, now: f64, n: u32) -> Result<Vec<u64>, JsValue> {
         let mut out = vec![0u64; n as usize];
-        let (filled, _) = self.poll(now, &mut out);
+        let (filled, _) = self.poll(now, &mut out)?;
         out.truncate(filled);
-        out
+        Ok(out)
     }
 
     /// The step of the load the last call asked for, or 0 for none.

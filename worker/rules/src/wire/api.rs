@@ -33,47 +33,32 @@ impl IdList {
     /// per ID, `core::fmt`, or an escape check per byte (decimal digits need
     /// none). The batch routes answer with it. Batches are mostly runs of
     /// consecutive IDs (a segment's, a millisecond's sequence): an ID one
-    /// above the last, whose digits only differ in the last one, is the
-    /// last's digits copied with that digit raised (no division at all).
+    /// above the last is the last's digits copied and raised by one, the
+    /// carry included (no division at all; only 9…9 + 1 is written anew).
     pub fn json_of(ids: &[u64]) -> Vec<u8> {
         // At most 20 digits, two quotes and a comma per ID, the frame, and
-        // room for the copy of 24 bytes of the last ID's digits.
+        // room for the whole `entry` copied after the last ID.
         let mut out = vec![0u8; 10 + 23 * ids.len() + 24];
         out[..8].copy_from_slice(b"{\"ids\":[");
         let mut at = 8;
-        // The last ID, where its digits start, how many there are.
-        let mut last: Option<(u64, usize, usize)> = None;
-        for (i, &id) in ids.iter().enumerate() {
-            if i > 0 {
-                out[at] = b',';
-                at += 1;
+        // The last ID's `"digits",` (`len` digits after the quote): copied
+        // whole (24 bytes, a fixed size: no call) and advanced past.
+        let mut entry = [0u8; 24];
+        let mut len = 0;
+        let mut next = None;
+        for &id in ids {
+            if next != Some(id) || !raise_last_digit(&mut entry[1..=len]) {
+                entry[0] = b'"';
+                len = write_decimal(&mut entry, 1, id) - 1;
+                entry[len + 1] = b'"';
+                entry[len + 2] = b',';
             }
-            out[at] = b'"';
-            at += 1;
-            let start = at;
-            at = match last {
-                Some((prev, from, len))
-                    if prev.checked_add(1) == Some(id) && out[from + len - 1] != b'9' =>
-                {
-                    // Read all 24 bytes before writing any (they may overlap).
-                    let word = |k: usize| {
-                        let mut w = [0u8; 8];
-                        w.copy_from_slice(&out[from + 8 * k..from + 8 * k + 8]);
-                        w
-                    };
-                    let words = [word(0), word(1), word(2)];
-                    for (k, w) in words.iter().enumerate() {
-                        out[start + 8 * k..start + 8 * k + 8].copy_from_slice(w);
-                    }
-                    out[start + len - 1] += 1;
-                    start + len
-                }
-                _ => write_decimal(&mut out, start, id),
-            };
-            last = Some((id, start, at - start));
-            out[at] = b'"';
-            at += 1;
+            out[at..at + 24].copy_from_slice(&entry);
+            at += len + 3;
+            next = id.checked_add(1);
         }
+        // The last comma.
+        at -= usize::from(!ids.is_empty());
         out[at..at + 2].copy_from_slice(b"]}");
         out.truncate(at + 2);
         out
@@ -83,6 +68,20 @@ impl IdList {
     pub fn numbers(&self) -> Result<Vec<u64>, WireError> {
         self.ids.iter().map(|s| decimal("store: ID", s)).collect()
     }
+}
+
+/// Adds one to the decimal `digits` in place, carrying past nines; false
+/// (and the digits all zeros) when every digit was a nine, as the number
+/// then needs one digit more.
+fn raise_last_digit(digits: &mut [u8]) -> bool {
+    for d in digits.iter_mut().rev() {
+        if *d != b'9' {
+            *d += 1;
+            return true;
+        }
+        *d = b'0';
+    }
+    false
 }
 
 /// "00" to "99".
