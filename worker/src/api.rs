@@ -6,7 +6,10 @@ pub use edgeleaf_rules::status::status;
 use edgeleaf_rules::wire::{api::ErrorBody, WireError};
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
-use worker::{Request, Response};
+use worker::worker_sys::web_sys;
+use worker::{ByteStream, Headers, Response};
+
+use crate::incoming::Incoming;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 4096;
@@ -165,14 +168,17 @@ pub fn json<T: serde::Serialize>(status: u16, body: &T) -> ApiResult<Response> {
 pub const MAX_STORE_BODY_BYTES: usize = 64 * 1024;
 
 /// Reads a JSON body of at most `MAX_BODY_BYTES`; an empty body reads as `{}`.
-pub async fn body<T: DeserializeOwned>(req: &mut Request) -> ApiResult<T> {
-    body_within(req, MAX_BODY_BYTES).await
+pub async fn body<T: DeserializeOwned>(req: &Incoming) -> ApiResult<T> {
+    body_within(req.inner(), req.headers(), MAX_BODY_BYTES).await
 }
 
 /// Reads a JSON body of at most `max` bytes; an empty body reads as `{}`.
-pub async fn body_within<T: DeserializeOwned>(req: &mut Request, max: usize) -> ApiResult<T> {
-    if let Some(len) = req
-        .headers()
+pub async fn body_within<T: DeserializeOwned>(
+    req: &web_sys::Request,
+    headers: &Headers,
+    max: usize,
+) -> ApiResult<T> {
+    if let Some(len) = headers
         .get("Content-Length")
         .ok()
         .flatten()
@@ -199,11 +205,11 @@ pub async fn body_within<T: DeserializeOwned>(req: &mut Request, max: usize) -> 
 /// The body's bytes, read as they arrive: refused as soon as more than
 /// `max` have (a body without a `Content-Length`, chunked, is never read
 /// whole first); the rest is not read (the stream is cancelled).
-async fn read_at_most(req: &mut Request, max: usize) -> ApiResult<Vec<u8>> {
-    if req.inner().body().is_none() {
+async fn read_at_most(req: &web_sys::Request, max: usize) -> ApiResult<Vec<u8>> {
+    let Some(body) = req.body() else {
         return Ok(Vec::new());
-    }
-    let mut stream = req.stream()?;
+    };
+    let mut stream = ByteStream::from(body);
     let mut bytes = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;

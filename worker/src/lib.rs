@@ -15,6 +15,7 @@ mod catalog;
 mod clock;
 mod config;
 mod history;
+mod incoming;
 mod isolate;
 mod key_store;
 mod metrics;
@@ -25,7 +26,10 @@ mod routes;
 mod stores;
 mod tag_store;
 
-use worker::{event, Context, Env, Request, Response};
+use worker::worker_sys::web_sys;
+use worker::{event, Context, Env, Response};
+
+use incoming::Incoming;
 
 use config::Config;
 
@@ -37,7 +41,8 @@ pub use registry_store::WorkerRegistry;
 pub use tag_store::TagStore;
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
+async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<Response> {
+    let req = Incoming::new(req);
     let origin = req.headers().get("Origin").ok().flatten();
     let mut res = match routes::handle(req, env.clone(), ctx).await {
         Ok(res) => res,

@@ -26,11 +26,13 @@ use edgeleaf_rules::wire::{allocator::AllocatorMiss, StoreRequest};
 use futures::future::{self, Either, FutureExt};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::JsValue;
+use worker::worker_sys::web_sys;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, SqlStorage, SqlStorageValue};
 
 use crate::api::{body_within, ApiError, ApiResult, MAX_STORE_BODY_BYTES};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::config::Config;
+use crate::incoming::Incoming;
 
 /// Which object to call.
 #[derive(Clone, Copy)]
@@ -110,25 +112,22 @@ impl RequestScope {
     /// The scope of `req`, which starts now: a fresh budget of the core's
     /// size; the test delay only for a URL on a loopback host (see
     /// `Config::test_object_delay_ms`: never the case of a deployed Worker).
-    pub fn for_request(req: &Request, env: &Env) -> RequestScope {
-        let loopback = req.url().ok().is_some_and(|url| match url.host() {
-            Some(worker::url::Host::Domain(d)) => d == "localhost",
-            Some(worker::url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        });
+    pub fn for_request(req: &Incoming, env: &Env) -> RequestScope {
         // Test settings only on a loopback host (never a deployed Worker's).
-        let test = Config::cached(env).ok().filter(|_| loopback);
+        let test = Config::cached(env).ok().filter(|_| req.on_loopback());
         let test_delay_ms = test.as_ref().map_or(0, |c| c.test_object_delay_ms);
         let test_colo = test
             .as_ref()
             .filter(|c| c.test_colo_header)
             .and_then(|_| req.headers().get(TEST_COLO_HEADER).ok().flatten());
-        let colo = test_colo.or_else(|| request_colo(req));
+        let region = match test_colo {
+            Some(colo) => colo_region(&colo),
+            None => isolate_region(req),
+        };
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms,
-            region: colo.as_deref().and_then(colo_region),
+            region,
             root_unreachable: test.as_ref().is_some_and(|c| c.test_root_unreachable),
             allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
             allocator_delay_ms: test.as_ref().map_or(0, |c| c.test_allocator_delay_ms),
@@ -210,10 +209,29 @@ pub fn limit_budget(ms: u64) {
     scope.budget.set(WaitBudget::new(now, left.min(ms)));
 }
 
+thread_local! {
+    /// The isolate's region, once a request told its colo.
+    static ISOLATE_REGION: Cell<Option<Option<Region>>> = const { Cell::new(None) };
+}
+
+/// The region of the isolate's colo (`request.cf.colo`), read from the first
+/// request that has one and kept: an isolate runs in one data centre, and
+/// each read of `cf` builds the object anew from the platform's JSON
+/// (`incoming`). `None`: no request said, or a colo the table lacks.
+fn isolate_region(req: &Incoming) -> Option<Region> {
+    if let Some(region) = ISOLATE_REGION.get() {
+        return region;
+    }
+    let colo = request_colo(req.inner())?;
+    let region = colo_region(&colo);
+    ISOLATE_REGION.set(Some(region));
+    region
+}
+
 /// `request.cf.colo`, if the platform set it (read without `Cf::colo`,
 /// which panics when it is missing).
-fn request_colo(req: &Request) -> Option<String> {
-    let cf = js_sys::Reflect::get(req.inner(), &JsValue::from_str("cf")).ok()?;
+fn request_colo(req: &web_sys::Request) -> Option<String> {
+    let cf = js_sys::Reflect::get(req, &JsValue::from_str("cf")).ok()?;
     if !cf.is_object() {
         return None;
     }
@@ -529,7 +547,7 @@ pub async fn serve<R: DeserializeOwned>(
     {
         sleep_ms(ms.min(60_000)).await;
     }
-    let result = match body_within::<R>(req, MAX_STORE_BODY_BYTES).await {
+    let result = match body_within::<R>(req.inner(), req.headers(), MAX_STORE_BODY_BYTES).await {
         Ok(request) => handle(request).await,
         Err(e) => Err(e),
     };

@@ -14,10 +14,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use worker::{Env, Request, Response, ResponseBuilder};
+use worker::{Env, Response, ResponseBuilder};
 
 use crate::api::ApiResult;
 use crate::config::Config;
+use crate::incoming::Incoming;
 
 /// The floor's path.
 pub const PATH: &str = "/test/floor";
@@ -29,15 +30,9 @@ thread_local! {
 
 /// The floor's answer to `req`, if this Worker serves it (else `None`: the
 /// path is then an unknown one).
-pub fn answer(req: &Request, env: &Env) -> Option<ApiResult<Response>> {
-    let url = req.url().ok()?;
-    let loopback = match url.host() {
-        Some(worker::url::Host::Domain(d)) => d == "localhost",
-        Some(worker::url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    if !loopback || !Config::cached(env).is_ok_and(|c| c.test_bench_floor) {
+pub fn answer(req: &Incoming, env: &Env) -> Option<ApiResult<Response>> {
+    let url = req.url()?;
+    if !req.on_loopback() || !Config::cached(env).is_ok_and(|c| c.test_bench_floor) {
         return None;
     }
     let arg = |name: &str, default: usize, max: usize| {

@@ -120,7 +120,7 @@ pub async fn metrics(cx: Cx) -> ApiResult<Response> {
 /// `GET /v1/tags/{tag}/history?minutes=N`.
 pub async fn history(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
-    let minutes = history::minutes(&cx.req.url()?)?;
+    let minutes = history::minutes(cx.req.url())?;
     json(
         200,
         &history::answer(&cx.env, cx.config()?, &tag, minutes).await?,

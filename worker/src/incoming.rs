@@ -1,0 +1,70 @@
+//! A public request as the routes read it: its method, path, headers and
+//! URL, each read from the platform's `Request` once.
+//!
+//! Not `worker::Request`: building one reads `request.cf`, and workerd
+//! builds that object from the platform's JSON the first time it is read
+//! in a request: 13–15% of the CPU of any request, the no-op's included
+//! (tests/bench/profile.mjs; docs/benchmarks.md). The routes need one field
+//! of it, the colo, which is the isolate's own (`stores::isolate_colo`).
+
+use worker::worker_sys::web_sys;
+use worker::{Headers, Method, Url};
+
+/// An incoming request of the public API.
+pub struct Incoming {
+    inner: web_sys::Request,
+    method: Method,
+    path: String,
+    headers: Headers,
+    /// `None` only if the platform's URL did not parse (it always does).
+    url: Option<Url>,
+}
+
+impl Incoming {
+    /// Reads what every route needs of `inner`.
+    pub fn new(inner: web_sys::Request) -> Incoming {
+        let url = inner.url().parse::<Url>().ok();
+        Incoming {
+            method: inner.method().into(),
+            path: url.as_ref().map_or_else(|| "/".into(), |u| u.path().into()),
+            headers: Headers(inner.headers()),
+            url,
+            inner,
+        }
+    }
+
+    /// The platform's request (its body, its `cf`).
+    pub fn inner(&self) -> &web_sys::Request {
+        &self.inner
+    }
+
+    pub fn method(&self) -> Method {
+        self.method.clone()
+    }
+
+    /// The URL's path, percent-encoded as the URL is.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn headers(&self) -> &Headers {
+        &self.headers
+    }
+
+    /// The parsed URL, if it parsed.
+    pub fn url(&self) -> Option<&Url> {
+        self.url.as_ref()
+    }
+
+    /// Whether the URL's host is a loopback one (`localhost`, 127.0.0.0/8,
+    /// ::1): only such a request may meet a test setting (never a deployed
+    /// Worker's).
+    pub fn on_loopback(&self) -> bool {
+        self.url.as_ref().is_some_and(|url| match url.host() {
+            Some(worker::url::Host::Domain(d)) => d == "localhost",
+            Some(worker::url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        })
+    }
+}
