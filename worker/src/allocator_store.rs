@@ -590,7 +590,7 @@ impl DurableObject for RegionalAllocator {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
         // Its calls to the root run in a scope of their own: the background
         // budget (the isolate bounds its own wait) and the caller's test
         // fault.
@@ -598,7 +598,7 @@ impl DurableObject for RegionalAllocator {
         let scope = RequestScope::for_object(&req, &self.inner.env);
         let inner = &self.inner;
         scope
-            .run(serve(None, &mut req, async |r| match r {
+            .run(serve(None, &req, async |r| match r {
                 AllocatorRequest::Serve {
                     tag,
                     region,

@@ -209,6 +209,10 @@ async fn read_at_most(req: &web_sys::Request, max: usize) -> ApiResult<Vec<u8>> 
     let Some(body) = req.body() else {
         return Ok(Vec::new());
     };
+    // A body read before is a locked stream: `into_stream` would throw.
+    if req.body_used() {
+        return Err(worker::Error::BodyUsed.into());
+    }
     let mut stream = ByteStream::from(body);
     let mut bytes = Vec::new();
     while let Some(chunk) = stream.next().await {

@@ -65,8 +65,8 @@ impl DurableObject for Catalog {
         Catalog { sql, broken }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &mut req, async |r| match r {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(self.broken.as_ref(), &req, async |r| match r {
             CatalogRequest::List => self.list(),
             CatalogRequest::Add { biz_tag } => self
                 .sql

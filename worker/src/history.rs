@@ -37,8 +37,8 @@ pub fn tag_runway(config: &Config, h: &TagHistory, now: u64) -> ApiResult<Runway
 }
 
 /// `?minutes=N`, 1..=1440 (default 60).
-pub fn minutes(url: Option<&worker::Url>) -> ApiResult<u64> {
-    let Some((_, raw)) = url.and_then(|u| u.query_pairs().find(|(k, _)| k == "minutes")) else {
+pub fn minutes(url: &worker::Url) -> ApiResult<u64> {
+    let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "minutes") else {
         return Ok(60);
     };
     raw.parse::<u64>()

@@ -5,10 +5,12 @@
 //! builds that object from the platform's JSON the first time it is read
 //! in a request: 13–15% of the CPU of any request, the no-op's included
 //! (tests/bench/profile.mjs; docs/benchmarks.md). The routes need one field
-//! of it, the colo, which is the isolate's own (`stores::isolate_colo`).
+//! of it, the colo, which is the isolate's own (`stores::isolate_region`).
 
 use worker::worker_sys::web_sys;
 use worker::{Headers, Method, Url};
+
+use crate::api::{ApiError, ApiResult};
 
 /// An incoming request of the public API.
 pub struct Incoming {
@@ -16,21 +18,24 @@ pub struct Incoming {
     method: Method,
     path: String,
     headers: Headers,
-    /// `None` only if the platform's URL did not parse (it always does).
-    url: Option<Url>,
+    url: Url,
 }
 
 impl Incoming {
-    /// Reads what every route needs of `inner`.
-    pub fn new(inner: web_sys::Request) -> Incoming {
-        let url = inner.url().parse::<Url>().ok();
-        Incoming {
+    /// Reads what every route needs of `inner`; a URL that does not parse
+    /// (the platform's always does) names no route.
+    pub fn new(inner: web_sys::Request) -> ApiResult<Incoming> {
+        let raw = inner.url();
+        let url = raw.parse::<Url>().map_err(|e| {
+            ApiError::not_found(format!("route: expected a URL, found {raw:?} ({e})"))
+        })?;
+        Ok(Incoming {
             method: inner.method().into(),
-            path: url.as_ref().map_or_else(|| "/".into(), |u| u.path().into()),
+            path: url.path().into(),
             headers: Headers(inner.headers()),
             url,
             inner,
-        }
+        })
     }
 
     /// The platform's request (its body, its `cf`).
@@ -51,20 +56,19 @@ impl Incoming {
         &self.headers
     }
 
-    /// The parsed URL, if it parsed.
-    pub fn url(&self) -> Option<&Url> {
-        self.url.as_ref()
+    pub fn url(&self) -> &Url {
+        &self.url
     }
 
     /// Whether the URL's host is a loopback one (`localhost`, 127.0.0.0/8,
     /// ::1): only such a request may meet a test setting (never a deployed
     /// Worker's).
     pub fn on_loopback(&self) -> bool {
-        self.url.as_ref().is_some_and(|url| match url.host() {
+        match self.url.host() {
             Some(worker::url::Host::Domain(d)) => d == "localhost",
             Some(worker::url::Host::Ipv4(ip)) => ip.is_loopback(),
             Some(worker::url::Host::Ipv6(ip)) => ip.is_loopback(),
             None => false,
-        })
+        }
     }
 }

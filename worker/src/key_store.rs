@@ -338,8 +338,8 @@ impl DurableObject for KeyStore {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &mut req, async |r| match r {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(self.broken.as_ref(), &req, async |r| match r {
             KeyRequest::List => self.list(),
             KeyRequest::Create(k) => self.create(k).await,
             KeyRequest::Lookup { id } => json(
@@ -493,8 +493,8 @@ impl DurableObject for ApiKey {
         ApiKey { state, env }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(None, &mut req, async |r| {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(None, &req, async |r| {
             let answer = match r {
                 ApiKeyRequest::Create(entry) => self.create(entry).await?,
                 ApiKeyRequest::Lookup { id } => self.lookup(&id).await?,

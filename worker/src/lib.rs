@@ -42,9 +42,12 @@ pub use tag_store::TagStore;
 
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<Response> {
-    let req = Incoming::new(req);
     let origin = req.headers().get("Origin").ok().flatten();
-    let mut res = match routes::handle(req, env.clone(), ctx).await {
+    let handled = match Incoming::new(req) {
+        Ok(req) => routes::handle(req, env.clone(), ctx).await,
+        Err(e) => Err(e),
+    };
+    let mut res = match handled {
         Ok(res) => res,
         Err(e) => {
             isolate::count_error();

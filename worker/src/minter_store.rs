@@ -359,8 +359,8 @@ impl DurableObject for SnowflakeMinter {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &mut req, async |r| match r {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(self.broken.as_ref(), &req, async |r| match r {
             MinterRequest::Mint(r) => {
                 let config = Config::from_env(&self.env)?;
                 self.mint(&config, r).await.and_then(|b| json(200, &b))

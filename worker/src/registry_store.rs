@@ -397,8 +397,8 @@ impl DurableObject for WorkerRegistry {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &mut req, async |r| match r {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(self.broken.as_ref(), &req, async |r| match r {
             RegistryRequest::List => self.list(),
             RegistryRequest::Events => self.events(),
             RegistryRequest::Lease(r) => self.grant(|reg, hash, now| {

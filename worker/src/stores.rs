@@ -15,7 +15,7 @@
 //! service can afford to lose the answer of (a range or a worker ID left
 //! unused until its lease lapses, never an ID handed out twice).
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 
@@ -83,8 +83,8 @@ pub struct RequestScope {
     /// TESTS ONLY: how long each object it calls waits before answering
     /// (`Config::test_object_delay_ms`; 0 but on a loopback host).
     test_delay_ms: u64,
-    /// The region the request came in through (`request.cf.colo`, or in
-    /// tests the `Edgeleaf-Test-Colo` header), if the colo is a known one.
+    /// The isolate's region (`isolate_region`; in tests the request's
+    /// `Edgeleaf-Test-Colo` header), if the colo is a known one.
     region: Option<Region>,
     /// TESTS ONLY: every call to a tag's root object fails
     /// (`Config::test_root_unreachable`, loopback hosts only).
@@ -210,8 +210,9 @@ pub fn limit_budget(ms: u64) {
 }
 
 thread_local! {
-    /// The isolate's region, once a request told its colo.
-    static ISOLATE_REGION: Cell<Option<Option<Region>>> = const { Cell::new(None) };
+    /// The isolate's region (`None` in it: a colo the table lacks), set by
+    /// the first request whose `cf` has a colo; unset, `cf` is read again.
+    static ISOLATE_REGION: OnceCell<Option<Region>> = const { OnceCell::new() };
 }
 
 /// The region of the isolate's colo (`request.cf.colo`), read from the first
@@ -219,12 +220,11 @@ thread_local! {
 /// each read of `cf` builds the object anew from the platform's JSON
 /// (`incoming`). `None`: no request said, or a colo the table lacks.
 fn isolate_region(req: &Incoming) -> Option<Region> {
-    if let Some(region) = ISOLATE_REGION.get() {
+    if let Some(region) = ISOLATE_REGION.with(|r| r.get().copied()) {
         return region;
     }
-    let colo = request_colo(req.inner())?;
-    let region = colo_region(&colo);
-    ISOLATE_REGION.set(Some(region));
+    let region = colo_region(&request_colo(req.inner())?);
+    ISOLATE_REGION.with(|r| r.set(region).ok());
     region
 }
 
@@ -530,7 +530,7 @@ async fn send(
 /// every call; otherwise the request enum is decoded and `handle` answers it.
 pub async fn serve<R: DeserializeOwned>(
     broken: Option<&ApiError>,
-    req: &mut Request,
+    req: &Request,
     handle: impl AsyncFnOnce(R) -> ApiResult<Response>,
 ) -> worker::Result<Response> {
     if let Some(e) = broken {

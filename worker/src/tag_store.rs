@@ -872,8 +872,8 @@ impl DurableObject for TagStore {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        serve(None, &mut req, async |r| match r {
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(None, &req, async |r| match r {
             TagRequest::Put(b) => self.upsert(b),
             TagRequest::Get => self.live().and_then(|s| json(200, &Self::view(&s))),
             TagRequest::History => self.history(),

@@ -109,8 +109,14 @@ impl SegmentCore {
             _ => 0,
         };
         if let Some(ids) = &self.opaque {
-            ids.encode_all(&mut out[..poll.filled])
-                .map_err(|e| from_core(&e))?;
+            if let Err(e) = ids.encode_all(&mut out[..poll.filled]) {
+                // The call throws, so the load it asked for never starts.
+                if self.load_step > 0 {
+                    self.driver.load_failed();
+                    self.load_step = 0;
+                }
+                return Err(from_core(&e));
+            }
         }
         Ok((poll.filled, poll.next))
     }

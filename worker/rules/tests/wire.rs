@@ -1198,5 +1198,7 @@ fn an_id_lists_json_written_directly_is_serde_jsons_bytes() {
         same(&broken);
     }
     same(&[u64::MAX - 2, u64::MAX - 1, u64::MAX]);
+    same(&(u64::MAX - 29..=u64::MAX).collect::<Vec<_>>());
+    same(&[u64::MAX, 0, 1, 2]);
     same(&[5, 6, 5, 6, 7, 7, 8]);
 }

@@ -33,7 +33,7 @@ pub async fn segment(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `POST /v1/segment/{tag}/lease`: a whole segment, for a client to serve.
-pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
+pub async fn segment_lease(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let request = AllocateRequest::for_client(cx.body().await?, cx.owner());
     let lease = tag_store::allocate(&cx.env, &tag, request).await?;
@@ -47,7 +47,7 @@ pub async fn segment_lease(mut cx: Cx) -> ApiResult<Response> {
 /// (`TagRecord::credit_back`: never `max_id` moved back; the tail becomes a
 /// credit that only the same key leases again, so a false return can repeat
 /// IDs only within that key).
-pub async fn segment_return(mut cx: Cx) -> ApiResult<Response> {
+pub async fn segment_return(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let request = TakeBackRequest::for_client(cx.body().await?, cx.owner());
     let taken = tag_store::take_back(&cx.env, &tag, request).await?;

@@ -12,7 +12,7 @@ use crate::{auth, clock};
 
 /// `POST /v1/keys`: the core checks the request and makes the token; the
 /// store keeps its hash; the token is answered once.
-pub async fn create(mut cx: Cx) -> ApiResult<Response> {
+pub async fn create(cx: Cx) -> ApiResult<Response> {
     let b: KeyBody = cx.body().await?;
     let spec = KeySpec::new(
         &b.name,

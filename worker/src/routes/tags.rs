@@ -43,7 +43,7 @@ pub async fn get(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `PUT /v1/tags/{tag}`: creates the tag or updates it, and lists it.
-pub async fn put(mut cx: Cx) -> ApiResult<Response> {
+pub async fn put(cx: Cx) -> ApiResult<Response> {
     let default_step = cx.config()?.default_step;
     let tag = cx.tag()?;
     let put: TagPut = cx.body().await?;
@@ -78,7 +78,7 @@ pub async fn delete(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `POST /v1/tags/{tag}/reveal`: an opaque ID's counter.
-pub async fn reveal(mut cx: Cx) -> ApiResult<Response> {
+pub async fn reveal(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let RevealBody { id } = cx.body().await?;
     json(

@@ -9,7 +9,7 @@ use crate::api::{json, ApiResult};
 use crate::registry_store;
 
 /// `POST /v1/workers/lease`: a worker ID and its secret.
-pub async fn lease(mut cx: Cx) -> ApiResult<Response> {
+pub async fn lease(cx: Cx) -> ApiResult<Response> {
     let body = cx.body().await?;
     let request = LeaseRequest::from_body(cx.owner(), body);
     let granted = registry_store::lease(&cx.env, request).await?;
@@ -19,7 +19,7 @@ pub async fn lease(mut cx: Cx) -> ApiResult<Response> {
 }
 
 /// `POST /v1/workers/{id}/renew`.
-pub async fn renew(mut cx: Cx) -> ApiResult<Response> {
+pub async fn renew(cx: Cx) -> ApiResult<Response> {
     let claim: ClaimBody = cx.body().await?;
     let request = RenewRequest::from_body(cx.owner(), cx.worker_id()?, claim);
     let lease = registry_store::renew(&cx.env, request).await?;
@@ -28,7 +28,7 @@ pub async fn renew(mut cx: Cx) -> ApiResult<Response> {
 }
 
 /// `DELETE /v1/workers/{id}`.
-pub async fn release(mut cx: Cx) -> ApiResult<Response> {
+pub async fn release(cx: Cx) -> ApiResult<Response> {
     let claim: ClaimBody = cx.body().await?;
     let request = RenewRequest::from_body(cx.owner(), cx.worker_id()?, claim);
     json(200, &registry_store::release(&cx.env, request).await?)
