@@ -46,6 +46,21 @@ pub enum SegmentStep {
     Wait,
 }
 
+impl SegmentStep {
+    /// The step of the load this answer asks the caller to start (a
+    /// prefetch, or a load now), if any. The driver counts that load in
+    /// flight from this answer on: a caller that will not start it reports
+    /// [`SegmentDriver::load_failed`], or every later poll waits for it
+    /// until it is taken over.
+    pub fn load(&self) -> Option<u64> {
+        match *self {
+            SegmentStep::Done { prefetch } => prefetch,
+            SegmentStep::LoadNow { step } => Some(step),
+            SegmentStep::Wait => None,
+        }
+    }
+}
+
 /// The answer of [`SegmentDriver::poll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
@@ -338,14 +353,12 @@ mod tests {
         let _ = d.poll(0, &mut []);
         d.loaded(Allocation::new(1, 10).unwrap(), 0).unwrap();
         let mut out = [0u64; 2];
-        assert_eq!(
-            d.poll(0, &mut out).next,
-            SegmentStep::Done { prefetch: Some(20) }
-        );
-        assert_eq!(
-            d.poll(0, &mut out).next,
-            SegmentStep::Done { prefetch: None }
-        );
+        let asked = d.poll(0, &mut out).next;
+        assert_eq!(asked, SegmentStep::Done { prefetch: Some(20) });
+        assert_eq!(asked.load(), Some(20));
+        let after = d.poll(0, &mut out).next;
+        assert_eq!(after, SegmentStep::Done { prefetch: None });
+        assert_eq!(after.load(), None);
         d.load_failed();
         assert!(matches!(
             d.poll(0, &mut out).next,
@@ -354,6 +367,8 @@ mod tests {
         // Both halves dry while the prefetch is in flight: wait, don't load twice.
         let mut big = [0u64; 10];
         assert_eq!(d.poll(0, &mut big).next, SegmentStep::Wait);
+        assert_eq!(SegmentStep::Wait.load(), None);
+        assert_eq!(SegmentStep::LoadNow { step: 7 }.load(), Some(7));
         assert_eq!(d.warm_up(0), None);
     }
 }

@@ -101,13 +101,7 @@ impl SegmentCore {
         // dynamic step and the take-over of a lost load, never an ID.
         let now = super::error::whole(now).unwrap_or(0);
         let poll = self.driver.poll(now, out);
-        self.load_step = match poll.next {
-            SegmentStep::Done {
-                prefetch: Some(step),
-            }
-            | SegmentStep::LoadNow { step } => step,
-            _ => 0,
-        };
+        self.load_step = poll.next.load().unwrap_or(0);
         if let Some(ids) = &self.opaque {
             if let Err(e) = ids.encode_all(&mut out[..poll.filled]) {
                 // The call throws, so the load it asked for never starts.

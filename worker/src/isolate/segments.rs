@@ -43,7 +43,7 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
                 if spare > 0 {
                     let p = t.driver.poll(now, &mut out[..spare]);
                     spare_filled = p.filled;
-                    if p.next != (SegmentStep::Done { prefetch: None }) {
+                    if p.next.load().is_some() {
                         // This poll marked a prefetch it will not send.
                         t.driver.load_failed();
                     }
