@@ -15,11 +15,7 @@ use serde::{Deserialize, Serialize};
 /// What a regional allocator is asked. Each request names its tag and
 /// region (the object's name): the object keeps them from its first.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum AllocatorRequest {
     /// A range for one of the region's isolates: answers a
     /// [`SegmentLease`](super::tag::SegmentLease).

@@ -7,11 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// What the catalog is asked.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum CatalogRequest {
     /// Every tag, by name: answers [`TagList`].
     List,

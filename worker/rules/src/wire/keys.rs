@@ -17,11 +17,7 @@ use crate::access::{Access, KeyRecord, KeySpec, Scopes, TagLimit};
 /// longer asked to check a token (isolates ask the key's own object), except
 /// by `Lookup`, which isolates of the previous version send during a deploy.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum KeyRequest {
     /// Makes a new key (its row, then its own object): answers its [`KeyView`].
     Create(NewKey),
@@ -71,11 +67,7 @@ impl super::StoreRequest for KeyRequest {
 
 /// What a key's own object (`ApiKey`, named by the key's ID) is asked.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum ApiKeyRequest {
     /// Keeps the key (again: the same key is no change): answers [`Lookup`],
     /// `None` if it was revoked.
@@ -107,7 +99,7 @@ impl super::StoreRequest for ApiKeyRequest {
 
 /// A key as its own object keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct KeyEntry {
     /// The key's ID.
     pub id: String,
@@ -161,7 +153,7 @@ pub struct KeyBody {
 
 /// A key to store: checked by the core, its ID and the hash of its token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct NewKey {
     /// The key's ID (public).
     pub id: String,

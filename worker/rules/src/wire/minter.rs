@@ -10,7 +10,7 @@ use super::WireError;
 
 /// What a minter is asked.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub enum MinterRequest {
     /// A batch of IDs: answers [`Batch`].
     Mint(MintRequest),
@@ -31,7 +31,7 @@ impl super::StoreRequest for MinterRequest {
 
 /// A batch to mint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct MintRequest {
     /// Which minter this object is (it is named `minter-{region}-{index}`;
     /// before regions, `minter-{index}`).
@@ -47,7 +47,7 @@ pub struct MintRequest {
 
 /// A hand-over to minter `index`'s regional successor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct HandOverRequest {
     /// Which minter (the worker ID both objects mint under).
     pub index: u32,

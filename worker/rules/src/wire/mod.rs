@@ -10,6 +10,13 @@
 //! - field names are camelCase;
 //! - a body a caller writes has `deny_unknown_fields` (a misspelt field is
 //!   an error, and a caller cannot name what the Worker fills in: the owner);
+//! - a message between an isolate and an object, or between two objects, is
+//!   read tolerantly (an unknown field is ignored): during a deploy the
+//!   release before this one sends and reads them too (docs/design.md, "Two
+//!   releases at once"). So a new field must be one the previous release may
+//!   ignore, or is sent only once the other side is known to understand it;
+//!   an unknown request (variant) is still refused. (`registry::Previous` is
+//!   also in a public body, so it stays strict.)
 //! - an answer that the API has always given with its fields in alphabetical
 //!   order declares them in that order (serde writes them as declared).
 

@@ -15,11 +15,7 @@ use crate::lease::secret_hash;
 
 /// What the registry is asked.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum RegistryRequest {
     /// A worker ID for a node: answers [`Granted`].
     Lease(LeaseRequest),
@@ -89,7 +85,7 @@ pub struct ClaimBody {
 
 /// A node's lease, for `owner`.
 #[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct LeaseRequest {
     /// The node's name.
     pub node_key: String,
@@ -117,7 +113,7 @@ impl LeaseRequest {
 /// A minter's lease: only the Worker's minters send it (the public lease
 /// route cannot reach it, and refuses their `minter:` node keys).
 #[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct MinterLeaseRequest {
     /// Which minter.
     pub index: u32,
@@ -169,7 +165,7 @@ impl Previous {
 
 /// To renew or release: a holder's claim, for `owner`.
 #[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct RenewRequest {
     /// The credential asking (empty: the service's own holders).
     pub owner: String,

@@ -17,11 +17,7 @@ use crate::history::AllocationEvent;
 
 /// What a tag's object is asked.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    deny_unknown_fields
-)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum TagRequest {
     /// Creates or updates the tag: answers its [`TagView`].
     Put(TagUpsert),
@@ -108,7 +104,7 @@ impl From<&TagRecord> for TagView {
 /// Create, or update step/description (and raise max_id): the Worker's
 /// [`TagPut`] with the tag's name and the service's default step.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct TagUpsert {
     /// The tag (the route's `{tag}`).
     pub biz_tag: String,
@@ -275,7 +271,7 @@ pub struct LeaseBody {
 
 /// A segment, for a client's lease or one of the service's isolates.
 #[derive(Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct AllocateRequest {
     /// The step wanted.
     pub step: Option<u64>,
@@ -328,7 +324,7 @@ impl AllocateRequest {
 
 /// A tail handed back to the root ([`TagRequest::TakeBack`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct TakeBackRequest {
     /// The request ID the range was leased under.
     pub request_id: String,
