@@ -31,8 +31,9 @@
 use crate::code::ErrorCode;
 use crate::error::{check_range, Error};
 use crate::layout::Layout;
+pub use crate::lease::{LeaseAsk, Renewal};
 use crate::rand::{NoRandom, RandSource};
-use crate::secret::{Claim, LeaseSecret, Proof, SecretHash};
+use crate::secret::{Claim, LeaseSecret};
 use crate::snowflake::{SnowflakeConfig, SnowflakeGenerator, Wait, MAX_TOLERANCE_MS};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
 
@@ -77,12 +78,12 @@ pub struct Grant {
 }
 
 impl Grant {
-    /// A registry [`Lease`](crate::registry::Lease) under `layout`, with the secret
+    /// A registry [`Lease`](crate::lease::Lease) under `layout`, with the secret
     /// the registry's host answered with it (a renewal's answer has none:
     /// the holder keeps the one it has).
     #[cfg(feature = "alloc")]
     pub fn from_lease(
-        lease: &crate::registry::Lease,
+        lease: &crate::lease::Lease,
         secret: Option<LeaseSecret>,
         layout: Layout,
     ) -> Grant {
@@ -192,40 +193,6 @@ impl Default for HolderConfig {
             lease_again: false,
             take_over_ms: DEFAULT_TAKE_OVER_MS,
             reserve_ms: 0,
-        }
-    }
-}
-
-/// Ask the registry for a lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeaseAsk {
-    /// The node's clock, Unix ms.
-    pub node_now_ms: u64,
-    /// The last grant, with its secret: proves the node held it.
-    pub previous: Option<Claim>,
-}
-
-/// Ask the registry to renew (or, from [`SnowflakeHolder::close`], release).
-/// The holder sends it with its [`Claim`]; the registry is given it with a
-/// [`Proof`] ([`Renewal::proof`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Renewal<C = Claim> {
-    /// The grant, with its secret (or, for the registry, its hash).
-    pub claim: C,
-    /// The node's clock, Unix ms.
-    pub node_now_ms: u64,
-    /// The latest timestamp issued under the lease, Unix ms.
-    pub last_timestamp_ms: u64,
-}
-
-impl Renewal {
-    /// The renewal as the registry is given it: the claim's secret hashed
-    /// by `hash` (the host's SHA-256).
-    pub fn proof(&self, hash: impl FnOnce(&LeaseSecret) -> SecretHash) -> Renewal<Proof> {
-        Renewal {
-            claim: self.claim.proof(hash),
-            node_now_ms: self.node_now_ms,
-            last_timestamp_ms: self.last_timestamp_ms,
         }
     }
 }

@@ -19,8 +19,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::error::{check_range, ClockReference, Error};
-use crate::holder::{LeaseAsk, Renewal};
 use crate::layout::Layout;
+pub use crate::lease::Lease;
+use crate::lease::{LeaseAsk, Renewal};
 use crate::name::check_name;
 use crate::secret::{LeaseSecret, Proof, SecretHash};
 use crate::snowflake::MAX_TOLERANCE_MS;
@@ -222,28 +223,6 @@ impl LeaseEvent {
             owner: slot.owner.clone(),
         }
     }
-}
-
-/// A grant or renewal: what a node needs to issue IDs. The grant's secret
-/// is not here: the registry never has it (the host draws it, gives the
-/// registry its hash, and answers the secret to the caller alone).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
-pub struct Lease {
-    /// The worker ID to stamp into IDs.
-    pub worker_id: u32,
-    /// The fencing token: renewals and the release must present it.
-    pub generation: u64,
-    /// The node the lease is for.
-    pub node_key: String,
-    /// Stop issuing at this instant (by the node's clock) unless renewed.
-    pub expires_at_ms: u64,
-    /// Issue only IDs whose timestamp is later than this (Unix ms): everything
-    /// earlier may have been issued by a previous holder.
-    pub issue_after_ms: u64,
-    /// The TTL, so the node can renew when half of it has passed.
-    pub ttl_ms: u64,
 }
 
 /// A node's request for a lease.
