@@ -326,6 +326,7 @@ impl Error {
 }
 
 impl fmt::Display for Error {
+    // Long: one arm per variant, in one match so that no variant goes without its message.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Error::OutOfRange {

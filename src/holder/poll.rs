@@ -4,7 +4,7 @@ use crate::error::Error;
 use crate::rand::RandSource;
 use crate::snowflake::Wait;
 
-use super::{LeaseAsk, Phase, Renewal, SnowflakeHolder, SAVE_POLL_MS};
+use super::{HolderConfig, LeaseAsk, Phase, Renewal, SnowflakeHolder, SAVE_POLL_MS};
 
 /// What the caller does after a [`SnowflakeHolder::poll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,20 +49,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// again); the generator's errors ([`Error::ClockMovedBackwards`], ...)
     /// when no ID was written.
     pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> Result<HolderPoll, Error> {
-        if let Phase::Holding { grant, .. } = &self.phase {
-            // Borrowing mints up to `max_borrow_ms` ahead of the clock, so a
-            // holder that borrows stops that much earlier: no ID at or past
-            // the lease's end, where the next holder's floor may lie.
-            if now_ms.saturating_add(self.config.max_borrow_ms) >= grant.expires_at_ms {
-                // Never mint under a lapsed lease, whatever a late answer says.
-                let why = Error::LeaseExpired {
-                    worker_id: grant.worker_id,
-                    expired_at_ms: grant.expires_at_ms,
-                    now_ms,
-                };
-                self.lose(why);
-            }
-        }
+        self.lose_if_lapsed(now_ms);
         let take_over_ms = self.config.take_over_ms;
         match &mut self.phase {
             Phase::Stopped(e) => Err(e.clone()),
@@ -88,25 +75,14 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                 grant,
                 ..
             } => {
-                let reserve_ms = self.config.reserve_ms;
-                // The first unit starts after the one holding the floor, so a
-                // floor `reserve_ms` ahead is up to one unit more away.
-                let patience = reserve_ms
-                    .max(self.config.max_backward_ms)
-                    .max(*granted_wait_ms)
-                    + grant.layout.unit_ms();
-                let wait = if now_ms < *first_ms && *first_ms - now_ms <= patience {
-                    // Resuming after a timestamp a little ahead of the clock
-                    // (a saved reservation, or the floor the grant named):
-                    // wait for it.
-                    Some((*first_ms - now_ms, Wait::ClockBehind))
-                } else if reserve_ms > 0
-                    && now_ms.saturating_add(self.config.max_borrow_ms) > self.reserved_ms
-                {
-                    Some((SAVE_POLL_MS, Wait::Saving))
-                } else {
-                    None
-                };
+                let wait = Self::wait_to_mint(
+                    &self.config,
+                    self.reserved_ms,
+                    now_ms,
+                    *first_ms,
+                    *granted_wait_ms,
+                    grant.layout.unit_ms(),
+                );
                 if let Some((ms, reason)) = wait {
                     let renew = self.renewal(now_ms);
                     return Ok(HolderPoll {
@@ -132,6 +108,52 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
                     next,
                 })
             }
+        }
+    }
+
+    /// Ends a lease that lapsed by `now_ms` (less what the holder may
+    /// borrow).
+    fn lose_if_lapsed(&mut self, now_ms: u64) {
+        if let Phase::Holding { grant, .. } = &self.phase {
+            // Borrowing mints up to `max_borrow_ms` ahead of the clock, so a
+            // holder that borrows stops that much earlier: no ID at or past
+            // the lease's end, where the next holder's floor may lie.
+            if now_ms.saturating_add(self.config.max_borrow_ms) >= grant.expires_at_ms {
+                // Never mint under a lapsed lease, whatever a late answer says.
+                let why = Error::LeaseExpired {
+                    worker_id: grant.worker_id,
+                    expired_at_ms: grant.expires_at_ms,
+                    now_ms,
+                };
+                self.lose(why);
+            }
+        }
+    }
+
+    /// How long a holder under a grant waits before it mints, and why
+    /// (`None`: mint now). An associated function over the fields it reads,
+    /// so that `poll` may hold the generator borrowed meanwhile.
+    fn wait_to_mint(
+        config: &HolderConfig,
+        reserved_ms: u64,
+        now_ms: u64,
+        first_ms: u64,
+        granted_wait_ms: u64,
+        unit_ms: u64,
+    ) -> Option<(u64, Wait)> {
+        let reserve_ms = config.reserve_ms;
+        // The first unit starts after the one holding the floor, so a
+        // floor `reserve_ms` ahead is up to one unit more away.
+        let patience = reserve_ms.max(config.max_backward_ms).max(granted_wait_ms) + unit_ms;
+        if now_ms < first_ms && first_ms - now_ms <= patience {
+            // Resuming after a timestamp a little ahead of the clock
+            // (a saved reservation, or the floor the grant named):
+            // wait for it.
+            Some((first_ms - now_ms, Wait::ClockBehind))
+        } else if reserve_ms > 0 && now_ms.saturating_add(config.max_borrow_ms) > reserved_ms {
+            Some((SAVE_POLL_MS, Wait::Saving))
+        } else {
+            None
         }
     }
 }

@@ -58,6 +58,38 @@ impl Registry {
             0,
             node_now_ms.saturating_add(MAX_TOLERANCE_MS),
         )?;
+        Self::check_renewal(slot, node_now_ms, registry_now_ms, max_skew_ms)?;
+        let extends = registry_now_ms + ttl_ms > slot.expires_at_ms;
+        slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
+        slot.reported_clock_ms = node_now_ms;
+        slot.reported_at_ms = registry_now_ms;
+        slot.expires_at_ms = registry_now_ms + ttl_ms;
+        let lease = Lease {
+            worker_id,
+            generation: claim.generation,
+            node_key: slot.node_key.clone(),
+            expires_at_ms: slot.expires_at_ms,
+            issue_after_ms: slot.last_timestamp_ms,
+            ttl_ms,
+        };
+        // A renewal that does not extend the lease (a second one within the
+        // same ms, or under a registry clock that went back) is no event.
+        if extends {
+            let renewed = LeaseEvent::new(LeaseEventKind::Renewed, registry_now_ms, slot);
+            self.events.push(renewed);
+        }
+        Ok(lease)
+    }
+
+    /// Refuses a renewal of a lease that lapsed, or from a node whose clock
+    /// is off from the registry's or went back past its last report.
+    fn check_renewal(
+        slot: &WorkerSlot,
+        node_now_ms: u64,
+        registry_now_ms: u64,
+        max_skew_ms: u64,
+    ) -> Result<(), Error> {
+        let worker_id = slot.worker_id;
         if registry_now_ms >= slot.expires_at_ms {
             return Err(Error::LeaseExpired {
                 worker_id,
@@ -84,26 +116,7 @@ impl Registry {
                 node_now_ms,
             });
         }
-        let extends = registry_now_ms + ttl_ms > slot.expires_at_ms;
-        slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
-        slot.reported_clock_ms = node_now_ms;
-        slot.reported_at_ms = registry_now_ms;
-        slot.expires_at_ms = registry_now_ms + ttl_ms;
-        let lease = Lease {
-            worker_id,
-            generation: claim.generation,
-            node_key: slot.node_key.clone(),
-            expires_at_ms: slot.expires_at_ms,
-            issue_after_ms: slot.last_timestamp_ms,
-            ttl_ms,
-        };
-        // A renewal that does not extend the lease (a second one within the
-        // same ms, or under a registry clock that went back) is no event.
-        if extends {
-            let renewed = LeaseEvent::new(LeaseEventKind::Renewed, registry_now_ms, slot);
-            self.events.push(renewed);
-        }
-        Ok(lease)
+        Ok(())
     }
 
     /// Gives a worker ID back for its holder (`owner`, presenting the hash

@@ -220,6 +220,7 @@ fn a_conditional_change_goes_through_only_on_the_tag_its_writer_read() {
     );
 }
 
+// Long: one scenario over one record, each step reading the state the last left.
 #[test]
 fn segments_go_out_by_kind_and_a_request_id_is_answered_once() {
     let plain = TagRecord::new("p", 100, 0, "", 0).unwrap();
@@ -300,6 +301,7 @@ fn segments_go_out_by_kind_and_a_request_id_is_answered_once() {
     );
 }
 
+// Long: one scenario over one record, each step reading the state the last left.
 #[test]
 fn a_tail_comes_back_only_last_and_only_from_its_asker() {
     let r = TagRecord::new("t", 10, 100, "", 0).unwrap();
@@ -390,6 +392,7 @@ fn a_tail_comes_back_only_last_and_only_from_its_asker() {
     ));
 }
 
+// Long: one scenario over one record, each step reading the state the last left.
 #[test]
 fn a_clients_tail_is_a_credit_of_its_own_asker_never_max_id_moved_back() {
     let r = TagRecord::new("t", 10, 0, "", 0).unwrap();
