@@ -18,7 +18,7 @@ pub struct LeaseAsk {
     pub previous: Option<Claim>,
 }
 
-/// Ask the registry to renew (or, from [`SnowflakeHolder::close`](crate::holder::SnowflakeHolder::close), release).
+/// Ask the registry to renew (or, from `holder::SnowflakeHolder::close`, release).
 /// The holder sends it with its [`Claim`]; the registry is given it with a
 /// [`Proof`] ([`Renewal::proof`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
