@@ -16,7 +16,9 @@ pub const DEFAULT_RESERVE_MS: u64 = 3_000;
 pub struct HolderConfig {
     /// As [`SnowflakeConfig::max_backward_ms`](crate::snowflake::SnowflakeConfig::max_backward_ms).
     pub max_backward_ms: u64,
-    /// As [`SnowflakeConfig::sequence_start_bound`](crate::snowflake::SnowflakeConfig::sequence_start_bound); `None`: the layout's default.
+    /// As
+    /// [`SnowflakeConfig::sequence_start_bound`](crate::snowflake::SnowflakeConfig::sequence_start_bound);
+    /// `None`: the layout's default.
     pub sequence_start_bound: Option<u32>,
     /// As [`SnowflakeConfig::max_borrow_ms`](crate::snowflake::SnowflakeConfig::max_borrow_ms).
     pub max_borrow_ms: u64,

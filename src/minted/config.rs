@@ -14,7 +14,8 @@ pub const MIN_MINT_BATCH: u32 = 1;
 /// The first batch asked for.
 pub const FIRST_MINT_BATCH: u32 = 16;
 
-/// How far ahead of its clock a minter mints ([`minter_holder_config`](super::minter_holder_config)):
+/// How far ahead of its clock a minter mints
+/// ([`minter_holder_config`](super::minter_holder_config)):
 /// a batch may run into the next time units (LEAF: 4 units of 1 ms, 16,384
 /// IDs) instead of stopping at the end of the current one. Without it a
 /// batch was one unit's sequence (4,096 IDs) however fast IDs were served,

@@ -7,7 +7,8 @@ impl Registry {
     /// `registry_now_ms`: its grant is live, or lapsed and not yet free, or
     /// it was freed with a floor (`last_timestamp_ms`) further ahead than
     /// any node's clock may be (the registry's + `max_skew_ms`). Each such
-    /// slot counts toward its owner's [`RegistryConfig::per_owner`](super::RegistryConfig::per_owner), so that
+    /// slot counts toward its owner's
+    /// [`RegistryConfig::per_owner`](super::RegistryConfig::per_owner), so that
     /// no credential makes more worker IDs unusable than its share.
     pub fn withheld(&self, slot: &WorkerSlot, registry_now_ms: u64) -> bool {
         self.status(slot, registry_now_ms) != SlotStatus::Free

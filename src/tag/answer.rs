@@ -50,7 +50,8 @@ pub enum TailSkipped {
 
 impl TailSkipped {
     /// Whether this refusal proves the tail was never taken back, so that
-    /// its holder may serve it again ([`BlockAllocator::keep`](crate::block::BlockAllocator::keep)):
+    /// its holder may serve it again
+    /// ([`BlockAllocator::keep`](crate::block::BlockAllocator::keep)):
     /// only [`TailSkipped::Followed`], given after the tail was found to be
     /// the end of the range still remembered under its request ID — every
     /// take-back shortens or removes that entry in the same write, so it

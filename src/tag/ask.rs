@@ -67,7 +67,8 @@ impl SegmentAsk<'_> {
     }
 
     /// Whose credits this ask may be answered from
-    /// ([`TagRecord::lease_with_credits`](super::TagRecord::lease_with_credits)): an outside caller with a
+    /// ([`TagRecord::lease_with_credits`](super::TagRecord::lease_with_credits)): an outside caller
+    /// with a
     /// credential of its own, by its name; `None` for the service's own
     /// isolates and allocators and for callers without one.
     pub fn credit_owner(&self) -> Option<&str> {
@@ -100,7 +101,8 @@ impl TailBack<'_> {
         self.as_lease().remembered_as()
     }
 
-    /// Whose credits the tail would join ([`TagRecord::credit_back`](super::TagRecord::credit_back)): as
+    /// Whose credits the tail would join
+    /// ([`TagRecord::credit_back`](super::TagRecord::credit_back)): as
     /// [`SegmentAsk::credit_owner`] for the lease.
     pub fn credit_owner(&self) -> Option<&str> {
         match self.caller {
