@@ -5,7 +5,7 @@
 use core::fmt;
 
 use crate::code::ErrorCode;
-use crate::opaque::OpaqueDomain;
+use crate::opaque_domain::OpaqueDomain;
 
 /// Which clock a skew check compared the node's clock against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +235,7 @@ pub enum Error {
         found: OpaqueDomain,
     },
     /// A segment lease's request ID is empty or longer than
-    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) bytes.
+    /// `tag::MAX_REQUEST_ID_LEN` bytes.
     InvalidRequestId {
         /// Its length in bytes.
         len: usize,
@@ -263,7 +263,7 @@ pub enum Error {
         found: Option<u64>,
     },
     /// A region name that is not one of the nine `locationHint`s
-    /// ([`Region`](crate::region::Region)).
+    /// (`region::Region`).
     InvalidRegion {
         /// The name's length in bytes (the name itself is the caller's).
         len: usize,
@@ -326,6 +326,7 @@ impl Error {
 }
 
 impl fmt::Display for Error {
+    // Long: one arm per variant, in one match so that no variant goes without its message.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Error::OutOfRange {

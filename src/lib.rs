@@ -76,8 +76,12 @@ pub mod error;
 pub mod holder;
 pub mod layout;
 pub mod leaf;
+// The messages of `holder` and `registry`, re-exported from both.
+mod lease;
 pub mod name;
 pub mod opaque;
+// Below `error`: plain data the error carries, re-exported from `opaque`.
+mod opaque_domain;
 pub mod rand;
 pub mod region;
 pub mod secret;

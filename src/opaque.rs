@@ -22,20 +22,10 @@
 //! recover every counter.
 
 use crate::error::{check_range, Error};
+pub use crate::opaque_domain::OpaqueDomain;
 
 /// Feistel rounds (FF1's count).
 const ROUNDS: u8 = 10;
-
-/// An opaque ID domain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
-pub enum OpaqueDomain {
-    /// IDs below 2^bits, `bits` in 32..=63 (53 keeps them exact as JS numbers).
-    Bits(u8),
-    /// IDs of at most `digits` decimal digits, `digits` in 6..=18.
-    Digits(u8),
-}
 
 impl OpaqueDomain {
     /// Checks the width.

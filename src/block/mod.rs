@@ -1,0 +1,189 @@
+//! A tag's regional allocator, as a pure state machine: a segment *client*
+//! of the tag's root (its store, which owns `max_id`) and a segment *server*
+//! to the isolates of its region. It is the segment client's double buffer
+//! ([`SegmentBuffer`]) whose halves are *blocks* leased from the root with
+//! the tag's lease rule ([`TagRecord::lease_segment`](crate::tag::TagRecord::lease_segment)),
+//! handed on in contiguous ranges ([`SegmentBuffer::take_range`]). Not a
+//! third allocator: the root allocates, the buffer serves.
+//!
+//! The host (a Durable Object named `{tag}@{region}`) holds no rule:
+//!
+//! ```text
+//! state  = storage.get() once, then kept in memory   (BlockAllocator, serde)
+//! answer = allocator.serve(step, now, rand)           // or loaded / retire
+//! storage.put(state)          // BEFORE anything leaves: a range, a block ask,
+//!                             // a tail; a failed put answers nothing and
+//!                             // drops the memory copy (read it again)
+//! then: answer the range; send the block ask to the root; hand tails back
+//! ```
+//!
+//! Why this keeps every ID unique, with the host's part:
+//! - a range is answered only after the state that records it served
+//!   (`served_high`) is durable: a replacement restored from storage never
+//!   serves it again, and an old instance whose writes fail answers nothing;
+//! - a block ask carries a request ID drawn from randomness the host passes
+//!   in, and is in the state before it is sent: a replacement (or a retry
+//!   after a lost answer) sends the same ask again and the root answers the
+//!   same block (`SegmentAnswer::Again`), never a second one for one ask;
+//! - only the block ask in the state is installed: a late answer to an ask
+//!   abandoned by [`BlockAllocator::retire`] (or a second copy of an answer)
+//!   is ignored, and never handed back (its IDs may be served already);
+//! - a tail is handed back only after the state without it is durable, and
+//!   the root takes it only if nothing followed it and it is the end of the
+//!   block remembered under this allocator's request ID
+//!   ([`TagRecord::take_back`](crate::tag::TagRecord::take_back)).
+
+mod ask;
+mod hand_back;
+mod serve;
+#[cfg(test)]
+mod tests;
+
+pub use ask::{BlockAsk, BLOCK_REQUEST_ID_BYTES};
+pub use hand_back::{HandBack, Tail, TailAnswer, RETIRE_AFTER_MS};
+pub use serve::{BlockLoad, Serve};
+
+use crate::segment::{
+    SegmentBuffer, SegmentSnapshot, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP,
+};
+use crate::wait::InFlight;
+use alloc::vec::Vec;
+
+/// A block is this many of the tag's steps (before Leaf's dynamic rule grows
+/// it): an allocator serves every isolate of its region, so its loads should
+/// be a tenth of theirs. With Leaf's prefetch at 10% used, the next block is
+/// asked for once one isolate segment of the block is served, so the region
+/// keeps nine segments of runway while the root answers; a lost allocator
+/// skips at most two blocks. The root clamps the step to the tag's
+/// `max_step` ([`TagRecord::grant_step`](crate::tag::TagRecord::grant_step)),
+/// so a tag that pins its step (`max_step == step`) gets blocks of its step.
+pub const BLOCK_FACTOR: u64 = 10;
+
+/// A tag's regional allocator: its blocks, the ask in flight, and the
+/// highest ID it ever handed on. Serialise it whole (feature `serde`) as the
+/// object's state, as JSON text (`serde_json::to_string`): its numbers go up
+/// to 2^64 − 1, past what a JS number holds exactly.
+///
+/// ```
+/// use edgeleaf::block::{BlockAllocator, BlockLoad, Serve};
+/// use edgeleaf::rand::SplitMix64;
+/// use edgeleaf::segment::Allocation;
+///
+/// let mut rand = SplitMix64::new(7);
+/// let mut a = BlockAllocator::new();
+/// let Serve::Load(ask) = a.serve(100, 0, &mut rand) else { unreachable!() };
+/// // persist, send `ask` to the root; it answers a block and the tag's step
+/// assert_eq!(a.loaded(&ask.request_id, Allocation::new(1, 1_000)?, 100, 0)?, BlockLoad::Installed);
+/// let Serve::Range { range, .. } = a.serve(100, 0, &mut rand) else { unreachable!() };
+/// assert_eq!((range.start, range.end), (1, 100)); // persist, then answer it
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct BlockAllocator {
+    /// The blocks as the two halves of a double buffer.
+    buf: SegmentBuffer,
+    /// The blocks with IDs not yet handed on, with their request IDs.
+    blocks: Vec<Tail>,
+    /// When each of `blocks` was installed (clock readings, in order).
+    #[cfg_attr(feature = "serde", serde(default))]
+    leased_ms: Vec<u64>,
+    /// The block ask recorded before it was sent, until answered.
+    pending: Option<BlockAsk>,
+    /// The tag's step, as the root last said (`None`: no block yet).
+    tag_step: Option<u64>,
+    /// The highest ID ever handed on (0: none): nothing at or below it is
+    /// served again, whatever a block says.
+    served_high: u64,
+    /// When this instance sent the pending ask; not saved: a restored
+    /// instance sends the pending ask again at once.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    in_flight: InFlight,
+}
+
+impl Default for BlockAllocator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The buffer's own policy: Leaf's dynamic rule over any step; the floor
+/// (the tag's step times [`BLOCK_FACTOR`]) is applied when a block is asked.
+fn block_policy() -> StepPolicy {
+    StepPolicy {
+        min_step: 1,
+        max_step: MAX_STEP,
+        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
+    }
+}
+
+impl BlockAllocator {
+    /// An allocator with no block yet.
+    pub fn new() -> Self {
+        BlockAllocator {
+            buf: SegmentBuffer::new(block_policy()),
+            blocks: Vec::new(),
+            leased_ms: Vec::new(),
+            pending: None,
+            tag_step: None,
+            served_high: 0,
+            in_flight: InFlight::default(),
+        }
+    }
+
+    /// The blocks as monitoring shows them (each half's next ID and end).
+    pub fn snapshot(&self) -> SegmentSnapshot {
+        self.buf.snapshot()
+    }
+
+    /// The highest ID ever handed on (0: none).
+    pub fn served_high(&self) -> u64 {
+        self.served_high
+    }
+
+    /// IDs held in blocks, not yet handed on (the region's runway).
+    pub fn available(&self) -> u64 {
+        self.buf.available()
+    }
+
+    /// The blocks still holding IDs, with their request IDs (monitoring).
+    pub fn blocks(&self) -> &[Tail] {
+        &self.blocks
+    }
+
+    /// The block ask recorded and not yet answered, if any.
+    pub fn pending(&self) -> Option<&BlockAsk> {
+        self.pending.as_ref()
+    }
+
+    /// The tag's step as the root last said (`None`: no block yet).
+    pub fn tag_step(&self) -> Option<u64> {
+        self.tag_step
+    }
+
+    /// Drops the blocks handed on whole (and their lease times).
+    fn forget_served_blocks(&mut self) {
+        let served = self
+            .blocks
+            .iter()
+            .take_while(|b| b.range.end <= self.served_high)
+            .count();
+        self.blocks.drain(..served);
+        self.leased_ms.drain(..served.min(self.leased_ms.len()));
+    }
+
+    /// The range length granted for `requested`: never below the tag's step
+    /// (as the root grants an isolate), never above Leaf's cap; a block's
+    /// end shortens it (its length is the tag's `max_step` at most).
+    fn grant(&self, requested: u64) -> u64 {
+        requested.clamp(self.tag_step.unwrap_or(1), MAX_STEP)
+    }
+
+    /// The step of the next block: Leaf's dynamic rule over the blocks'
+    /// lifetimes, never below [`BLOCK_FACTOR`] times the tag's step.
+    fn block_step(&self, now_ms: u64) -> Option<u64> {
+        let floor = self.tag_step?.saturating_mul(BLOCK_FACTOR);
+        Some(self.buf.step_for_next_load(now_ms).max(floor).min(MAX_STEP))
+    }
+}

@@ -1,0 +1,117 @@
+//! Serving ranges to the region's isolates, and installing the blocks the
+//! root answers.
+
+use crate::error::Error;
+use crate::rand::RandSource;
+use crate::segment::Allocation;
+
+use super::{BlockAllocator, BlockAsk, Tail};
+
+/// What the host does after [`BlockAllocator::serve`] (always: persist the
+/// state first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Serve {
+    /// Persist, then answer `range` to the isolate; then, with `ask`, send
+    /// it to the root (in the background) and report its answer with
+    /// [`BlockAllocator::loaded`] or [`BlockAllocator::load_failed`].
+    Range {
+        /// The IDs for the isolate: a contiguous range of one block.
+        range: Allocation,
+        /// A block ask to send now.
+        ask: Option<BlockAsk>,
+    },
+    /// No IDs: persist, send this ask to the root, report its answer, and
+    /// serve again.
+    Load(BlockAsk),
+    /// No IDs and a block ask is in flight: wait for it (within the
+    /// request's budget), then serve again; or lease from the root.
+    Wait,
+}
+
+/// What [`BlockAllocator::loaded`] did with an answer of the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockLoad {
+    /// The block is installed: persist the state before serving from it (the
+    /// next [`BlockAllocator::serve`] persists anyway).
+    Installed,
+    /// Not the ask in the state (abandoned by a retirement, or answered
+    /// already): ignored. Its IDs stay skipped, never handed back.
+    Ignored,
+}
+
+impl BlockAllocator {
+    /// A contiguous range of `requested_step` IDs for an isolate (at least
+    /// the tag's step however few are asked, shorter at a block's end), or
+    /// what to do to get one, at clock reading `now_ms`; `rand` draws the
+    /// request ID of a new block ask. The host persists the state before it
+    /// answers or sends anything.
+    pub fn serve(&mut self, requested_step: u64, now_ms: u64, rand: &mut impl RandSource) -> Serve {
+        let take = self.buf.take_range(self.grant(requested_step));
+        let ask = if take.load {
+            Some(self.new_ask(now_ms, rand))
+        } else {
+            self.ask_to_send_again(now_ms)
+        };
+        match take.range {
+            Some(range) => {
+                self.served_high = range.end;
+                self.forget_served_blocks();
+                Serve::Range { range, ask }
+            }
+            None => ask.map_or(Serve::Wait, Serve::Load),
+        }
+    }
+
+    /// The root answered the block ask `request_id` with `block`, for a tag
+    /// whose step is `tag_step`, at clock reading `now_ms`.
+    ///
+    /// # Errors
+    /// [`Error::SegmentOverlap`] for a block at or below IDs this allocator
+    /// holds or handed on (never served; the next block is asked under a new
+    /// request ID); [`Error::InvalidSegment`] for a malformed range.
+    pub fn loaded(
+        &mut self,
+        request_id: &str,
+        block: Allocation,
+        tag_step: u64,
+        now_ms: u64,
+    ) -> Result<BlockLoad, Error> {
+        let Some(ask) = self.pending.take_if(|a| a.request_id == request_id) else {
+            return Ok(BlockLoad::Ignored);
+        };
+        self.in_flight.done();
+        // The buffer's high-water is at least `served_high` (it is raised
+        // to it on retirement): it refuses a block at or below it.
+        let installed = Allocation::new(block.start, block.end)
+            .and_then(|block| self.buf.load(block, now_ms).map(|()| block));
+        let block = match installed {
+            Ok(block) => block,
+            Err(e) => {
+                // No load in flight any more: the next serve asks anew.
+                self.buf.load_failed();
+                return Err(e);
+            }
+        };
+        self.tag_step = Some(tag_step);
+        self.blocks.push(Tail {
+            range: block,
+            request_id: ask.request_id,
+        });
+        self.leased_ms.push(now_ms);
+        Ok(BlockLoad::Installed)
+    }
+
+    /// The block ask `request_id` failed (the root did not answer): the next
+    /// [`BlockAllocator::serve`] sends it again, under the same request ID
+    /// (the root may have allocated it: its retry is answered the same block).
+    pub fn load_failed(&mut self, request_id: &str) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|a| a.request_id == request_id)
+        {
+            self.in_flight.done();
+        }
+    }
+}

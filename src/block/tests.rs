@@ -1,0 +1,272 @@
+use super::*;
+use crate::error::Error;
+use crate::rand::SplitMix64;
+use crate::segment::Allocation;
+use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
+use alloc::vec::Vec;
+
+fn range(s: &Serve) -> (u64, u64) {
+    match s {
+        Serve::Range { range, .. } => (range.start, range.end),
+        other => panic!("expected a range, found {other:?}"),
+    }
+}
+
+fn block(start: u64, end: u64) -> Allocation {
+    Allocation::new(start, end).unwrap()
+}
+
+#[test]
+fn asks_a_block_serves_ranges_and_prefetches_one_ask_at_a_time() {
+    let mut rand = SplitMix64::new(1);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(first) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    assert_eq!(first.step, None, "the tag's step is not known yet");
+    assert_eq!(first.request_id.len(), 2 * BLOCK_REQUEST_ID_BYTES);
+    assert_eq!(a.serve(5, 0, &mut rand), Serve::Wait, "one ask in flight");
+    assert_eq!(
+        a.loaded(&first.request_id, block(1, 100), 10, 0),
+        Ok(BlockLoad::Installed)
+    );
+    // Granted at least the tag's step; past 10% used, the prefetch.
+    assert_eq!(
+        a.serve(5, 0, &mut rand),
+        Serve::Range {
+            range: block(1, 10),
+            ask: None
+        }
+    );
+    let s = a.serve(5, 0, &mut rand);
+    assert_eq!(range(&s), (11, 20));
+    let Serve::Range {
+        ask: Some(next), ..
+    } = s
+    else {
+        panic!("{s:?}")
+    };
+    assert_eq!(next.step, Some(200), "a block that lasted 0 ms doubles");
+    assert_ne!(next.request_id, first.request_id);
+    assert_eq!(
+        range(&a.serve(95, 0, &mut rand)),
+        (21, 100),
+        "a block's end"
+    );
+    assert_eq!(a.serve(5, 0, &mut rand), Serve::Wait);
+    // A second copy of the first answer is ignored.
+    assert_eq!(
+        a.loaded(&first.request_id, block(1, 100), 10, 0),
+        Ok(BlockLoad::Ignored)
+    );
+    assert_eq!(
+        a.loaded(&next.request_id, block(301, 500), 10, 1),
+        Ok(BlockLoad::Installed)
+    );
+    assert_eq!(range(&a.serve(10, 1, &mut rand)), (301, 310));
+    assert_eq!(a.served_high(), 310);
+}
+
+#[test]
+fn a_block_held_half_an_hour_is_due_to_retire() {
+    let mut rand = SplitMix64::new(4);
+    let mut a = BlockAllocator::new();
+    assert!(!a.retire_due(RETIRE_AFTER_MS));
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 20), 10, 1_000).unwrap();
+    assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS - 1));
+    assert!(a.retire_due(1_000 + RETIRE_AFTER_MS));
+    // Served whole: nothing held, nothing due.
+    let _ = a.serve(20, 2_000, &mut rand);
+    assert_eq!(a.blocks(), []);
+    assert!(!a.retire_due(1_000 + RETIRE_AFTER_MS));
+    assert_eq!(a.retire(), []);
+}
+
+#[test]
+fn a_tail_the_root_refused_is_served_again_and_never_due_again() {
+    let mut rand = SplitMix64::new(5);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+    assert_eq!(range(&a.serve(10, 0, &mut rand)), (1, 10));
+    let tails = a.retire();
+    assert_eq!(tails.len(), 1);
+    assert_eq!(a.available(), 0);
+    // The root refused it (it handed out IDs after it): kept.
+    assert_eq!(a.keep(tails.clone(), RETIRE_AFTER_MS), 1);
+    assert_eq!(a.available(), 90);
+    assert!(!a.retire_due(10 * RETIRE_AFTER_MS), "kept for good");
+    // Kept twice: refused (the buffer holds it already).
+    assert_eq!(a.keep(tails, RETIRE_AFTER_MS), 0);
+    let Serve::Range { range, ask } = a.serve(10, RETIRE_AFTER_MS, &mut rand) else {
+        panic!("the kept tail served")
+    };
+    assert_eq!(range.start, 11);
+    // A block leased after the kept tail is due in its time.
+    let next = ask.expect("the next block asked at the kept tail's 10%");
+    a.loaded(&next.request_id, block(200, 299), 10, 2 * RETIRE_AFTER_MS)
+        .unwrap();
+    assert!(!a.retire_due(3 * RETIRE_AFTER_MS - 1));
+    assert!(a.retire_due(3 * RETIRE_AFTER_MS));
+}
+
+/// An allocator retired with two tails, last first: 101..=200, 12..=100.
+fn retired_with_two_tails() -> (BlockAllocator, Vec<Tail>) {
+    let mut rand = SplitMix64::new(8);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+    let Serve::Range {
+        ask: Some(next), ..
+    } = a.serve(11, 0, &mut rand)
+    else {
+        panic!("the next block asked at 10%")
+    };
+    a.loaded(&next.request_id, block(101, 200), 10, 0).unwrap();
+    let tails = a.retire();
+    assert_eq!(
+        tails.iter().map(|t| t.range.start).collect::<Vec<_>>(),
+        [101, 12]
+    );
+    (a, tails)
+}
+
+#[test]
+fn a_hand_back_sends_last_first_and_stops_at_the_first_tail_not_taken() {
+    // Both taken: nothing kept.
+    let (mut a, tails) = retired_with_two_tails();
+    let mut back = HandBack::new(tails);
+    while let Some(t) = back.to_send() {
+        back.answered(t, TailAnswer::Taken);
+    }
+    assert_eq!(back.finish(&mut a, 0), (189, 0));
+    assert_eq!(a.available(), 0);
+    // The last refused with proof: it and the unsent one kept.
+    let (mut a, tails) = retired_with_two_tails();
+    let mut back = HandBack::new(tails);
+    let t = back.to_send().unwrap();
+    assert_eq!(t.range.start, 101);
+    back.answered(t, TailAnswer::Refused { untaken: true });
+    assert_eq!(back.to_send(), None, "the earlier tail cannot come back");
+    assert_eq!(back.finish(&mut a, 0), (0, 2));
+    assert_eq!(a.available(), 189);
+    // The last lost (maybe taken): a gap; the unsent one kept.
+    let (mut a, tails) = retired_with_two_tails();
+    let mut back = HandBack::new(tails);
+    let t = back.to_send().unwrap();
+    back.answered(t, TailAnswer::Lost);
+    assert_eq!(back.finish(&mut a, 0), (0, 1));
+    assert_eq!(a.available(), 89);
+    // Refused without proof: a gap too.
+    let (mut a, tails) = retired_with_two_tails();
+    let mut back = HandBack::new(tails);
+    let t = back.to_send().unwrap();
+    back.answered(t, TailAnswer::Refused { untaken: false });
+    assert_eq!(back.finish(&mut a, 0), (0, 1));
+    assert_eq!(a.available(), 89);
+}
+
+#[test]
+fn a_refused_tail_stays_skipped_once_the_allocator_moved_on() {
+    let mut rand = SplitMix64::new(6);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 100), 10, 0).unwrap();
+    let _ = a.serve(10, 0, &mut rand);
+    let tails = a.retire();
+    // An isolate came first: a new block is asked for, above the tail.
+    assert!(matches!(a.serve(10, 0, &mut rand), Serve::Load(_)));
+    assert_eq!(a.keep(tails, 0), 0);
+}
+
+#[test]
+fn a_failed_or_restored_ask_is_sent_again_under_its_request_id() {
+    let mut rand = SplitMix64::new(2);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.load_failed(&ask.request_id);
+    assert_eq!(a.serve(5, 1, &mut rand), Serve::Load(ask.clone()));
+    assert_eq!(a.serve(5, 2, &mut rand), Serve::Wait);
+    // Presumed lost after the take-over time: the same ask again.
+    assert_eq!(
+        a.serve(5, 2 + DEFAULT_TAKE_OVER_MS, &mut rand),
+        Serve::Load(ask.clone())
+    );
+    // A restored copy has nothing in flight: it sends it again at once.
+    let mut restored = a.clone();
+    restored.in_flight = InFlight::default();
+    assert_eq!(restored.serve(5, 3, &mut rand), Serve::Load(ask));
+}
+
+#[test]
+fn retiring_hands_back_the_unserved_tails_last_first_and_never_serves_below() {
+    let mut rand = SplitMix64::new(3);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(first) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&first.request_id, block(1, 100), 10, 0).unwrap();
+    let Serve::Range {
+        ask: Some(next), ..
+    } = a.serve(20, 0, &mut rand)
+    else {
+        panic!()
+    };
+    a.loaded(&next.request_id, block(101, 300), 10, 0).unwrap();
+    let tails = a.retire();
+    assert_eq!(
+        tails,
+        [
+            Tail {
+                range: block(101, 300),
+                request_id: next.request_id.clone()
+            },
+            Tail {
+                range: block(21, 100),
+                request_id: first.request_id.clone()
+            },
+        ]
+    );
+    assert_eq!((a.available(), a.pending()), (0, None));
+    // Asks anew; a block at or below what it served is refused.
+    let Serve::Load(again) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    assert_eq!(again.step, Some(100), "the tag's step times the factor");
+    assert!(matches!(
+        a.loaded(&again.request_id, block(20, 200), 10, 0),
+        Err(Error::SegmentOverlap { .. })
+    ));
+    let Serve::Load(bad) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    let backwards = Allocation {
+        start: 300,
+        end: 250,
+        step: 0,
+    };
+    assert_eq!(
+        a.loaded(&bad.request_id, backwards, 10, 0),
+        Err(Error::InvalidSegment {
+            start: 300,
+            end: 250
+        })
+    );
+    // The tail came back to the root: served again, from above 20.
+    let Serve::Load(third) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&third.request_id, block(21, 120), 10, 0).unwrap();
+    assert_eq!(range(&a.serve(10, 0, &mut rand)), (21, 30));
+}

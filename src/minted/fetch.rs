@@ -1,0 +1,151 @@
+//! A batch's answer as the buffer takes it: fetched, refused, or failed.
+
+use crate::code::ErrorCode;
+use crate::error::Error;
+use alloc::vec::Vec;
+
+use super::{Held, MintedBuffer, MAX_MINT_BATCH_BEFORE_BORROW, MINTER_BORROW_MS, MIN_MINT_BATCH};
+
+/// What [`MintedBuffer::fetched`] made of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetched {
+    /// Its IDs are held, to be served.
+    Kept,
+    /// Every ID was older than the staleness bound on arrival: dropped, and
+    /// counted as a failed fetch (the next goes to the next minter).
+    Stale,
+}
+
+/// What a request does after a minter answered that it has nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Refused {
+    /// Wait a little and ask the same minter again.
+    Again,
+    /// Ask the next minter (this one failed).
+    Next,
+    /// Answer now: waiting cannot help within the request's budget.
+    GiveUp {
+        /// Why.
+        code: ErrorCode,
+        /// When asking again may help, ms.
+        retry_after_ms: u64,
+    },
+}
+
+impl MintedBuffer {
+    /// A minter answered `ranges` (`[start, end)` each) at `now_ms`: kept,
+    /// or, when every ID of a batch is already older than the staleness
+    /// bound, dropped and counted as a failed fetch ([`Fetched::Stale`]: the
+    /// next fetch goes to the next minter).
+    ///
+    /// # Errors
+    /// [`Error::InvalidBatch`] for a range that is empty, beyond the layout,
+    /// spans two time units or worker IDs, or overlaps IDs held; nothing of
+    /// the batch is kept then.
+    pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<Fetched, Error> {
+        self.fetching.done();
+        let mut add = Vec::with_capacity(ranges.len());
+        for &(start, end) in ranges {
+            let bad = Error::InvalidBatch { start, end };
+            if start >= end {
+                return Err(bad);
+            }
+            let first = self.layout.decompose(start).map_err(|_| bad.clone())?;
+            let last = self.layout.decompose(end - 1).map_err(|_| bad.clone())?;
+            let overlaps = |h: &Held| start < h.end && h.start < end;
+            if (first.timestamp_ms, first.worker_id) != (last.timestamp_ms, last.worker_id)
+                || self.held.iter().chain(&add).any(overlaps)
+            {
+                return Err(bad);
+            }
+            add.push(Held {
+                start,
+                end,
+                unit_ms: first.timestamp_ms,
+            });
+        }
+        let bound = self.config.staleness_ms;
+        if !add.is_empty() && add.iter().all(|h| now_ms.saturating_sub(h.unit_ms) > bound) {
+            // Its minter's clock lags this one's by more than the bound:
+            // whatever it mints next is as stale, so asking it again would
+            // starve this buffer. Its rate tells nothing of ours.
+            self.dropped += add.iter().map(|h| h.end - h.start).sum::<u64>();
+            self.fetch_failed();
+            return Ok(Fetched::Stale);
+        }
+        self.fetches += 1;
+        let start = *self.window_start_ms.get_or_insert(now_ms);
+        let window = now_ms.saturating_sub(start);
+        if self.dropped_since_fetch {
+            self.batch = (self.batch / 2).max(MIN_MINT_BATCH);
+        } else if window >= bound / 8 {
+            // IDs per quarter bound at the rate served in the window.
+            let target = self.window_served.saturating_mul(bound / 4) / window.max(1);
+            let target = u32::try_from(target).unwrap_or(u32::MAX);
+            self.batch = target
+                .max(self.batch / 2)
+                .clamp(MIN_MINT_BATCH, self.max_batch);
+        }
+        if self.dropped_since_fetch || window >= bound / 8 {
+            self.window_start_ms = Some(now_ms);
+            self.window_served = 0;
+        }
+        self.dropped_since_fetch = false;
+        self.minted_up_to_ms = add
+            .iter()
+            .map(|h| h.unit_ms)
+            .fold(self.minted_up_to_ms, u64::max);
+        self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
+        self.held.extend(add);
+        Ok(Fetched::Kept)
+    }
+
+    /// The minter answered at `now_ms` that it has nothing for now, with
+    /// `code`; the request may still wait `remaining_ms`. A minter whose time
+    /// unit is used up (`sequence_exhausted`) is asked again after a short
+    /// wait ([`Refused::Again`]), unless this clock is behind IDs already
+    /// minted by more than the request can wait: then the minters' clocks
+    /// are ahead of it (it stepped back), the next time unit comes only when
+    /// it catches up, and the request answers at once ([`Refused::GiveUp`],
+    /// with how long that is). A minter that refuses the count
+    /// (`out_of_range`: one of the release before, see
+    /// [`MAX_MINT_BATCH_BEFORE_BORROW`]) is asked again, once, for no more
+    /// than it takes. Anything else moves to the next minter
+    /// ([`Refused::Next`], as [`MintedBuffer::fetch_failed`]).
+    pub fn fetch_refused(&mut self, code: ErrorCode, now_ms: u64, remaining_ms: u64) -> Refused {
+        if code == ErrorCode::OutOfRange && self.max_batch > MAX_MINT_BATCH_BEFORE_BORROW {
+            // A minter of the release before refused the count: ask again,
+            // for no more than it takes.
+            self.fetching.done();
+            self.max_batch = MAX_MINT_BATCH_BEFORE_BORROW;
+            self.batch = self.batch.min(self.max_batch);
+            return Refused::Again;
+        }
+        if code != ErrorCode::SequenceExhausted {
+            self.fetch_failed();
+            return Refused::Next;
+        }
+        self.fetching.done();
+        // A minter mints up to MINTER_BORROW_MS ahead of its own clock.
+        let behind = self
+            .minted_up_to_ms
+            .saturating_sub(MINTER_BORROW_MS)
+            .saturating_sub(now_ms);
+        if behind > remaining_ms {
+            Refused::GiveUp {
+                code: ErrorCode::ClockMovedBackwards,
+                retry_after_ms: behind,
+            }
+        } else {
+            Refused::Again
+        }
+    }
+
+    /// The fetch failed (no answer, or the minter refused): the next one
+    /// goes to the next minter.
+    pub fn fetch_failed(&mut self) {
+        self.fetching.done();
+        self.pos = (self.pos + 1) % self.config.minters;
+    }
+}

@@ -1,0 +1,292 @@
+//! Snowflake IDs at edge scale, the serving side. A bounded set of minters —
+//! each a [`SnowflakeHolder`](crate::holder::SnowflakeHolder) under one worker ID
+//! reserved for it ([`Registry::lease_minter`](crate::registry::Registry::lease_minter))
+//! — mint batches; any number of isolates serve them from memory. The worker
+//! IDs in use are bounded by the number of minters, not of isolates.
+//!
+//! A batch is a list of ranges `[start, end)`: IDs of one time unit and one
+//! worker ID are consecutive integers, so a batch of thousands of IDs is a few
+//! ranges. The buffer here is the segment double buffer's idea applied to
+//! them:
+//! - serve from the ranges held, oldest first; each ID at most once;
+//! - never serve an ID whose time unit started more than `staleness_ms`
+//!   before the serving clock: such IDs are dropped, so a snowflake ID still
+//!   says "about when" it was handed out;
+//! - fetch the next batch in the background once fewer than 90% of a batch
+//!   remain (one fetch in flight at a time; one presumed lost after
+//!   `take_over_ms` is sent again);
+//! - size batches to the rate served: a batch should last a quarter of the
+//!   staleness bound at the rate measured over the last window (at least an
+//!   eighth of the bound), shrinking at most by half per window; halve it
+//!   when IDs went stale;
+//! - a failed fetch moves to the next minter; a request tries at most
+//!   [`MINTERS_PER_REQUEST`] of them (more when the isolate's region hosts
+//!   more: [`MintConfig::tries_per_request`]);
+//! - minters are placed per region ([`MinterPools`]: the reserved worker IDs
+//!   split so that two regions never share one); an isolate asks its own
+//!   region's pool first and the others on failure, and comes back to its
+//!   own after [`RETURN_HOME_MS`]. A batch whose IDs are all stale on
+//!   arrival is a failed fetch ([`Fetched::Stale`]): its minter's clock lags
+//!   this one by more than the bound, and asking it again would starve the
+//!   isolate.
+//!
+//! Like the rest of the core it reads no clock and does no I/O.
+
+mod config;
+mod fetch;
+mod histogram;
+mod minter;
+mod placement;
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    MintConfig, DEFAULT_STALENESS_MS, FIRST_MINT_BATCH, MAX_MINT_BATCH,
+    MAX_MINT_BATCH_BEFORE_BORROW, MINTERS_PER_REQUEST, MINTER_BORROW_MS, MIN_MINT_BATCH,
+    RETURN_HOME_MS,
+};
+pub use fetch::{Fetched, Refused};
+pub use histogram::StalenessHistogram;
+pub use minter::{
+    batch_ranges, minter_holder_config, minter_lease_refused, minter_restore_refused, minter_step,
+    MinterStep,
+};
+pub use placement::{MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT};
+
+use crate::error::Error;
+use crate::layout::Layout;
+use crate::wait::InFlight;
+use alloc::collections::VecDeque;
+
+/// Ask minter `minter` for a batch of `count` IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchAsk {
+    /// Which minter.
+    pub minter: u32,
+    /// How many IDs (1..=[`MAX_MINT_BATCH`]).
+    pub count: u32,
+}
+
+/// What the caller does after a [`MintedBuffer::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum MintStep {
+    /// The buffer is full. With `Some(ask)`: fetch it now, in the background.
+    Done {
+        /// The background fetch to start, if one is due.
+        prefetch: Option<BatchAsk>,
+    },
+    /// Nothing left to serve: fetch this now, report it with
+    /// [`MintedBuffer::fetched`] or [`MintedBuffer::fetch_failed`], and poll
+    /// again.
+    FetchNow(BatchAsk),
+    /// Nothing left and a fetch is in flight: wait for it, poll again.
+    Wait,
+}
+
+/// The answer of [`MintedBuffer::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct MintPoll {
+    /// IDs written to the front of the buffer.
+    pub filled: usize,
+    /// What to do next.
+    pub next: MintStep,
+}
+
+/// A minted range as held: `[start, end)`, and its time unit's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    start: u64,
+    end: u64,
+    unit_ms: u64,
+}
+
+/// An isolate's buffer of minted IDs.
+///
+/// ```
+/// use edgeleaf::layout::Parts;
+/// use edgeleaf::minted::{MintConfig, MintStep, MintedBuffer};
+/// use edgeleaf::Layout;
+///
+/// let now = 1_700_000_000_000;
+/// let mut buf = MintedBuffer::new(Layout::LEAF, MintConfig::new(16, 7))?;
+/// let mut out = [0u64; 2];
+/// let MintStep::FetchNow(ask) = buf.poll(now, &mut out).next else { unreachable!() };
+/// assert_eq!(ask.minter, 7);
+/// // ... minter 7 mints `ask.count` IDs and answers ranges:
+/// let first = Layout::LEAF.compose(Parts { timestamp_ms: now, worker_id: 7, sequence: 0 })?.get();
+/// buf.fetched(&[(first, first + 100)], now)?;
+/// assert_eq!(buf.poll(now, &mut out).filled, 2);
+/// assert_eq!(out, [first, first + 1]);
+/// # Ok::<(), edgeleaf::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MintedBuffer {
+    layout: Layout,
+    config: MintConfig,
+    held: VecDeque<Held>,
+    available: u64,
+    batch: u32,
+    /// The largest batch it asks for: [`MAX_MINT_BATCH`], or
+    /// [`MAX_MINT_BATCH_BEFORE_BORROW`] once a minter refused more.
+    max_batch: u32,
+    /// The position of the minter asked next in the isolate's order
+    /// ([`MintConfig::minter_at`]).
+    pos: u32,
+    /// Since when it asks other regions' minters (it failed over), if so.
+    away_since_ms: Option<u64>,
+    fetching: InFlight,
+    /// The start of the latest time unit of any batch fetched (Unix ms): the
+    /// minters' clocks had reached it, less [`MINTER_BORROW_MS`].
+    minted_up_to_ms: u64,
+    /// The rate window: since when, and IDs served in it.
+    window_start_ms: Option<u64>,
+    window_served: u64,
+    dropped_since_fetch: bool,
+    dropped: u64,
+    fetches: u64,
+    staleness: StalenessHistogram,
+}
+
+impl MintedBuffer {
+    /// An empty buffer.
+    ///
+    /// # Errors
+    /// As [`MintConfig::validate`].
+    pub fn new(layout: Layout, config: MintConfig) -> Result<MintedBuffer, Error> {
+        config.validate(&layout)?;
+        Ok(MintedBuffer {
+            layout,
+            config,
+            held: VecDeque::new(),
+            available: 0,
+            batch: FIRST_MINT_BATCH,
+            max_batch: MAX_MINT_BATCH,
+            pos: 0,
+            away_since_ms: None,
+            fetching: InFlight::default(),
+            minted_up_to_ms: 0,
+            window_start_ms: None,
+            window_served: 0,
+            dropped_since_fetch: false,
+            dropped: 0,
+            fetches: 0,
+            staleness: StalenessHistogram::default(),
+        })
+    }
+
+    /// Up to `out.len()` IDs at clock reading `now_ms`, and what to do next.
+    pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> MintPoll {
+        self.drop_stale(now_ms);
+        let mut filled = 0;
+        while filled < out.len() {
+            let Some(h) = self.held.front_mut() else {
+                break;
+            };
+            let left = usize::try_from(h.end - h.start).unwrap_or(usize::MAX);
+            let n = left.min(out.len() - filled);
+            for (slot, id) in out[filled..filled + n].iter_mut().zip(h.start..) {
+                *slot = id;
+            }
+            filled += n;
+            let n = n as u64;
+            self.window_served += n;
+            self.staleness.record(now_ms.saturating_sub(h.unit_ms), n);
+            h.start += n;
+            self.available -= n;
+            if h.start == h.end {
+                self.held.pop_front();
+            }
+        }
+        let next = if filled == out.len() {
+            let low = self.available * 10 < u64::from(self.batch) * 9;
+            let prefetch = (low && self.claim(now_ms)).then(|| self.ask(0));
+            MintStep::Done { prefetch }
+        } else if self.claim(now_ms) {
+            MintStep::FetchNow(self.ask(out.len() - filled))
+        } else {
+            MintStep::Wait
+        };
+        MintPoll { filled, next }
+    }
+
+    fn drop_stale(&mut self, now_ms: u64) {
+        let bound = self.config.staleness_ms;
+        let before = self.available;
+        self.held
+            .retain(|h| now_ms.saturating_sub(h.unit_ms) <= bound);
+        self.available = self.held.iter().map(|h| h.end - h.start).sum();
+        if self.available < before {
+            self.dropped += before - self.available;
+            self.dropped_since_fetch = true;
+        }
+    }
+
+    fn claim(&mut self, now_ms: u64) -> bool {
+        let lost = self.fetching.is_busy();
+        let claimed = self.fetching.claim(now_ms, self.config.take_over_ms);
+        if claimed && lost {
+            // The fetch in flight is presumed lost: its minter may be stuck,
+            // so the next one goes elsewhere.
+            self.pos = (self.pos + 1) % self.config.minters;
+        }
+        if claimed {
+            // Away from its region's pool: back to it after a while (its
+            // minters may be back), never stuck on another region's.
+            if self.pos < self.config.pool_len || self.config.pool_len == 0 {
+                self.away_since_ms = None;
+            } else {
+                let since = *self.away_since_ms.get_or_insert(now_ms);
+                if now_ms.saturating_sub(since) >= RETURN_HOME_MS {
+                    self.pos = 0;
+                    self.away_since_ms = None;
+                }
+            }
+        }
+        claimed
+    }
+
+    fn ask(&self, need: usize) -> BatchAsk {
+        let need = u32::try_from(need).unwrap_or(MAX_MINT_BATCH);
+        BatchAsk {
+            minter: self.config.minter_at(self.pos),
+            count: self.batch.max(need).min(self.max_batch),
+        }
+    }
+
+    /// IDs held and still fresh as of the last poll.
+    pub fn available(&self) -> u64 {
+        self.available
+    }
+
+    /// The batch size asked for next.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &MintConfig {
+        &self.config
+    }
+
+    /// The minter asked next.
+    pub fn minter(&self) -> u32 {
+        self.config.minter_at(self.pos)
+    }
+
+    /// IDs dropped unserved because they went stale.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Batches received.
+    pub fn fetches(&self) -> u64 {
+        self.fetches
+    }
+
+    /// The staleness of every ID served.
+    pub fn staleness(&self) -> &StalenessHistogram {
+        &self.staleness
+    }
+}

@@ -1,0 +1,380 @@
+use super::*;
+use crate::code::ErrorCode;
+use crate::error::Error;
+use crate::holder::{HolderNext, LeaseAsk, RENEW_RETRY_MS};
+use crate::layout::Layout;
+use crate::layout::Parts;
+use crate::snowflake::Wait;
+use alloc::vec;
+use alloc::vec::Vec;
+
+const T: u64 = 1_700_000_000_000;
+
+fn id(ms: u64, worker: u32, seq: u32) -> u64 {
+    let parts = Parts {
+        timestamp_ms: ms,
+        worker_id: worker,
+        sequence: seq,
+    };
+    Layout::LEAF.compose(parts).unwrap().get()
+}
+
+fn buf() -> MintedBuffer {
+    MintedBuffer::new(Layout::LEAF, MintConfig::new(4, 1)).unwrap()
+}
+
+#[test]
+fn a_refusal_of_the_minters_own_clock_is_a_503_with_how_long() {
+    let behind = Error::ClockBehindLastReport {
+        worker_id: Some(0),
+        last_timestamp_ms: T + 2_500,
+        node_now_ms: T,
+    };
+    assert_eq!(
+        minter_restore_refused(&behind),
+        Some(MinterStep::Unavailable {
+            code: ErrorCode::ClockMovedBackwards,
+            retry_after_ms: 2_500
+        })
+    );
+    assert_eq!(minter_restore_refused(&Error::SegmentBufferFull), None);
+    for code in [ErrorCode::ClockSkew, ErrorCode::ClockBehindLastReport] {
+        assert_eq!(
+            minter_lease_refused(code),
+            Some(MinterStep::Unavailable {
+                code: ErrorCode::StoreUnavailable,
+                retry_after_ms: RENEW_RETRY_MS
+            })
+        );
+    }
+    assert_eq!(minter_lease_refused(ErrorCode::NoFreeWorkerId), None);
+}
+
+#[test]
+fn serves_in_order_and_prefetches_below_ninety_percent() {
+    let mut b = buf();
+    let mut out = [0u64; 4];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(
+        ask,
+        BatchAsk {
+            minter: 1,
+            count: FIRST_MINT_BATCH
+        }
+    );
+    // A second caller while the fetch is in flight waits.
+    assert_eq!(b.poll(T, &mut out).next, MintStep::Wait);
+    b.fetched(&[(id(T, 1, 0), id(T, 1, 16))], T).unwrap();
+    let p = b.poll(T, &mut out);
+    assert_eq!(out, [id(T, 1, 0), id(T, 1, 1), id(T, 1, 2), id(T, 1, 3)]);
+    // 12 of 16 left: below 90%, fetch in the background.
+    assert!(matches!(p.next, MintStep::Done { prefetch: Some(_) }));
+    let p = b.poll(T, &mut out);
+    assert_eq!(p.next, MintStep::Done { prefetch: None });
+}
+
+#[test]
+fn stale_ids_are_dropped_never_served() {
+    let mut b = buf();
+    let mut out = [0u64; 1];
+    let _ = b.poll(T, &mut out);
+    b.fetched(&[(id(T, 1, 0), id(T, 1, 10))], T).unwrap();
+    assert_eq!(b.poll(T + 1_000, &mut out).filled, 1);
+    let p = b.poll(T + 1_001, &mut out);
+    assert_eq!(p.filled, 0);
+    // The prefetch asked for at T + 1000 is still in flight.
+    assert_eq!(p.next, MintStep::Wait);
+    assert_eq!(b.dropped(), 9);
+    assert_eq!(b.staleness().max(), 1_000);
+}
+
+#[test]
+fn a_minter_answers_the_largest_batch_at_one_clock_reading() {
+    use crate::holder::{Grant, SnowflakeHolder};
+    let mut h = SnowflakeHolder::new(minter_holder_config(5)).unwrap();
+    assert!(matches!(
+        h.poll(T, &mut []).unwrap().next,
+        HolderNext::Lease(_)
+    ));
+    let grant = Grant {
+        worker_id: 1,
+        generation: 1,
+        expires_at_ms: T + 60_000,
+        issue_after_ms: 0,
+        ttl_ms: 60_000,
+        layout: Layout::LEAF,
+        secret: Some(crate::secret::LeaseSecret::from_random([9; 16])),
+    };
+    h.granted(grant, T).unwrap();
+    let state = h.save_request(T).unwrap();
+    h.saved(&state);
+    let mut out = vec![0u64; MAX_MINT_BATCH as usize];
+    assert_eq!(h.poll(T, &mut out).unwrap().filled, out.len());
+    // A range per unit, none past the borrow, and a buffer takes them all.
+    let ranges = batch_ranges(&Layout::LEAF, &out);
+    assert_eq!(ranges.len(), 4);
+    let last = Layout::LEAF.decompose(out[out.len() - 1]).unwrap();
+    assert_eq!(last.timestamp_ms, T + MINTER_BORROW_MS);
+    let mut b = buf();
+    assert_eq!(b.fetched(&ranges, T), Ok(Fetched::Kept));
+    assert_eq!(b.available(), u64::from(MAX_MINT_BATCH));
+}
+
+#[test]
+fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
+    // Serve 1,000 IDs every 10 ms; answer each fetch at once.
+    let mut b = buf();
+    let mut out = vec![0u64; 1_000];
+    let mut now = T;
+    for _ in 0..60 {
+        let mut filled = 0;
+        while filled < out.len() {
+            let p = b.poll(now, &mut out[filled..]);
+            filled += p.filled;
+            let ask = match p.next {
+                MintStep::Done { prefetch } => prefetch,
+                MintStep::FetchNow(ask) => Some(ask),
+                MintStep::Wait => panic!("nothing in flight"),
+            };
+            if let Some(ask) = ask {
+                // As a minter borrowing ahead answers: a range per unit.
+                let ranges: Vec<_> = (0..u64::from(ask.count))
+                    .step_by(4_096)
+                    .map(|k| {
+                        let start = id(now + k / 4_096, 1, 0);
+                        (start, start + (u64::from(ask.count) - k).min(4_096))
+                    })
+                    .collect();
+                b.fetched(&ranges, now).unwrap();
+            }
+        }
+        now += 10;
+    }
+    // 100 IDs/ms for a quarter of the bound is more than the largest batch.
+    assert_eq!(b.batch(), MAX_MINT_BATCH);
+    // Everything goes stale: the next fetch halves the batch.
+    let _ = b.poll(now + 5_000, &mut out);
+    b.fetched(
+        &[(id(now + 5_000, 1, 0), id(now + 5_000, 1, 1))],
+        now + 5_000,
+    )
+    .unwrap();
+    assert_eq!(b.batch(), MAX_MINT_BATCH / 2);
+    assert!(b.dropped() > 0);
+}
+
+#[test]
+fn bad_batches_are_refused_whole() {
+    let mut b = buf();
+    for ranges in [
+        vec![(5, 5)],
+        vec![(id(T, 1, 4095), id(T + 1, 1, 1))],
+        vec![(id(T, 1, 0), id(T, 1, 4)), (id(T, 1, 2), id(T, 1, 6))],
+        vec![(u64::MAX - 1, u64::MAX)],
+    ] {
+        assert!(matches!(
+            b.fetched(&ranges, T),
+            Err(Error::InvalidBatch { .. })
+        ));
+        assert_eq!(b.available(), 0);
+    }
+    b.fetched(&[(id(T, 1, 0), id(T, 1, 4))], T).unwrap();
+    assert!(b.fetched(&[(id(T, 1, 3), id(T, 1, 5))], T).is_err());
+}
+
+#[test]
+fn a_failed_fetch_moves_to_the_next_minter() {
+    let mut b = buf();
+    let mut out = [0u64; 1];
+    let _ = b.poll(T, &mut out);
+    b.fetch_failed();
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!()
+    };
+    assert_eq!(ask.minter, 2);
+    b.fetch_failed();
+    b.fetch_failed();
+    assert_eq!(b.minter(), 0);
+}
+
+#[test]
+fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
+    // 6 minters, this region's pool 2..4, first asked: 3.
+    let config = MintConfig::in_pool(6, 2..4, 1);
+    assert_eq!((config.home, config.tries_per_request()), (3, 3));
+    let mut b = MintedBuffer::new(Layout::LEAF, config).unwrap();
+    let mut out = [0u64; 1];
+    let mut asked = vec![];
+    for _ in 0..4 {
+        let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+            panic!("expected a fetch")
+        };
+        asked.push(ask.minter);
+        b.fetch_failed();
+    }
+    // Its pool from home, then the others from one chosen by home.
+    assert_eq!(asked, [3, 2, 1, 4]);
+    // Away (since its first fetch outside its pool, at T), it is served by
+    // another region's minter, and stays there...
+    let MintStep::FetchNow(ask) = b.poll(T + 1, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(ask.minter, 5);
+    let late = T + RETURN_HOME_MS - 1;
+    b.fetched(&[(id(late, 5, 0), id(late, 5, 1))], late)
+        .unwrap();
+    let p = b.poll(late, &mut out);
+    assert_eq!(p.filled, 1);
+    let MintStep::Done {
+        prefetch: Some(ask),
+    } = p.next
+    else {
+        panic!("expected a prefetch")
+    };
+    assert_eq!(ask.minter, 5);
+    b.fetch_failed();
+    assert_eq!(b.minter(), 0, "the next other region's");
+    // ... until RETURN_HOME_MS after it left: then its region's again.
+    let MintStep::FetchNow(ask) = b.poll(T + RETURN_HOME_MS, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(ask.minter, 3);
+}
+
+#[test]
+fn a_batch_stale_on_arrival_is_a_failed_fetch() {
+    let mut b = buf();
+    let mut out = [0u64; 1];
+    let _ = b.poll(T, &mut out);
+    // Minter 1's clock lags by more than the bound (1 s): every ID of
+    // its batch is stale at once.
+    let stale = [(id(T - 1_001, 1, 0), id(T - 1_001, 1, 10))];
+    assert_eq!(b.fetched(&stale, T), Ok(Fetched::Stale));
+    assert_eq!((b.available(), b.dropped(), b.fetches()), (0, 10, 0));
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(ask.minter, 2, "the next fetch goes to the next minter");
+    // A batch with some fresh IDs is kept; its stale ones are dropped.
+    let mixed = [
+        (id(T - 1_001, 2, 0), id(T - 1_001, 2, 5)),
+        (id(T - 1_000, 2, 0), id(T - 1_000, 2, 5)),
+    ];
+    assert_eq!(b.fetched(&mixed, T), Ok(Fetched::Kept));
+    assert_eq!(b.poll(T, &mut out).filled, 1);
+    assert_eq!(out[0], id(T - 1_000, 2, 0));
+    assert_eq!(b.minter(), 2);
+}
+
+#[test]
+fn a_refusal_is_waited_on_only_while_the_clock_can_catch_up_in_time() {
+    let layout = Layout::LEAF;
+    let mut b = MintedBuffer::new(layout, MintConfig::new(4, 0)).unwrap();
+    let parts = crate::layout::Parts {
+        timestamp_ms: T,
+        worker_id: 0,
+        sequence: 0,
+    };
+    let id = layout.compose(parts).unwrap().get();
+    b.fetched(&[(id, id + 1)], T).unwrap();
+    // Used up in this unit: ask the same minter again.
+    assert_eq!(
+        b.fetch_refused(ErrorCode::SequenceExhausted, T, 1_000),
+        Refused::Again
+    );
+    assert_eq!(
+        b.fetch_refused(ErrorCode::SequenceExhausted, T - 900, 1_000),
+        Refused::Again
+    );
+    // This clock stepped back past what the request can wait: answer now.
+    assert_eq!(
+        b.fetch_refused(ErrorCode::SequenceExhausted, T - 60_000, 1_000),
+        Refused::GiveUp {
+            code: ErrorCode::ClockMovedBackwards,
+            retry_after_ms: 60_000 - MINTER_BORROW_MS
+        }
+    );
+    assert_eq!(b.minter(), 0);
+    // Anything else: the next minter.
+    assert_eq!(
+        b.fetch_refused(ErrorCode::StoreUnavailable, T, 1_000),
+        Refused::Next
+    );
+    assert_eq!(b.minter(), 1);
+}
+
+#[test]
+fn a_minter_never_waits_and_leases_at_most_once() {
+    let wait = |ms, reason| HolderNext::RetryAfter { ms, reason };
+    let ask = LeaseAsk {
+        node_now_ms: T,
+        previous: None,
+    };
+    // A partial batch is answered, whatever the holder would wait for.
+    for next in [
+        wait(1, Wait::SequenceExhausted),
+        wait(60_000, Wait::ClockBehind),
+        HolderNext::LeaseInFlight,
+    ] {
+        assert_eq!(minter_step(1, next, false), MinterStep::Answer);
+    }
+    // Nothing: answered at once, with the code and the wait.
+    assert_eq!(
+        minter_step(0, wait(60_000, Wait::ClockBehind), false),
+        MinterStep::Unavailable {
+            code: ErrorCode::ClockMovedBackwards,
+            retry_after_ms: 60_000
+        }
+    );
+    assert_eq!(
+        minter_step(0, wait(0, Wait::SequenceExhausted), false),
+        MinterStep::Unavailable {
+            code: ErrorCode::SequenceExhausted,
+            retry_after_ms: 1
+        }
+    );
+    assert_eq!(
+        minter_step(0, HolderNext::Lease(ask), false),
+        MinterStep::Lease(ask)
+    );
+    assert!(matches!(
+        minter_step(0, HolderNext::Lease(ask), true),
+        MinterStep::Unavailable {
+            code: ErrorCode::StoreUnavailable,
+            ..
+        }
+    ));
+    assert_eq!(
+        MintConfig::new(16, 3).tries_per_request(),
+        MINTERS_PER_REQUEST
+    );
+    assert_eq!(MintConfig::new(2, 3).tries_per_request(), 2);
+    // A pool of three: all of it and one other region's minter.
+    assert_eq!(MintConfig::in_pool(16, 0..3, 0).tries_per_request(), 4);
+    // A large pool: no fan-out of one request.
+    assert_eq!(
+        MintConfig::in_pool(1024, 0..171, 0).tries_per_request(),
+        MINTERS_PER_REQUEST + 1
+    );
+}
+
+#[test]
+fn ranges_split_at_units_and_gaps() {
+    let ids = [
+        id(T, 2, 7),
+        id(T, 2, 8),
+        id(T, 2, 9),
+        id(T + 1, 2, 0),
+        id(T + 1, 2, 2),
+    ];
+    assert_eq!(
+        batch_ranges(&Layout::LEAF, &ids),
+        vec![
+            (id(T, 2, 7), id(T, 2, 10)),
+            (id(T + 1, 2, 0), id(T + 1, 2, 1)),
+            (id(T + 1, 2, 2), id(T + 1, 2, 3)),
+        ]
+    );
+}

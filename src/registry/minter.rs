@@ -1,0 +1,88 @@
+//! The worker IDs reserved for the service's minters: their node keys, their
+//! grants, and the refusal of anyone else naming them.
+
+use alloc::string::String;
+
+use crate::error::{check_range, Error};
+use crate::secret::{Proof, SecretHash};
+
+use super::{GrantRequest, Lease, Registry};
+
+/// Node keys starting with this are the service's minters'; other nodes may
+/// not lease under them.
+pub const MINTER_KEY_PREFIX: &str = "minter:";
+
+/// The node key of minter `index`, the only key that leases worker ID `index`
+/// while it is reserved.
+pub fn minter_node_key(index: u32) -> String {
+    alloc::format!("{MINTER_KEY_PREFIX}{index}")
+}
+
+impl Registry {
+    /// Refuses a minter's grant named by anyone but that minter: the
+    /// service's own, and no caller's to reclaim, release or evict (refused,
+    /// not passed over, so that the caller learns it named one). With a
+    /// `generation`, only that grant is one: a node's own older grant of an
+    /// ID a minter holds now (it held it before the ID was reserved) is a
+    /// stale proof, passed over like any other.
+    pub(super) fn not_a_minters(
+        &self,
+        worker_id: u32,
+        generation: Option<u64>,
+    ) -> Result<(), Error> {
+        match self.slot(worker_id) {
+            Some(s)
+                if s.node_key.starts_with(MINTER_KEY_PREFIX)
+                    && generation.is_none_or(|g| g == s.generation) =>
+            {
+                Err(Error::ReservedWorkerId { worker_id })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Leases worker ID `index` to minter `index` (node key
+    /// [`minter_node_key`]`(index)`, owner: the service): the same rules as
+    /// [`Registry::lease`], over that one reserved ID. Minters are the
+    /// service's own, reached by no caller from outside, so a minter whose
+    /// state was saved before grants had secrets reclaims such a grant by
+    /// its generation alone.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] unless `index < minters`; as [`Registry::lease`],
+    /// with [`Error::NoFreeWorkerId`] while another grant of that ID is live
+    /// or in its grace period (a node that held it before it was reserved, or
+    /// the minter's own earlier grant it cannot prove).
+    pub fn lease_minter(
+        &mut self,
+        index: u32,
+        node_now_ms: u64,
+        previous: Option<Proof>,
+        secret_hash: SecretHash,
+        registry_now_ms: u64,
+    ) -> Result<Lease, Error> {
+        if self.config.minters == 0 {
+            return Err(Error::OutOfRange {
+                what: "minter",
+                min: 0,
+                max: 0,
+                found: index.into(),
+            });
+        }
+        check_range(
+            "minter",
+            index.into(),
+            0,
+            u64::from(self.config.minters) - 1,
+        )?;
+        let key = minter_node_key(index);
+        let ask = GrantRequest {
+            owner: "",
+            node_key: &key,
+            node_now_ms,
+            previous,
+            secret_hash,
+        };
+        self.grant(ask, registry_now_ms, index..index + 1, true, None)
+    }
+}

@@ -1,0 +1,134 @@
+//! What a tag's store is asked — a segment lease, a tail handed back — by
+//! whom, and what it remembers under a lease's request ID.
+
+use crate::segment::Allocation;
+use alloc::string::String;
+
+/// The longest request ID of a segment lease, in bytes.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// How long a tag's store remembers a segment lease's request ID (a retry
+/// within it is answered the same segment).
+pub const REQUEST_ID_TTL_MS: u64 = 3_600_000;
+
+/// Who asks for a segment lease, as its request IDs see it (by default:
+/// [`Asker::Shared`], which may send none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Asker<'a> {
+    /// A credential of the caller's own, by name (an API key's ID): the
+    /// request IDs it sends are remembered within its own names.
+    Own(&'a str),
+    /// A credential others hold too, or none (no token, a token every
+    /// client is given): another caller could send the same request ID and
+    /// be answered this caller's segment, so it may not send one.
+    #[default]
+    Shared,
+}
+
+/// A segment remembered under a lease's request ID: the segment answered,
+/// and the step its request was granted (the segment is shorter when it was
+/// the tag's last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remembered {
+    /// The segment first answered.
+    pub segment: Allocation,
+    /// The step the request was granted.
+    pub granted: u64,
+}
+
+/// A segment lease, as a tag's store is asked for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentAsk<'a> {
+    /// The step asked for, granted as [`TagRecord::grant_step`](super::TagRecord::grant_step) says.
+    pub step: Option<u64>,
+    /// The caller's name for the request: sent again (a retry) by the same
+    /// caller, it is answered the same segment.
+    pub request_id: Option<&'a str>,
+    /// Who asks: request IDs are the caller's own, so another caller naming
+    /// the same one gets a segment of its own; a caller without a credential
+    /// of its own may send none.
+    pub caller: Asker<'a>,
+    /// From one of the service's own isolates: they alone take an opaque
+    /// tag's segments (with its key).
+    pub for_isolate: bool,
+}
+
+impl SegmentAsk<'_> {
+    /// What the store remembers this ask's segment under: the request ID
+    /// within its caller's own names (`None` without a request ID, or from
+    /// a caller without a credential of its own). Two asks share it exactly
+    /// when both their caller and their request ID are the same.
+    pub fn remembered_as(&self) -> Option<String> {
+        let Asker::Own(caller) = self.caller else {
+            return None;
+        };
+        self.request_id
+            .map(|id| alloc::format!("{}:{}:{}", caller.len(), caller, id))
+    }
+
+    /// Whose credits this ask may be answered from
+    /// ([`TagRecord::lease_with_credits`](super::TagRecord::lease_with_credits)): an outside caller
+    /// with a
+    /// credential of its own, by its name; `None` for the service's own
+    /// isolates and allocators and for callers without one.
+    pub fn credit_owner(&self) -> Option<&str> {
+        match self.caller {
+            Asker::Own(owner) if !self.for_isolate => Some(owner),
+            _ => None,
+        }
+    }
+}
+
+/// The unused tail of a leased range, handed back to its tag's store by the
+/// asker that leased it ([`TagRecord::take_back`](super::TagRecord::take_back)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailBack<'a> {
+    /// The IDs handed back: the end of the range leased under `request_id`.
+    pub tail: Allocation,
+    /// The request ID the range was leased under.
+    pub request_id: &'a str,
+    /// Who hands it back: only the asker that leased it, by its own name.
+    pub caller: Asker<'a>,
+    /// From one of the service's own isolates or allocators (as the lease was).
+    pub for_isolate: bool,
+}
+
+impl TailBack<'_> {
+    /// What the store remembers the leased range under (as
+    /// [`SegmentAsk::remembered_as`] for the lease): `None` for a caller
+    /// without a credential of its own.
+    pub fn remembered_as(&self) -> Option<String> {
+        self.as_lease().remembered_as()
+    }
+
+    /// Whose credits the tail would join
+    /// ([`TagRecord::credit_back`](super::TagRecord::credit_back)): as
+    /// [`SegmentAsk::credit_owner`] for the lease.
+    pub fn credit_owner(&self) -> Option<&str> {
+        match self.caller {
+            Asker::Own(owner) if !self.for_isolate => Some(owner),
+            _ => None,
+        }
+    }
+
+    pub(super) fn as_lease(&self) -> SegmentAsk<'_> {
+        SegmentAsk {
+            step: None,
+            request_id: Some(self.request_id),
+            caller: self.caller,
+            for_isolate: self.for_isolate,
+        }
+    }
+}
+
+/// What becomes of the range remembered under a lease's request ID when its
+/// tail comes back: written with the record, in the same write, so that a
+/// retry of the lease is never answered the IDs handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RememberedChange {
+    /// The range without its tail (the IDs the asker kept).
+    Shorten(Remembered),
+    /// The whole range came back: forget it (a retry of the lease is then a
+    /// new lease, of new IDs).
+    Remove,
+}
