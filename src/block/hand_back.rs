@@ -196,10 +196,18 @@ impl BlockAllocator {
     /// `now_ms` (the host asks on a timer): it holds IDs in a block leased
     /// [`RETIRE_AFTER_MS`] or more ago, whose tail the root may soon forget.
     pub fn retire_due(&self, now_ms: u64) -> bool {
+        self.next_check(now_ms) == Some(0)
+    }
+
+    /// How long after clock reading `now_ms` the host should next ask
+    /// [`retire_due`](BlockAllocator::retire_due) (`Some(0)`: it is due
+    /// now), or `None` when nothing it holds can ever become due: no block,
+    /// or only tails kept after a retirement. A host that sets its timer to
+    /// this answer, and only while it is `Some`, looks once per block
+    /// instead of for ever.
+    pub fn next_check(&self, now_ms: u64) -> Option<u64> {
         // A kept tail is never due, but the blocks leased after it are.
-        self.leased_ms
-            .iter()
-            .find(|at| **at != KEPT)
-            .is_some_and(|at| now_ms.saturating_sub(*at) >= RETIRE_AFTER_MS)
+        let oldest = self.leased_ms.iter().find(|at| **at != KEPT)?;
+        Some(RETIRE_AFTER_MS.saturating_sub(now_ms.saturating_sub(*oldest)))
     }
 }

@@ -1,6 +1,7 @@
 //! Serving ranges to the region's isolates, and installing the blocks the
 //! root answers.
 
+use crate::code::ErrorCode;
 use crate::error::Error;
 use crate::rand::RandSource;
 use crate::segment::Allocation;
@@ -113,5 +114,30 @@ impl BlockAllocator {
         {
             self.in_flight.done();
         }
+    }
+
+    /// The block ask `request_id` was answered `code` instead of a block (or
+    /// its call failed with `code`). Returns whether the ask was given up.
+    ///
+    /// [`ErrorCode::RequestIdReused`] never changes however often the ask is
+    /// sent again (the root remembers that request ID with another step: an
+    /// admin changed the tag's step after the ask was first answered), so the
+    /// ask is given up: the block the root allocated under it, never
+    /// answered, stays a gap, and the next [`BlockAllocator::serve`] asks
+    /// anew under a new request ID (a late answer to the old one is then
+    /// ignored, [`BlockLoad::Ignored`]). Any other code is
+    /// [`load_failed`](BlockAllocator::load_failed): the same ask again.
+    pub fn load_refused(&mut self, request_id: &str, code: ErrorCode) -> bool {
+        if code != ErrorCode::RequestIdReused {
+            self.load_failed(request_id);
+            return false;
+        }
+        if self.pending.take_if(|a| a.request_id == request_id).is_none() {
+            return false;
+        }
+        self.in_flight.done();
+        // No load in flight any more: the buffer asks for one again.
+        self.buf.load_failed();
+        true
     }
 }

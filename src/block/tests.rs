@@ -1,4 +1,5 @@
 use super::*;
+use crate::code::ErrorCode;
 use crate::error::Error;
 use crate::rand::SplitMix64;
 use crate::segment::Allocation;
@@ -269,4 +270,59 @@ fn retiring_hands_back_the_unserved_tails_last_first_and_never_serves_below() {
     };
     a.loaded(&third.request_id, block(21, 120), 10, 0).unwrap();
     assert_eq!(range(&a.serve(10, 0, &mut rand)), (21, 30));
+}
+
+#[test]
+fn the_timer_is_set_for_the_oldest_block_and_not_at_all_for_kept_tails() {
+    let mut rand = SplitMix64::new(6);
+    let mut a = BlockAllocator::new();
+    assert_eq!(a.next_check(0), None, "nothing held: no timer");
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    assert_eq!(a.next_check(0), None, "an ask alone: nothing to retire yet");
+    a.loaded(&ask.request_id, block(1, 100), 10, 1_000).unwrap();
+    assert_eq!(a.next_check(1_000), Some(RETIRE_AFTER_MS));
+    assert_eq!(a.next_check(1_500), Some(RETIRE_AFTER_MS - 500));
+    assert_eq!(a.next_check(1_000 + RETIRE_AFTER_MS), Some(0));
+    assert_eq!(a.next_check(1_000 + 2 * RETIRE_AFTER_MS), Some(0));
+    // Retired, the root refused the tail with proof: kept, never due, so the
+    // host sets no timer (before, it looked again every 3 minutes for ever).
+    assert_eq!(range(&a.serve(10, 2_000, &mut rand)), (1, 10));
+    let tails = a.retire();
+    assert_eq!(a.keep(tails, 2_000), 1);
+    assert!(a.available() > 0);
+    assert_eq!(a.next_check(10 * RETIRE_AFTER_MS), None);
+}
+
+#[test]
+fn an_ask_refused_as_reused_is_given_up_and_asked_anew() {
+    let mut rand = SplitMix64::new(7);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    // A failure that may pass: the same ask again.
+    assert!(!a.load_refused(&ask.request_id, ErrorCode::StoreUnavailable));
+    assert_eq!(a.serve(5, 1, &mut rand), Serve::Load(ask.clone()));
+    // The root remembers its request ID with another step: sending it again
+    // can never be answered, so a new ask under a new request ID.
+    assert!(a.load_refused(&ask.request_id, ErrorCode::RequestIdReused));
+    assert_eq!(a.pending(), None);
+    let Serve::Load(again) = a.serve(5, 2, &mut rand) else {
+        panic!("a new ask")
+    };
+    assert_ne!(again.request_id, ask.request_id);
+    // A late answer to the given-up ask is ignored; the new one installs.
+    assert_eq!(
+        a.loaded(&ask.request_id, block(1, 100), 10, 3),
+        Ok(BlockLoad::Ignored)
+    );
+    assert_eq!(
+        a.loaded(&again.request_id, block(101, 200), 10, 3),
+        Ok(BlockLoad::Installed)
+    );
+    assert_eq!(range(&a.serve(10, 4, &mut rand)), (101, 110));
+    // Refused for an ask that is not the pending one: nothing changes.
+    assert!(!a.load_refused("other", ErrorCode::RequestIdReused));
 }
