@@ -18,7 +18,7 @@ use worker::{Env, Headers};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::key_store;
+use crate::objects::key_store;
 
 thread_local! {
     static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());

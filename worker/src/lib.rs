@@ -8,23 +8,18 @@
 //! with one typed request enum and the client functions that send it
 //! (`stores`). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
 
-mod allocator_store;
 mod api;
 mod auth;
-mod catalog;
 mod clock;
 mod config;
 mod history;
 mod incoming;
 mod isolate;
-mod key_store;
 mod metrics;
-mod minter_store;
 mod monitor;
-mod registry_store;
+mod objects;
 mod routes;
 mod stores;
-mod tag_store;
 
 use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Response};
@@ -33,12 +28,9 @@ use incoming::Incoming;
 
 use config::Config;
 
-pub use allocator_store::RegionalAllocator;
-pub use catalog::Catalog;
-pub use key_store::{ApiKey, KeyStore};
-pub use minter_store::SnowflakeMinter;
-pub use registry_store::WorkerRegistry;
-pub use tag_store::TagStore;
+pub use objects::{
+    ApiKey, Catalog, KeyStore, RegionalAllocator, SnowflakeMinter, TagStore, WorkerRegistry,
+};
 
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<Response> {

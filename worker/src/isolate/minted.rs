@@ -14,7 +14,7 @@ use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::minter_store;
+use crate::objects::minter_store;
 
 /// `count` snowflake IDs from the minters' batches in this isolate's buffer,
 /// within the request's budget: a minter that does not answer in what is

@@ -16,7 +16,8 @@ use super::{isolate_id, run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::{allocator_store, stores, tag_store};
+use crate::objects::{allocator_store, tag_store};
+use crate::stores;
 
 /// `count` segment-mode IDs of `tag`, from this isolate's buffer; waits for
 /// the store only when the buffer is empty, within the request's budget

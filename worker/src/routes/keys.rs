@@ -7,7 +7,7 @@ use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::key_store;
+use crate::objects::key_store;
 use crate::{auth, clock};
 
 /// `POST /v1/keys`: the core checks the request and makes the token; the

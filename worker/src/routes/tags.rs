@@ -8,8 +8,9 @@ use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::{allocator_store, tag_store};
-use crate::{catalog, isolate};
+use crate::isolate;
+use crate::objects::catalog;
+use crate::objects::{allocator_store, tag_store};
 
 /// `GET /v1/tags`: the tags the caller may see (a key limited to some tags
 /// sees only those).

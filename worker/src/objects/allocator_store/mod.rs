@@ -54,8 +54,8 @@ use worker::{
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, sleep_ms};
+use crate::objects::tag_store;
 use crate::stores::{self, call, call_within, create_tables, serve, Missed, RequestScope, Store};
-use crate::tag_store;
 
 /// A range of `tag` for an isolate of `region` (asked of the allocator of
 /// its hosting region), within `limit_ms` of the request's budget.

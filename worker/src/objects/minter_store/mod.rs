@@ -52,7 +52,7 @@ use worker::{
 use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
-use crate::registry_store;
+use crate::objects::registry_store;
 use crate::stores::{call, create_tables, serve, Store};
 
 /// A batch of `count` IDs from minter `index` (in its region):
