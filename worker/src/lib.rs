@@ -1,15 +1,16 @@
 //! edgeleaf's service: Leaf's server rebuilt as a Cloudflare Worker. Isolates
-//! serve IDs from memory (`isolate`); Durable Objects are the store — one
+//! serve IDs from memory (`isolate`); Durable Objects are the store
+//! (`objects`, one folder each: its stubs, its schema, its handlers) — one
 //! `TagStore` per `biz_tag`, a `Catalog` of tags, the `WorkerRegistry` of
 //! snowflake worker IDs, the `SnowflakeMinter`s, the index of API keys
 //! (`KeyStore`), one `ApiKey` per key, and a `RegionalAllocator` per tag
 //! and region that serves its region's isolates from blocks of the tag's
-//! object — each
-//! with one typed request enum and the client functions that send it
-//! (`stores`). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
+//! object. Each request's handling runs in one `scope` (its budget, its
+//! region). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
 
 mod api;
 mod auth;
+mod body;
 mod clock;
 mod config;
 mod history;
@@ -19,7 +20,7 @@ mod metrics;
 mod monitor;
 mod objects;
 mod routes;
-mod stores;
+mod scope;
 
 use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Response};

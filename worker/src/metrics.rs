@@ -16,8 +16,8 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::history;
 use crate::isolate::{isolate_id, with};
-use crate::objects::catalog;
-use crate::objects::registry_store;
+use crate::objects::catalog::stubs as catalog;
+use crate::objects::registry_store::stubs as registry_store;
 
 #[derive(Default)]
 struct Text(String);
