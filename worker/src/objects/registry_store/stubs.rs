@@ -57,7 +57,7 @@ pub async fn events(env: &Env) -> ApiResult<EventList> {
 // reported to the core's `SnowflakeHolder`.
 
 /// No answer is not a refusal: the holder treats `None` as "retry".
-pub(super) fn refusal(e: &ApiError) -> Option<ErrorCode> {
+fn refusal(e: &ApiError) -> Option<ErrorCode> {
     (e.code != ErrorCode::StoreUnavailable).then_some(e.code)
 }
 
