@@ -17,7 +17,7 @@ use futures::future::{self, Either, FutureExt};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, sleep_ms};
 use crate::objects::tag_store::stubs as tag_store;
-use crate::scope::{self};
+use crate::scope;
 
 use super::schema::Held;
 use super::{never_held, Crypto, Inner, RETIRE_CHECK_MS};

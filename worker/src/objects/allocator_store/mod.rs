@@ -40,8 +40,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edgeleaf::{block::RETIRE_AFTER_MS, rand::RandSource, region::Region, wait::MAX_WAIT_MS};
-use edgeleaf_rules::wire::allocator::allocator_serve_ms;
-use edgeleaf_rules::wire::allocator::AllocatorRequest;
+use edgeleaf_rules::wire::allocator::{allocator_serve_ms, AllocatorRequest};
 use futures::channel::oneshot;
 use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
