@@ -18,7 +18,8 @@ use worker::{Env, Headers};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::key_store;
+use crate::objects::api_key::stubs as api_key;
+use crate::objects::key_store::stubs as key_store;
 
 thread_local! {
     static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
@@ -162,7 +163,7 @@ async fn key_record(env: &Env, id: &str) -> ApiResult<Option<KeyRecord>> {
     }
     let revocations = REVOCATIONS.with(Cell::get);
     count_call(|c| c.key += 1);
-    let mut key = key_store::lookup(env, id).await?.key;
+    let mut key = api_key::lookup(env, id).await?.key;
     if key.is_none() && LEGACY.with(Cell::get) {
         count_call(|c| c.index += 1);
         let adopted = key_store::adopt(env, id).await?;

@@ -30,7 +30,7 @@ pub struct Config {
     /// call of a request makes the object wait this long before it answers,
     /// so tests can check that every route answers within its budget. It
     /// applies only to requests whose URL names a loopback host (localhost,
-    /// 127.0.0.0/8, ::1: `stores::RequestScope::for_request`), as under
+    /// 127.0.0.0/8, ::1: `scope::RequestScope::for_request`), as under
     /// Miniflare or `wrangler dev`. Cloudflare routes a request to a deployed
     /// Worker by a hostname of its zone or of workers.dev, never by a
     /// loopback one, so a deployed Worker never applies it, even if the

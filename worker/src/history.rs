@@ -11,7 +11,7 @@ use worker::Env;
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::tag_store;
+use crate::objects::tag_store::stubs as tag_store;
 
 /// The most minutes one history answer covers (a day).
 pub const MAX_MINUTES: u64 = 1440;

@@ -5,7 +5,7 @@
 //! builds that object from the platform's JSON the first time it is read
 //! in a request: 13–15% of the CPU of any request, the no-op's included
 //! (tests/bench/profile.mjs; docs/benchmarks.md). The routes need one field
-//! of it, the colo, which is the isolate's own (`stores::isolate_region`).
+//! of it, the colo, which is the isolate's own (`scope::isolate_region`).
 
 use worker::worker_sys::web_sys;
 use worker::{Headers, Method, Url};

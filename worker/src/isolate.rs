@@ -12,8 +12,8 @@
 //! A request may not await I/O that another request started (Workers refuse
 //! it), so a load or lease is done by the request the core asked; the others
 //! wait on short timers and poll again. Every wait, and every Durable Object
-//! call (`stores::call`), draws on the request's one budget
-//! (`stores::budget`, the core's `WaitBudget`).
+//! call (`objects::call`), draws on the request's one budget
+//! (`scope::budget`, the core's `WaitBudget`).
 
 mod leased;
 mod minted;
@@ -25,7 +25,7 @@ use worker::{Context, Env};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, sleep_ms};
 use crate::config::Config;
-use crate::stores;
+use crate::scope;
 
 pub use segments::segment_ids;
 pub(crate) use state::{count_error, forget_tag, isolate_id, with, Isolate};
@@ -62,7 +62,7 @@ async fn run<A>(
 ) -> ApiResult<Vec<u64>> {
     let mut out = vec![0u64; count];
     let mut filled = 0;
-    let budget = stores::budget();
+    let budget = scope::budget();
     loop {
         let now = now_ms();
         let (n, turn) = with(|i| poll(i, now, &mut out[filled..]))?;

@@ -1,30 +1,26 @@
 //! edgeleaf's service: Leaf's server rebuilt as a Cloudflare Worker. Isolates
-//! serve IDs from memory (`isolate`); Durable Objects are the store — one
+//! serve IDs from memory (`isolate`); Durable Objects are the store
+//! (`objects`, one folder each: its stubs, its schema, its handlers) — one
 //! `TagStore` per `biz_tag`, a `Catalog` of tags, the `WorkerRegistry` of
 //! snowflake worker IDs, the `SnowflakeMinter`s, the index of API keys
 //! (`KeyStore`), one `ApiKey` per key, and a `RegionalAllocator` per tag
 //! and region that serves its region's isolates from blocks of the tag's
-//! object — each
-//! with one typed request enum and the client functions that send it
-//! (`stores`). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
+//! object. Each request's handling runs in one `scope` (its budget, its
+//! region). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
 
-mod allocator_store;
 mod api;
 mod auth;
-mod catalog;
+mod body;
 mod clock;
 mod config;
 mod history;
 mod incoming;
 mod isolate;
-mod key_store;
 mod metrics;
-mod minter_store;
 mod monitor;
-mod registry_store;
+mod objects;
 mod routes;
-mod stores;
-mod tag_store;
+mod scope;
 
 use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Response};
@@ -33,12 +29,9 @@ use incoming::Incoming;
 
 use config::Config;
 
-pub use allocator_store::RegionalAllocator;
-pub use catalog::Catalog;
-pub use key_store::{ApiKey, KeyStore};
-pub use minter_store::SnowflakeMinter;
-pub use registry_store::WorkerRegistry;
-pub use tag_store::TagStore;
+pub use objects::{
+    ApiKey, Catalog, KeyStore, RegionalAllocator, SnowflakeMinter, TagStore, WorkerRegistry,
+};
 
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<Response> {

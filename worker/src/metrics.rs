@@ -12,12 +12,12 @@ use edgeleaf_rules::access::Access;
 use worker::Env;
 
 use crate::api::ApiResult;
-use crate::catalog;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::history;
 use crate::isolate::{isolate_id, with};
-use crate::registry_store;
+use crate::objects::catalog::stubs as catalog;
+use crate::objects::registry_store::stubs as registry_store;
 
 #[derive(Default)]
 struct Text(String);

@@ -20,7 +20,7 @@ use crate::api::{checked_count, ApiError, ApiResult, MAX_IDS_PER_REQUEST};
 use crate::auth::{self, Caller};
 use crate::config::Config;
 use crate::incoming::Incoming;
-use crate::stores;
+use crate::scope;
 
 /// What a route needs before its handler runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl Cx {
 
     /// The JSON body (at most `MAX_BODY_BYTES`; empty reads as `{}`).
     pub async fn body<T: DeserializeOwned>(&self) -> ApiResult<T> {
-        crate::api::body(&self.req).await
+        crate::body::body(&self.req).await
     }
 
     /// The settings.
@@ -225,9 +225,9 @@ fn methods(pattern: &str) -> Vec<String> {
 }
 
 /// Finds the request's route, checks what it needs and runs its handler,
-/// all within the request's one budget (`stores::RequestScope`).
+/// all within the request's one budget (`scope::RequestScope`).
 pub async fn handle(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
-    let scope = stores::RequestScope::for_request(&req, &env);
+    let scope = scope::RequestScope::for_request(&req, &env);
     scope.run(route(req, env, ctx)).await
 }
 

@@ -1,7 +1,8 @@
 //! The one mapping from errors to JS: an `Error` whose `code` property names
-//! what went wrong (and, where waiting helps, `retryAfterMs`).
+//! what went wrong (and, where waiting helps, `retryAfterMs`), and how a JS
+//! value reads in its message (`describe`).
 
-use std::{format, string::ToString};
+use std::{format, string::String, string::ToString};
 
 use wasm_bindgen::JsValue;
 
@@ -41,9 +42,28 @@ pub fn ms(what: &str, value: f64) -> Result<u64, JsValue> {
             "invalid_argument",
             &format!(
                 "{what}: expected a whole number in 0..=2^53, found {}",
-                super::options::describe(&JsValue::from_f64(value))
+                describe(&JsValue::from_f64(value))
             ),
             &[],
         )
     })
+}
+
+/// How JS would print a value, for messages (JS formats the numbers).
+pub fn describe(value: &JsValue) -> String {
+    if let Some(s) = value.as_string() {
+        return format!("{s:?}");
+    }
+    if value.is_object() && !value.is_function() {
+        return String::from("an object");
+    }
+    let kind = value.js_typeof().as_string().unwrap_or_default();
+    match value.as_f64() {
+        // JS formats the number (the wasm carries no float formatting).
+        Some(n) => match js_sys::Number::from(n).to_string_with_radix(10) {
+            Ok(shown) => format!("{kind} {}", String::from(shown)),
+            Err(_) => kind,
+        },
+        None => format!("{kind} {value:?}"),
+    }
 }

@@ -38,7 +38,7 @@ pub fn parse(value: &JsValue) -> Result<OpaqueIds, JsValue> {
             &format!(
                 "opaque options key: expected {OPAQUE_KEY_BYTES} bytes (a Uint8Array or {} hex digits), found {}",
                 2 * OPAQUE_KEY_BYTES,
-                super::options::describe(&key)
+                super::error::describe(&key)
             ),
             &[],
         )

@@ -2,31 +2,12 @@
 //! hand rather than through serde so the .wasm carries no serde or float
 //! formatting (it must stay small: it ships to browsers and Workers).
 
-use std::{format, string::String, vec::Vec};
+use std::{format, vec::Vec};
 
 use js_sys::{Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::error::coded;
-
-/// How JS would print a value, for messages (JS formats the numbers).
-pub fn describe(value: &JsValue) -> String {
-    if let Some(s) = value.as_string() {
-        return format!("{s:?}");
-    }
-    if value.is_object() && !value.is_function() {
-        return String::from("an object");
-    }
-    let kind = value.js_typeof().as_string().unwrap_or_default();
-    match value.as_f64() {
-        // JS formats the number (the wasm carries no float formatting).
-        Some(n) => match js_sys::Number::from(n).to_string_with_radix(10) {
-            Ok(shown) => format!("{kind} {}", String::from(shown)),
-            Err(_) => kind,
-        },
-        None => format!("{kind} {value:?}"),
-    }
-}
+use super::error::{coded, describe};
 
 /// An options object whose keys have been checked against the allowed ones.
 pub struct Options {

@@ -56,7 +56,7 @@ impl SegmentCore {
                 "invalid_key",
                 &std::format!(
                     "biz_tag: expected a string, found {}",
-                    super::options::describe(&o.get("tag"))
+                    super::error::describe(&o.get("tag"))
                 ),
                 &[],
             )

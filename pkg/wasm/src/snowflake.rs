@@ -48,7 +48,7 @@ impl Outcome {
                 "invalid_clock",
                 &format!(
                     "now(): expected whole Unix milliseconds in 0..=2^53, found {}",
-                    super::options::describe(&JsValue::from_f64(*v))
+                    super::error::describe(&JsValue::from_f64(*v))
                 ),
                 &[],
             ),

@@ -20,7 +20,9 @@ pub enum AccessError {
     /// The route names a tag outside the key's tag limit.
     TagNotAllowed,
     /// The route shows what belongs to no tag (every tenant's), and the key
-    /// is limited to some tags ([`Access::sees_fleet`](crate::access::Access::sees_fleet)).
+    /// is limited to some tags (`Access::sees_fleet` in `access`, which
+    /// imports this error: named here, not linked, so that the error imports
+    /// nothing above it).
     FleetViewNotAllowed,
     /// A request for an API key that breaks a rule.
     InvalidKeySpec {

@@ -12,7 +12,7 @@ use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
-use crate::registry_store;
+use crate::objects::registry_store::stubs as registry_store;
 
 /// `count` snowflake IDs under this isolate's leased worker ID.
 pub(super) async fn ids(

@@ -14,11 +14,11 @@ use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::minter_store;
+use crate::objects::minter_store::stubs as minter_store;
 
 /// `count` snowflake IDs from the minters' batches in this isolate's buffer,
 /// within the request's budget: a minter that does not answer in what is
-/// left of it (`stores::call` races it; its Durable Object may be stuck on a
+/// left of it (`objects::call` races it; its Durable Object may be stuck on a
 /// clock that stepped back), or answers a batch already stale (its clock
 /// lags this one's by more than the staleness bound), is passed over, and a
 /// request that runs out answers 503 at once.

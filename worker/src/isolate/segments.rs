@@ -16,7 +16,9 @@ use super::{isolate_id, run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::{allocator_store, stores, tag_store};
+use crate::objects::allocator_store::stubs as allocator_store;
+use crate::objects::tag_store::stubs as tag_store;
+use crate::scope;
 
 /// `count` segment-mode IDs of `tag`, from this isolate's buffer; waits for
 /// the store only when the buffer is empty, within the request's budget
@@ -24,7 +26,7 @@ use crate::{allocator_store, stores, tag_store};
 /// its object alone.
 pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
     let regional = Config::cached(env).is_ok_and(|c| c.regional_allocators);
-    let region = stores::region().filter(|_| regional);
+    let region = scope::region().filter(|_| regional);
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
         let t = i.tags.entry(tag.to_owned()).or_default();
         if t.monotonic {
@@ -58,7 +60,7 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
                     // Prefetch at 10%: in the background of this request
                     // (with its region and test settings).
                     let load = load_segment(env.clone(), tag.to_owned(), step, region);
-                    ctx.wait_until(stores::background().run(load).map(|_| ()));
+                    ctx.wait_until(scope::background().run(load).map(|_| ()));
                 }
                 Turn::Done
             }
@@ -171,7 +173,7 @@ async fn from_region(
     step: u64,
     by: String,
 ) -> ApiResult<(SegmentLease, Option<Region>)> {
-    let share = allocator_share_ms(stores::budget().remaining_ms());
+    let share = allocator_share_ms(scope::budget().remaining_ms());
     match allocator_store::serve_range(env, tag, region, step, &by, share).await {
         Ok(lease) => {
             with(|i| i.counters.allocator_loads += 1);

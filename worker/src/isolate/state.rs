@@ -121,7 +121,7 @@ impl Isolate {
 /// it: an isolate runs in one colo), from a random one of them.
 pub(crate) fn mint_config(config: &Config) -> MintConfig {
     let pools = edgeleaf::minted::MinterPools::over_regions(config.minters);
-    let pool = crate::stores::region().map_or(0..0, |r| pools.region_pool(r));
+    let pool = crate::scope::region().map_or(0..0, |r| pools.region_pool(r));
     MintConfig {
         staleness_ms: config.staleness_ms,
         ..MintConfig::in_pool(config.minters, pool, random_u64())

@@ -9,7 +9,7 @@ use worker::{Response, ResponseBuilder};
 use super::Cx;
 use crate::api::{json, ApiResult};
 use crate::isolate;
-use crate::tag_store;
+use crate::objects::tag_store::stubs as tag_store;
 
 /// `GET /api/segment/get/{tag}`: one ID as text, as Leaf answers.
 pub async fn segment_text(cx: Cx) -> ApiResult<Response> {

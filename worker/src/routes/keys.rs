@@ -7,8 +7,9 @@ use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::key_store;
-use crate::{auth, clock};
+use crate::auth;
+use crate::clock;
+use crate::objects::key_store::stubs as key_store;
 
 /// `POST /v1/keys`: the core checks the request and makes the token; the
 /// store keeps its hash; the token is answered once.

@@ -8,8 +8,10 @@ use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::{allocator_store, tag_store};
-use crate::{catalog, isolate};
+use crate::isolate;
+use crate::objects::allocator_store::stubs as allocator_store;
+use crate::objects::catalog::stubs as catalog;
+use crate::objects::tag_store::stubs as tag_store;
 
 /// `GET /v1/tags`: the tags the caller may see (a key limited to some tags
 /// sees only those).

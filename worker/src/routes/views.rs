@@ -8,7 +8,9 @@ use worker::Response;
 
 use super::{Cx, ROUTES};
 use crate::api::{json, ApiError, ApiResult};
-use crate::{history, metrics, monitor};
+use crate::history;
+use crate::metrics;
+use crate::monitor;
 
 /// The dashboard page (`www/index.html`), served at `/`, and its chart
 /// library (uPlot, from the npm packages `make test` / `make dev` install).

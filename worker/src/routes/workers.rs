@@ -6,7 +6,7 @@ use worker::Response;
 
 use super::Cx;
 use crate::api::{json, ApiResult};
-use crate::registry_store;
+use crate::objects::registry_store::stubs as registry_store;
 
 /// `POST /v1/workers/lease`: a worker ID and its secret.
 pub async fn lease(cx: Cx) -> ApiResult<Response> {

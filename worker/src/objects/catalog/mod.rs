@@ -2,6 +2,8 @@
 //! the dashboard. The tag objects stay the owners of `max_id`; the catalog
 //! only knows which tags exist.
 
+pub mod stubs;
+
 use edgeleaf_rules::wire::catalog::{CatalogRequest, Done, TagList};
 use serde::Deserialize;
 use worker::{
@@ -9,27 +11,8 @@ use worker::{
 };
 
 use crate::api::{json, ApiError, ApiResult};
-use crate::stores::{call, create_tables, serve, Store};
-
-/// Every tag, sorted.
-pub async fn list(env: &Env) -> ApiResult<Vec<String>> {
-    let list: TagList = call(env, Store::Catalog, &CatalogRequest::List).await?;
-    Ok(list.tags)
-}
-
-/// Adds `tag` to the catalog.
-pub async fn add(env: &Env, tag: &str) -> ApiResult<()> {
-    let biz_tag = tag.to_owned();
-    let _: Done = call(env, Store::Catalog, &CatalogRequest::Add { biz_tag }).await?;
-    Ok(())
-}
-
-/// Removes `tag` from the catalog.
-pub async fn remove(env: &Env, tag: &str) -> ApiResult<()> {
-    let biz_tag = tag.to_owned();
-    let _: Done = call(env, Store::Catalog, &CatalogRequest::Remove { biz_tag }).await?;
-    Ok(())
-}
+use crate::objects::serve::serve;
+use crate::objects::sql::create_tables;
 
 #[durable_object]
 pub struct Catalog {

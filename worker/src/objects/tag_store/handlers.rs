@@ -1,0 +1,377 @@
+//! A tag's object's answers, one per `TagRequest`: the core decides, the
+//! handler reads and writes.
+
+use edgeleaf::{
+    code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
+    segment::Allocation, segment::StepPolicy, tag::CreditBack, tag::CreditedAnswer,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailBack,
+    tag::TakeBack,
+};
+use edgeleaf_rules::wire::{
+    api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
+    tag::Revealed, tag::SegmentLease, tag::TagHistory, tag::TagUpsert, tag::TakeBackRequest,
+    tag::TakenBack,
+};
+use worker::Response;
+
+use crate::api::{checked_count, json, ApiError, ApiResult};
+use crate::clock::now_ms;
+use crate::objects::sql::stored_u64;
+
+use super::schema::{HistoryRow, Stored};
+use super::TagStore;
+
+impl TagStore {
+    pub(super) fn upsert(&self, req: TagUpsert) -> ApiResult<Response> {
+        let now = now_ms();
+        let max_id = req
+            .max_id
+            .as_deref()
+            .map(|m| m.parse::<u64>().map_err(|_| ApiError::new(ErrorCode::OutOfRange, format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
+            .transpose()?;
+        let change = TagChange {
+            step: req.step,
+            max_id,
+            max_step: req.max_step,
+            description: req.description.as_deref(),
+            monotonic: req.monotonic,
+            opaque: req.opaque,
+            expected: req.expect.map(Into::into),
+        };
+        let existing = self.load()?;
+        // A conditional change (an import's plan) goes through only on the
+        // tag as its writer read it.
+        change.check_expected(existing.as_ref().filter(|s| !s.deleted).map(|s| &s.record))?;
+        let (record, created) = match &existing {
+            // A deleted tag keeps its max_id (and its kind): re-creating it
+            // continues after every ID it ever handed out.
+            Some(s) => (s.record.change(&change, now)?, s.deleted),
+            None => (
+                TagRecord::create(&req.biz_tag, &change, req.default_step, now)?,
+                true,
+            ),
+        };
+        // The tables, once the change is known to be valid: a refused PUT
+        // of a new name writes nothing either.
+        self.tables(true)?;
+        let mut opaque_key = existing.and_then(|s| s.opaque_key);
+        if let (Some(d), None) = (record.kind.opaque(), &opaque_key) {
+            opaque_key = Some(self.save_opaque(d)?);
+        }
+        self.save(&record, false)?;
+        let stored = Stored {
+            record,
+            deleted: false,
+            opaque_key,
+        };
+        json(if created { 201 } else { 200 }, &Self::view(&stored))
+    }
+
+    pub(super) fn allocate(
+        &self,
+        stored: &Stored,
+        step: Option<u64>,
+        by: &str,
+    ) -> ApiResult<(Allocation, TagRecord)> {
+        let step = stored.record.grant_step(step);
+        let now = now_ms();
+        let (alloc, next) = stored.record.allocate(Some(step), now)?;
+        self.save(&next, false)?;
+        self.remember(&alloc, now, by)?;
+        Ok((alloc, next))
+    }
+
+    pub(super) fn history(&self) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let rows: Vec<HistoryRow> = self
+            .sql
+            .exec(
+                "SELECT seq, at, start, end, by FROM history ORDER BY seq",
+                None,
+            )?
+            .to_array()?;
+        let allocations = match rows.last() {
+            Some(r) => stored_u64("history seq", r.seq)?,
+            None => 0,
+        };
+        let events = rows
+            .into_iter()
+            .map(|r| {
+                Ok(HistoryEvent {
+                    at_ms: stored_u64("history at", r.at)?,
+                    start: r.start,
+                    end: r.end,
+                    by: r.by,
+                })
+            })
+            .collect::<ApiResult<Vec<_>>>()?;
+        json(
+            200,
+            &TagHistory {
+                tag: Self::view(&stored),
+                allocations,
+                events,
+            },
+        )
+    }
+
+    pub(super) fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let ask = SegmentAsk {
+            step: req.step,
+            request_id: req.request_id.as_deref(),
+            caller: req.asker(),
+            for_isolate: req.for_isolate,
+        };
+        let remembered_as = ask.remembered_as();
+        let remembered = match &remembered_as {
+            Some(key) => self.remembered(key)?,
+            None => None,
+        };
+        let credits = match ask.credit_owner() {
+            Some(owner) => self.credits(owner)?,
+            None => Vec::new(),
+        };
+        let above = match req.after.as_deref() {
+            None => 0,
+            Some(a) => a.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::OutOfRange,
+                    format!(
+                        "after: expected a decimal string in 0..=18446744073709551615, found {a:?}"
+                    ),
+                )
+            })?,
+        };
+        // The core decides (the tag's kind, the request ID, the asker's
+        // credits); this store allocates and remembers, in this one turn.
+        let alloc =
+            match stored
+                .record
+                .lease_with_credits(&ask, remembered.as_ref(), &credits, above)?
+            {
+                CreditedAnswer::Segment(SegmentAnswer::Again(alloc)) => alloc,
+                CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
+                    let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &alloc, step)?;
+                    }
+                    alloc
+                }
+                CreditedAnswer::Credit {
+                    segment,
+                    granted,
+                    taken,
+                    rest,
+                } => {
+                    let owner = ask.credit_owner().unwrap_or_default();
+                    self.drop_credit(owner, &taken)?;
+                    if let Some(rest) = rest {
+                        self.add_credit(owner, &rest)?;
+                    }
+                    self.remember(&segment, now_ms(), &req.by)?;
+                    if let Some(key) = &remembered_as {
+                        self.remember_lease(key, &segment, granted)?;
+                    }
+                    segment
+                }
+            };
+        // Only an opaque tag's isolates get here with it: its key goes along.
+        let opaque = match (&stored.opaque_key, stored.record.kind.opaque()) {
+            (Some(key), Some(domain)) => Some(OpaqueGrant {
+                domain,
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        json(
+            200,
+            &SegmentLease {
+                start: alloc.start.to_string(),
+                end: alloc.end.to_string(),
+                step: alloc.step,
+                min_step: stored.record.step,
+                opaque,
+            },
+        )
+    }
+
+    /// A leased range's unused tail, handed back by its asker: the core
+    /// decides — an allocator's returns (`TagRecord::take_back`: nothing
+    /// handed out after it, the end of the range remembered under the
+    /// asker's own request ID); an outside client's becomes its own credit
+    /// (`TagRecord::credit_back`), `max_id` unchanged. The record, credits
+    /// and remembered range change in one synchronous turn (one write).
+    pub(super) fn take_back(&self, req: &TakeBackRequest) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let bound = |s: &str| {
+            s.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::OutOfRange,
+                    format!("take back: expected a decimal bound, found {s:?}"),
+                )
+            })
+        };
+        let tail = Allocation::new(bound(&req.start)?, bound(&req.end)?)?;
+        let back = TailBack {
+            tail,
+            request_id: &req.request_id,
+            caller: req.asker(),
+            for_isolate: req.for_isolate(),
+        };
+        let key = back.remembered_as();
+        let remembered = match &key {
+            Some(k) => self.remembered(k)?,
+            None => None,
+        };
+        // An outside client's tail: a credit of its own asker, never
+        // `max_id` moved back (the core's `credit_back`).
+        if let Some(owner) = back.credit_owner() {
+            let credits = self.credits(owner)?;
+            let taken = match stored
+                .record
+                .credit_back(&back, remembered.as_ref(), &credits)?
+            {
+                CreditBack::Credited { credit, remembered } => {
+                    self.add_credit(owner, &credit)?;
+                    if let Some(k) = &key {
+                        self.change_remembered(k, remembered)?;
+                    }
+                    true
+                }
+                CreditBack::Skipped(_) => false,
+            };
+            return json(
+                200,
+                &TakenBack {
+                    taken,
+                    untaken: false,
+                    max_id: stored.record.max_id.to_string(),
+                },
+            );
+        }
+        let (taken, untaken) =
+            match stored
+                .record
+                .take_back(&back, remembered.as_ref(), now_ms())?
+            {
+                TakeBack::Returned { record, remembered } => {
+                    self.save(&record, false)?;
+                    if let Some(k) = &key {
+                        self.change_remembered(k, remembered)?;
+                    }
+                    (Some(record.max_id), false)
+                }
+                TakeBack::Skipped(skipped) => (None, skipped.proves_untaken()),
+            };
+        json(
+            200,
+            &TakenBack {
+                taken: taken.is_some(),
+                untaken,
+                max_id: taken.unwrap_or(stored.record.max_id).to_string(),
+            },
+        )
+    }
+
+    /// An opaque ID's counter, and whether the tag handed it out.
+    pub(super) fn reveal(&self, id: &GivenId) -> ApiResult<Response> {
+        let stored = self.live()?;
+        let domain = stored.record.kind.check_opaque()?;
+        let Some(key) = &stored.opaque_key else {
+            return Err(ApiError::store_error(
+                "store: an opaque tag without its key",
+            ));
+        };
+        let id = match id {
+            GivenId::Id(id) => *id,
+            GivenId::Not(given) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidId,
+                    format!(
+                        "id: expected a decimal string in 1..={}, found {given}",
+                        domain.max_id()
+                    ),
+                ));
+            }
+        };
+        let ids = OpaqueGrant {
+            domain,
+            key: key.clone(),
+        }
+        .ids()?;
+        let counter = ids.decode(id).ok();
+        let belongs = counter.is_some_and(|c| c <= stored.record.max_id);
+        json(
+            200,
+            &Revealed {
+                belongs,
+                counter: counter.map(|c| c.to_string()),
+                id: id.to_string(),
+            },
+        )
+    }
+
+    /// Monotonic tags: IDs from this object alone, so each is greater than
+    /// every one issued before, whoever asked. Each answer writes its last
+    /// ID before it leaves.
+    pub(super) fn ids(&self, count: u64) -> ApiResult<Response> {
+        let count = checked_count(count)?;
+        let stored = self.live()?;
+        stored.record.kind.check_monotonic()?;
+        let read = IssuedMark {
+            max_id: stored.record.max_id,
+            issued: self.issued()?,
+        };
+        let mut cell = self.issuer.borrow_mut();
+        let issuer = match cell.as_mut() {
+            Some(i) => i,
+            None => cell.insert(MonotonicIssuer::new(StepPolicy::new(stored.record.step)?)),
+        };
+        issuer.begin(read);
+        let mut out = vec![0u64; count];
+        let mut filled = 0;
+        let mut record = stored;
+        loop {
+            let poll = issuer.poll(now_ms(), &mut out[filled..]);
+            filled += poll.filled;
+            // The store is this object's own storage: loads are
+            // synchronous, so a prefetch is done at once too.
+            let (step, needed) = match poll.next {
+                SegmentStep::Done { prefetch: None } => break,
+                SegmentStep::Done {
+                    prefetch: Some(step),
+                } => (step, false),
+                SegmentStep::LoadNow { step } => (step, true),
+                SegmentStep::Wait => {
+                    return Err(ApiError::new(
+                        ErrorCode::StoreError,
+                        "monotonic tag: a load marked in flight in a synchronous store",
+                    ))
+                }
+            };
+            match self.allocate(&record, Some(step), "store") {
+                Ok((alloc, next)) => {
+                    record.record = next;
+                    issuer.loaded(alloc, now_ms())?;
+                }
+                Err(e) => {
+                    issuer.load_failed();
+                    // A prefetch that failed (the tag's last IDs are in
+                    // memory) does not fail the answer it follows.
+                    if needed {
+                        return Err(e);
+                    }
+                    break;
+                }
+            }
+        }
+        let mark = issuer.answer(out[count - 1]);
+        if let Err(e) = self.write_issued(issuer.expected(), mark) {
+            issuer.write_failed();
+            return Err(e);
+        }
+        issuer.written(mark);
+        json(200, &IdList::of(&out))
+    }
+}

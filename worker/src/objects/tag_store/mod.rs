@@ -1,0 +1,94 @@
+//! `TagStore`: the Durable Object that owns one `biz_tag` — Leaf's
+//! `leaf_alloc` row — and runs the core's allocator over its SQLite storage.
+//!
+//! Each allocation reads the row, advances `max_id` and writes it back with no
+//! await in between (a Durable Object runs one event at a time), and the
+//! platform's output gate holds the reply until that write is durable: a
+//! segment a restart could hand out again is never handed out.
+//!
+//! Every answer that hands out IDs writes to storage in its own request, so
+//! an old instance of this object still running beside its replacement (the
+//! platform fails its storage operations once another exists) cannot answer
+//! from memory: a segment writes `max_id`; a monotonic tag's IDs, served
+//! from this object's memory, write the last ID answered (`issued`) before
+//! they leave (the core's `MonotonicIssuer`; docs/design.md, "Segment IDs").
+//!
+//! Its tables are made when the tag is first created (`PUT`), never before:
+//! a request naming a tag that does not exist is answered `not_found`
+//! without writing anything, so random names cost no storage.
+//!
+//! A client's tail handed back never moves `max_id` back: it is a credit of
+//! the asker (`credit`, one row per range), leased again only by the same
+//! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
+//!
+//! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
+//! below 2^53, and IDs go to 2^63 − 1.
+
+mod handlers;
+mod schema;
+pub mod stubs;
+
+use std::cell::{Cell, RefCell};
+
+use edgeleaf::driver::MonotonicIssuer;
+use edgeleaf_rules::wire::{tag::TagRequest, tag::TagView};
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
+};
+
+use crate::api::{json, ApiError, ApiResult};
+use crate::objects::serve::serve;
+
+use schema::Stored;
+
+#[durable_object]
+pub struct TagStore {
+    sql: SqlStorage,
+    /// The tables are known to exist (made by this instance, or found).
+    tables: Cell<bool>,
+    /// Monotonic tags only: the IDs this object serves itself.
+    issuer: RefCell<Option<MonotonicIssuer>>,
+}
+
+impl TagStore {
+    fn live(&self) -> ApiResult<Stored> {
+        match self.load()? {
+            Some(s) if !s.deleted => Ok(s),
+            _ => Err(ApiError::not_found(
+                "biz_tag: expected a tag created with PUT /v1/tags/{tag}, found none",
+            )),
+        }
+    }
+
+    fn view(s: &Stored) -> TagView {
+        TagView::from(&s.record)
+    }
+}
+
+impl DurableObject for TagStore {
+    fn new(state: State, _env: Env) -> Self {
+        TagStore {
+            sql: state.storage().sql(),
+            tables: Cell::new(false),
+            issuer: RefCell::new(None),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        serve(None, &req, async |r| match r {
+            TagRequest::Put(b) => self.upsert(b),
+            TagRequest::Get => self.live().and_then(|s| json(200, &Self::view(&s))),
+            TagRequest::History => self.history(),
+            TagRequest::Delete => self.live().and_then(|s| {
+                *self.issuer.borrow_mut() = None;
+                self.save(&s.record, true)?;
+                json(200, &Self::view(&s))
+            }),
+            TagRequest::Allocate(b) => self.lease(b),
+            TagRequest::Reveal { id } => self.reveal(&id),
+            TagRequest::Ids { count } => self.ids(count),
+            TagRequest::TakeBack(b) => self.take_back(&b),
+        })
+        .await
+    }
+}
