@@ -20,9 +20,12 @@
 //! - a block ask is sent only once it is in the stored state;
 //! - blocks are served: the run hands out IDs.
 //!
-//! Each property is shown to fail by a planted fault (`Fault`): the tests
-//! `each_planted_fault_is_caught` run the same worlds with one fault each
-//! and expect a violation.
+//! Each property is shown to fail by a planted fault (`Fault`):
+//! `each_planted_fault_is_caught` runs the worlds drawn from the run's seed
+//! (fixed in `make test`), one after another, with one fault each, until the
+//! fault is caught; not within `PLANTED_BOUND` worlds is a failure (at the
+//! rarest fault's rate, a miss by luck has a chance of about 1e-8). The
+//! rarest faults' smallest worlds are also kept as written.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -38,7 +41,10 @@ use edgeleaf::tag::{
 use edgeleaf::Error;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::TestRunner;
+
+#[path = "support/props.rs"]
+mod props;
 
 const SITES: usize = 3;
 const CLIENT: &str = "client";
@@ -775,7 +781,7 @@ fn plan() -> impl Strategy<Value = Plan> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(512))]
 
     #[test]
     fn no_id_twice_max_id_covers_all_and_tails_return_only_when_last(plan in plan()) {
@@ -789,10 +795,7 @@ proptest! {
 /// properties are not vacuous.
 #[test]
 fn the_worlds_serve_ids_and_take_tails_back() {
-    let mut runner = TestRunner::new(Config {
-        cases: 256,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::new(props::config(256));
     let (mut served, mut returned, mut kept) = (0u64, 0u64, 0u64);
     for _ in 0..256 {
         let plan = plan().new_tree(&mut runner).unwrap().current();
@@ -815,33 +818,209 @@ fn the_worlds_serve_ids_and_take_tails_back() {
     assert!(kept > 0, "refused tails served again: {kept}");
 }
 
-/// Each planted fault breaks a property the worlds check.
+const FAULTS: [Fault; 7] = [
+    Fault::TakeBackWithoutCondition,
+    Fault::KeepRemembered,
+    Fault::RememberedByRequestIdOnly,
+    Fault::ServeBeforePersist,
+    Fault::HandBackBeforePersist,
+    Fault::KeepTakenTail,
+    Fault::KeepUnprovenRefusal,
+];
+
+/// The plans a planted fault may take to be found. The rarest are caught by
+/// about 1 plan in 530 (`HandBackBeforePersist`) and 1 in 650
+/// (`KeepUnprovenRefusal`; `planted_fault_rates` over 120,000 plans from 3
+/// seeds): a fault that rare is missed by 12,000 plans with a chance of
+/// about 1e-8, so a miss is a property gone blind, not bad luck.
+const PLANTED_BOUND: u64 = 12_000;
+
+/// The first plan (counting from 1) of the plans drawn from `base`,
+/// `base + 1`, ... that `fault` breaks and that holds without it, within
+/// `bound`. (A plan that fails without a fault is the main property's to
+/// report, not evidence that this fault is seen.)
+fn first_catch(fault: Fault, base: u64, bound: u64) -> Option<(u64, u64)> {
+    (0..bound).find_map(|i| {
+        let seed = base.wrapping_add(i);
+        let plan = props::draw(&plan(), seed).current();
+        (run(fault, &plan).is_err() && run(Fault::None, &plan).is_ok()).then_some((i + 1, seed))
+    })
+}
+
+/// Each planted fault breaks a property the worlds check, within
+/// `PLANTED_BOUND` plans from the run's seed (fixed in `make test`).
 #[test]
 fn each_planted_fault_is_caught() {
-    for fault in [
-        Fault::TakeBackWithoutCondition,
-        Fault::KeepRemembered,
-        Fault::RememberedByRequestIdOnly,
-        Fault::ServeBeforePersist,
-        Fault::HandBackBeforePersist,
-        Fault::KeepTakenTail,
-        Fault::KeepUnprovenRefusal,
-    ] {
-        let mut runner = TestRunner::new(Config {
-            cases: 2_000,
-            failure_persistence: None,
-            ..Config::default()
+    let base = props::seed();
+    for fault in FAULTS {
+        let started = std::time::Instant::now();
+        let Some((n, seed)) = first_catch(fault, base, PLANTED_BOUND) else {
+            panic!("{fault:?} went unnoticed in {PLANTED_BOUND} plans from seed {base}");
+        };
+        let mut tree = props::draw(&plan(), seed);
+        let why = run(fault, &tree.current()).unwrap_err();
+        let (simplest, why) = props::shrink(&mut tree, why, 2_000, |p| match run(fault, p) {
+            Err(why) if run(Fault::None, p).is_ok() => Err(why),
+            _ => Ok(()),
         });
-        let found = runner.run(&plan(), |plan| {
-            run(fault, &plan).map_err(TestCaseError::fail)
-        });
-        match found {
-            Err(proptest::test_runner::TestError::Fail(why, _)) => {
-                println!("{fault:?}: {why}");
-            }
-            other => panic!("{fault:?} went unnoticed: {other:?}"),
-        }
+        println!(
+            "{fault:?}: plan {n} (seed {seed}), {:.1} s; shrunk to {} ops: {why}\n  {simplest:?}",
+            started.elapsed().as_secs_f64(),
+            simplest.ops.len()
+        );
     }
+}
+
+/// The smallest worlds found for the two rarest planted faults, kept as
+/// written: a change to `plan()` changes what every seed draws, and must
+/// not lose them.
+#[test]
+fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
+    let serve = |site| Op::Serve {
+        site,
+        old: false,
+        step: 1,
+        write_fails: false,
+    };
+    let deliver = || Op::Deliver { pick: 0 };
+    let world = |ops| Plan {
+        step: 1,
+        pinned: false,
+        seed: 0,
+        active: 1,
+        ops,
+    };
+    let cases = [
+        // The first copy of a hand-back is taken, the second refused
+        // without proof: the allocator serves the tail anyway.
+        (
+            Fault::KeepUnprovenRefusal,
+            world(vec![
+                serve(0),
+                deliver(),
+                deliver(),
+                Op::Retire {
+                    site: 0,
+                    old: false,
+                },
+                Op::Duplicate { pick: 0 },
+            ]),
+        ),
+        // An old instance hands its tail back though its write failed; its
+        // replacement, restored with the block, serves from it.
+        (
+            Fault::HandBackBeforePersist,
+            world(vec![
+                serve(0),
+                deliver(),
+                Op::Replace {
+                    site: 0,
+                    keep_old: true,
+                },
+                deliver(),
+                Op::Retire { site: 0, old: true },
+                serve(0),
+            ]),
+        ),
+    ];
+    for (fault, plan) in cases {
+        assert_eq!(run(Fault::None, &plan), Ok(()), "{plan:?}");
+        let why = run(fault, &plan).expect_err("the fault is caught");
+        println!("{fault:?}: {why}");
+    }
+}
+
+/// Found on 2026-11-27 while shrinking the planted faults' worlds (and by 1
+/// of 120,000 plans from the fixed seed, seed 20262692): region 1 hands its
+/// unused block 1..=6 back, and the network copies it; the first copy is
+/// refused because region 2's block 7..=12 followed (which proves the root
+/// did not take it), so region 1 serves the tail; region 2 then retires, its
+/// tail comes back and `max_id` falls to 6; the second copy arrives and the
+/// root takes 1..=6 back, though it was handed out: the next lease would
+/// answer those IDs again. A violation of the core's rules (src/tag.rs,
+/// src/block.rs), not of this test's hosts; ignored until they are fixed.
+#[test]
+#[ignore = "known violation in the core (issue 34): run it once fixed"]
+fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
+    let serve = |site| Op::Serve {
+        site,
+        old: false,
+        step: 1,
+        write_fails: false,
+    };
+    let deliver = |pick| Op::Deliver { pick };
+    let plan = Plan {
+        step: 6,
+        pinned: false,
+        seed: 0,
+        active: 3,
+        ops: vec![
+            serve(1),
+            deliver(0),
+            deliver(0),
+            serve(2),
+            deliver(0),
+            deliver(0),
+            Op::Retire {
+                site: 1,
+                old: false,
+            },
+            Op::Duplicate { pick: 0 },
+            deliver(0),
+            deliver(1),
+            serve(1),
+            Op::Retire {
+                site: 2,
+                old: false,
+            },
+            deliver(2),
+            deliver(0),
+        ],
+    };
+    assert_eq!(run(Fault::None, &plan), Ok(()));
+}
+
+/// How often each planted fault is caught: `EDGELEAF_PLANTED_PLANS` plans
+/// (24,000 unless set) from the run's seed, counting the plans that hold
+/// without a fault (all of them, or the property is broken). `make proof`
+/// runs it.
+#[test]
+#[ignore = "long: make proof"]
+fn planted_fault_rates() {
+    let base = props::seed();
+    let plans: u64 = std::env::var("EDGELEAF_PLANTED_PLANS").map_or(24_000, |s| s.parse().unwrap());
+    let (sound, broken): (Vec<Plan>, Vec<(u64, String)>) =
+        (0..plans).fold((Vec::new(), Vec::new()), |(mut sound, mut broken), i| {
+            let plan = props::draw(&plan(), base.wrapping_add(i)).current();
+            match run(Fault::None, &plan) {
+                Ok(()) => sound.push(plan),
+                Err(why) => broken.push((base.wrapping_add(i), why)),
+            }
+            (sound, broken)
+        });
+    for fault in FAULTS {
+        let caught = sound.iter().filter(|p| run(fault, p).is_err()).count() as u64;
+        let rate = caught as f64 / plans as f64;
+        // The chance that PLANTED_BOUND plans drawn at this rate all miss.
+        let miss = (1.0 - rate).powf(PLANTED_BOUND as f64);
+        println!(
+            "{fault:?}: {caught} of {plans} plans ({:.3}%), about 1 in {:.0}; \
+             missed by {PLANTED_BOUND} plans with chance {miss:.1e}",
+            rate * 100.0,
+            1.0 / rate
+        );
+        assert!(
+            miss < 1e-6,
+            "{fault:?}: PLANTED_BOUND too small for its rate"
+        );
+    }
+    assert!(
+        broken.is_empty(),
+        "{} of {plans} plans fail without a fault, first (seed {}): {}",
+        broken.len(),
+        broken[0].0,
+        broken[0].1
+    );
 }
 
 #[derive(Debug, Clone)]
@@ -860,7 +1039,7 @@ enum SoloOp {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(512))]
 
     /// One allocator never serves an ID twice, whatever its root answers:
     /// across retirements and restores, it refuses a block at or below the
