@@ -6,10 +6,13 @@
 //! again under their request ID; allocators killed, or replaced while the
 //! old instance still runs (its writes fail), each replacement restored
 //! from the last persisted state (through serde); transient write failures;
-//! allocators retired with their tails handed back; an outside client that
-//! leases under its own request IDs, uses part and hands the rest back;
-//! isolates that lease from the root directly (the fallback); and a caller
-//! that hands back tails that are not its own. Properties:
+//! allocators retired with their tails handed back (all at once, or as the
+//! Worker does, through the core's `HandBack`: last first, one at a time,
+//! its tails and answers lost, late or copied, the host giving up waiting);
+//! an outside client that leases under its own request IDs, uses part and
+//! hands the rest back; isolates that lease from the root directly (the
+//! fallback); and a caller that hands back tails that are not its own.
+//! Properties:
 //! - no ID is handed out twice (to an isolate by an allocator, by the root to
 //!   an isolate, or used by the client);
 //! - the root's `max_id` is never below an ID handed out;
@@ -31,7 +34,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, Serve, Tail};
+use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, HandBack, Serve, Tail, TailAnswer};
 use edgeleaf::rand::SplitMix64;
 use edgeleaf::segment::Allocation;
 use edgeleaf::tag::{
@@ -94,8 +97,18 @@ enum Op {
     /// The platform replaces the allocator: a new instance from storage;
     /// the old one dies (`keep_old: false`) or runs on, its writes failing.
     Replace { site: usize, keep_old: bool },
-    /// The allocator retires its blocks and hands their tails back.
-    Retire { site: usize, old: bool },
+    /// The allocator retires its blocks and hands their tails back: all at
+    /// once (`ordered: false`), or as the Worker does, through the core's
+    /// `HandBack` (last first, one at a time, stopping at the first not
+    /// taken or unanswered).
+    Retire {
+        site: usize,
+        old: bool,
+        ordered: bool,
+    },
+    /// An instance gives up waiting for the root's answer to the tail it
+    /// handed back (`HandBack`: lost; it may have been taken).
+    HandBackLost { site: usize, old: bool },
     /// The outside client leases `step` IDs under a new request ID.
     ClientLease { step: u64 },
     /// The client sends an unanswered lease again.
@@ -119,7 +132,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::Duplicate { pick }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, old)| Op::AskFailed { site, old }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, keep_old)| Op::Replace { site, keep_old }),
-        1 => (site, prop::bool::weighted(0.3)).prop_map(|(site, old)| Op::Retire { site, old }),
+        1 => (site.clone(), prop::bool::weighted(0.3), any::<bool>())
+            .prop_map(|(site, old, ordered)| Op::Retire { site, old, ordered }),
+        1 => (site, any::<bool>()).prop_map(|(site, old)| Op::HandBackLost { site, old }),
         1 => (1..60u64).prop_map(|step| Op::ClientLease { step }),
         1 => any::<usize>().prop_map(|pick| Op::ClientRetry { pick }),
         1 => (1..30u64).prop_map(|step| Op::RootLease { step }),
@@ -152,11 +167,20 @@ enum Msg {
         range: Allocation,
     },
     /// A tail handed back by `caller` (from instance `epoch` of allocator
-    /// `site`, or the client: `None`).
+    /// `site`, or the client: `None`); `ordered`: by a `HandBack`, which
+    /// waits for the answer.
     TakeBack {
         caller: String,
         tail: Tail,
         from: Option<(usize, u32)>,
+        ordered: bool,
+    },
+    /// The root's answer to an ordered hand-back, back to its instance.
+    BackAnswer {
+        site: usize,
+        epoch: u32,
+        tail: Tail,
+        answer: TailAnswer,
     },
     /// The root's refusal of a tail (it wrote nothing), back to instance
     /// `epoch` of allocator `site`, which serves it again.
@@ -166,6 +190,8 @@ enum Msg {
 struct Instance {
     epoch: u32,
     alloc: BlockAllocator,
+    /// A `HandBack` under way, and the tail it waits for an answer to.
+    back: Option<(HandBack, Tail)>,
 }
 
 /// An allocator object: its storage and the instances running.
@@ -199,6 +225,8 @@ struct World {
     client_leases: u32,
     /// Tails the root refused that their allocator serves again.
     kept: u64,
+    /// `HandBack`s finished, and those that ended on a lost answer.
+    hand_backs: (u64, u64),
 }
 
 type Verdict = Result<(), String>;
@@ -236,12 +264,14 @@ impl World {
                     current: Some(Instance {
                         epoch: 0,
                         alloc: BlockAllocator::new(),
+                        back: None,
                     }),
                     old: None,
                 })
                 .collect(),
             net: Vec::new(),
             kept: 0,
+            hand_backs: (0, 0),
             handed: BTreeMap::new(),
             client_waiting: Vec::new(),
             client_leases: 0,
@@ -309,6 +339,7 @@ impl World {
             s.current = Some(Instance {
                 epoch: s.epoch,
                 alloc: restore(s.saved.as_deref()),
+                back: None,
             });
         }
     }
@@ -349,10 +380,14 @@ impl World {
         Ok(())
     }
 
-    fn retire(&mut self, site: usize, old: bool) -> Verdict {
+    fn retire(&mut self, site: usize, old: bool, ordered: bool) -> Verdict {
         let Some(inst) = self.instance(site, old) else {
             return Ok(());
         };
+        if inst.back.is_some() {
+            // One retirement at a time (the Worker's is one request).
+            return Ok(());
+        }
         let tails = inst.alloc.retire();
         let persisted = self.persist(site, old, false);
         if !persisted && self.fault != Fault::HandBackBeforePersist {
@@ -360,14 +395,72 @@ impl World {
         }
         let caller = self.sites[site].name.clone();
         let epoch = self.sites[site].epoch - u32::from(old);
+        if ordered {
+            return self.hand_back_next(site, epoch, HandBack::new(tails));
+        }
         for tail in tails {
             self.net.push(Msg::TakeBack {
                 caller: caller.clone(),
                 tail,
                 from: Some((site, epoch)),
+                ordered: false,
             });
         }
         Ok(())
+    }
+
+    /// The instance `epoch` of `site` (current or old), if it still runs.
+    fn instance_of(&mut self, site: usize, epoch: u32) -> Option<(&mut Instance, bool)> {
+        let s = &mut self.sites[site];
+        let old = s.old.as_ref().is_some_and(|i| i.epoch == epoch);
+        [s.current.as_mut(), s.old.as_mut()]
+            .into_iter()
+            .flatten()
+            .find(|i| i.epoch == epoch)
+            .map(|i| (i, old))
+    }
+
+    /// Sends `back`'s next tail, or finishes it: the tails still this
+    /// allocator's served again, and its state persisted.
+    fn hand_back_next(&mut self, site: usize, epoch: u32, mut back: HandBack) -> Verdict {
+        let (now, caller) = (self.now, self.sites[site].name.clone());
+        let Some((inst, old)) = self.instance_of(site, epoch) else {
+            return Ok(());
+        };
+        if let Some(tail) = back.to_send() {
+            inst.back = Some((back, tail.clone()));
+            self.net.push(Msg::TakeBack {
+                caller,
+                tail,
+                from: Some((site, epoch)),
+                ordered: true,
+            });
+            return Ok(());
+        }
+        let (_, kept) = back.finish(&mut inst.alloc, now);
+        self.kept += kept as u64;
+        self.hand_backs.0 += 1;
+        self.persist(site, old, false);
+        Ok(())
+    }
+
+    /// The answer to the tail instance `epoch` of `site` waits for.
+    fn hand_back_answered(
+        &mut self,
+        site: usize,
+        epoch: u32,
+        tail: &Tail,
+        answer: TailAnswer,
+    ) -> Verdict {
+        let Some((inst, _)) = self.instance_of(site, epoch) else {
+            return Ok(());
+        };
+        // An answer to a copy it no longer waits for goes nowhere.
+        let Some((mut back, waiting)) = inst.back.take_if(|(_, t)| t == tail) else {
+            return Ok(());
+        };
+        back.answered(waiting, answer);
+        self.hand_back_next(site, epoch, back)
     }
 
     fn replace(&mut self, site: usize, keep_old: bool) {
@@ -378,6 +471,7 @@ impl World {
         s.current = Some(Instance {
             epoch: s.epoch,
             alloc: restore(s.saved.as_deref()),
+            back: None,
         });
     }
 
@@ -598,20 +692,48 @@ impl World {
                             request_id,
                         },
                         from: None,
+                        ordered: false,
                     });
                 }
             }
-            Msg::TakeBack { caller, tail, from } => {
+            Msg::TakeBack {
+                caller,
+                tail,
+                from,
+                ordered,
+            } => {
                 let answer = self.take_back(&caller, &tail)?;
                 let keep = match answer {
                     Some(false) => true,
                     Some(true) => self.fault == Fault::KeepTakenTail,
                     None => self.fault == Fault::KeepUnprovenRefusal,
                 };
-                if let (true, Some((site, epoch))) = (keep, from) {
-                    self.net.push(Msg::Refused { site, epoch, tail });
+                match (ordered, from) {
+                    (true, Some((site, epoch))) => {
+                        let answer = match (answer, keep) {
+                            (_, true) => TailAnswer::Refused { untaken: true },
+                            (Some(true), false) => TailAnswer::Taken,
+                            (_, false) => TailAnswer::Refused { untaken: false },
+                        };
+                        self.net.push(Msg::BackAnswer {
+                            site,
+                            epoch,
+                            tail,
+                            answer,
+                        });
+                    }
+                    (false, Some((site, epoch))) if keep => {
+                        self.net.push(Msg::Refused { site, epoch, tail });
+                    }
+                    _ => {}
                 }
             }
+            Msg::BackAnswer {
+                site,
+                epoch,
+                tail,
+                answer,
+            } => self.hand_back_answered(site, epoch, &tail, answer)?,
             Msg::Refused { site, epoch, tail } => {
                 let now = self.now;
                 let s = &mut self.sites[site];
@@ -665,7 +787,16 @@ impl World {
                 }
             }
             Op::Replace { site, keep_old } => self.replace(site, keep_old),
-            Op::Retire { site, old } => self.retire(site, old)?,
+            Op::Retire { site, old, ordered } => self.retire(site, old, ordered)?,
+            Op::HandBackLost { site, old } => {
+                let waiting = self
+                    .instance(site, old)
+                    .and_then(|i| i.back.as_ref().map(|(_, t)| (i.epoch, t.clone())));
+                if let Some((epoch, tail)) = waiting {
+                    self.hand_backs.1 += 1;
+                    self.hand_back_answered(site, epoch, &tail, TailAnswer::Lost)?;
+                }
+            }
             Op::ClientLease { step } => {
                 self.client_leases += 1;
                 let request_id = format!("c-{}", self.client_leases);
@@ -720,7 +851,8 @@ impl Op {
             Op::Serve { site, .. }
             | Op::AskFailed { site, .. }
             | Op::Replace { site, .. }
-            | Op::Retire { site, .. } => *site %= active,
+            | Op::Retire { site, .. }
+            | Op::HandBackLost { site, .. } => *site %= active,
             _ => {}
         }
         op
@@ -754,6 +886,15 @@ fn run(fault: Fault, plan: &Plan) -> Verdict {
             .map_err(|e| format!("after op {i} ({op:?}): {e}"))?;
     }
     // Then every message is delivered and every region served once more.
+    while let Some(msg) = world.net.pop() {
+        world.deliver(msg)?;
+    }
+    // Hand-backs whose tail or answer was lost give up (and finish).
+    for site in 0..active {
+        for old in [true, false] {
+            world.apply(&Op::HandBackLost { site, old })?;
+        }
+    }
     while let Some(msg) = world.net.pop() {
         world.deliver(msg)?;
     }
@@ -796,7 +937,7 @@ proptest! {
 #[test]
 fn the_worlds_serve_ids_and_take_tails_back() {
     let mut runner = TestRunner::new(props::config(256));
-    let (mut served, mut returned, mut kept) = (0u64, 0u64, 0u64);
+    let (mut served, mut returned, mut kept, mut backs) = (0u64, 0u64, 0u64, (0u64, 0u64));
     for _ in 0..256 {
         let plan = plan().new_tree(&mut runner).unwrap().current();
         let mut w = World::new(Fault::None, plan.step, plan.pinned, plan.seed, plan.active);
@@ -808,14 +949,20 @@ fn the_worlds_serve_ids_and_take_tails_back() {
         }
         served += w.handed.values().count() as u64;
         kept += w.kept;
+        backs = (backs.0 + w.hand_backs.0, backs.1 + w.hand_backs.1);
         assert!(w.record.max_id >= before);
     }
-    println!("256 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails served again");
+    println!(
+        "256 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails \
+         served again, {} hand-backs finished ({} after a lost answer)",
+        backs.0, backs.1
+    );
     assert!(served > 300, "ranges handed out: {served}");
     // Allocators' tails only: a client's never moves max_id back (it is
     // credited to its own key, `TagRecord::credit_back`).
     assert!(returned > 10, "tails returned: {returned}");
     assert!(kept > 0, "refused tails served again: {kept}");
+    assert!(backs.1 > 0, "hand-backs after a lost answer: {backs:?}");
 }
 
 const FAULTS: [Fault; 7] = [
@@ -902,6 +1049,7 @@ fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
                 Op::Retire {
                     site: 0,
                     old: false,
+                    ordered: false,
                 },
                 Op::Duplicate { pick: 0 },
             ]),
@@ -918,7 +1066,11 @@ fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
                     keep_old: true,
                 },
                 deliver(),
-                Op::Retire { site: 0, old: true },
+                Op::Retire {
+                    site: 0,
+                    old: true,
+                    ordered: false,
+                },
                 serve(0),
             ]),
         ),
@@ -964,6 +1116,7 @@ fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
             Op::Retire {
                 site: 1,
                 old: false,
+                ordered: false,
             },
             Op::Duplicate { pick: 0 },
             deliver(0),
@@ -972,6 +1125,7 @@ fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
             Op::Retire {
                 site: 2,
                 old: false,
+                ordered: false,
             },
             deliver(2),
             deliver(0),
