@@ -27,7 +27,7 @@
 //! `each_planted_fault_is_caught` runs the worlds drawn from the run's seed
 //! (fixed in `make test`), one after another, with one fault each, until the
 //! fault is caught; not within `PLANTED_BOUND` worlds is a failure (at the
-//! rarest fault's rate, a miss by luck has a chance of about 1e-8). The
+//! rarest fault's rate, a miss by luck has a chance below 1e-8). The
 //! rarest faults' smallest worlds are also kept as written.
 
 #![cfg(not(target_arch = "wasm32"))]
@@ -132,7 +132,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::Duplicate { pick }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, old)| Op::AskFailed { site, old }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, keep_old)| Op::Replace { site, keep_old }),
-        1 => (site.clone(), prop::bool::weighted(0.3), any::<bool>())
+        2 => (site.clone(), prop::bool::weighted(0.3), any::<bool>())
             .prop_map(|(site, old, ordered)| Op::Retire { site, old, ordered }),
         1 => (site, any::<bool>()).prop_map(|(site, old)| Op::HandBackLost { site, old }),
         1 => (1..60u64).prop_map(|step| Op::ClientLease { step }),
@@ -976,11 +976,12 @@ const FAULTS: [Fault; 7] = [
 ];
 
 /// The plans a planted fault may take to be found. The rarest are caught by
-/// about 1 plan in 530 (`HandBackBeforePersist`) and 1 in 650
-/// (`KeepUnprovenRefusal`; `planted_fault_rates` over 120,000 plans from 3
-/// seeds): a fault that rare is missed by 12,000 plans with a chance of
-/// about 1e-8, so a miss is a property gone blind, not bad luck.
-const PLANTED_BOUND: u64 = 12_000;
+/// about 1 plan in 970 (`HandBackBeforePersist`; 1 in 1,333 from the least
+/// lucky of 3 seeds) and 1 in 750 (`KeepUnprovenRefusal`), over 120,000
+/// plans from 3 seeds (`planted_fault_rates`): a fault that rare is missed
+/// by 24,000 plans with a chance of 1e-11 (1.5e-8 at 1 in 1,333), so a miss
+/// is a property gone blind, not bad luck.
+const PLANTED_BOUND: u64 = 24_000;
 
 /// The first plan (counting from 1) of the plans drawn from `base`,
 /// `base + 1`, ... that `fault` breaks and that holds without it, within
@@ -1083,7 +1084,8 @@ fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
 }
 
 /// Found on 2026-11-27 while shrinking the planted faults' worlds (and by 1
-/// of 120,000 plans from the fixed seed, seed 20262692): region 1 hands its
+/// of 120,000 plans from the fixed seed before hand-backs through
+/// `HandBack` were drawn too, seed 20262692): region 1 hands its
 /// unused block 1..=6 back, and the network copies it; the first copy is
 /// refused because region 2's block 7..=12 followed (which proves the root
 /// did not take it), so region 1 serves the tail; region 2 then retires, its
@@ -1132,6 +1134,42 @@ fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
         ],
     };
     assert_eq!(run(Fault::None, &plan), Ok(()));
+    // The same within one region (1 of 40,000 worlds from the fixed seed,
+    // seed 20300540): its two tails go back at once and the lower is
+    // copied; the first copy is refused (the upper tail followed it), so
+    // the tail is served again; the upper is taken, `max_id` falls to the
+    // lower tail's end, and the second copy is taken.
+    let plan = Plan {
+        step: 7,
+        pinned: false,
+        seed: 0,
+        active: 1,
+        ops: vec![
+            serve(0),
+            deliver(0),
+            deliver(0),
+            serve(0),
+            deliver(0),
+            deliver(0),
+            Op::Serve {
+                site: 0,
+                old: false,
+                step: 8,
+                write_fails: false,
+            },
+            deliver(0),
+            deliver(0),
+            Op::Retire {
+                site: 0,
+                old: false,
+                ordered: false,
+            },
+            Op::Duplicate { pick: 1 },
+            deliver(1),
+            deliver(0),
+        ],
+    };
+    assert_eq!(run(Fault::None, &plan), Ok(()));
 }
 
 /// How often each planted fault is caught: `EDGELEAF_PLANTED_PLANS` plans
@@ -1152,6 +1190,7 @@ fn planted_fault_rates() {
             }
             (sound, broken)
         });
+    let mut too_rare = Vec::new();
     for fault in FAULTS {
         let caught = sound.iter().filter(|p| run(fault, p).is_err()).count() as u64;
         let rate = caught as f64 / plans as f64;
@@ -1163,11 +1202,14 @@ fn planted_fault_rates() {
             rate * 100.0,
             1.0 / rate
         );
-        assert!(
-            miss < 1e-6,
-            "{fault:?}: PLANTED_BOUND too small for its rate"
-        );
+        if miss > 1e-6 {
+            too_rare.push(fault);
+        }
     }
+    assert!(
+        too_rare.is_empty(),
+        "PLANTED_BOUND too small for the rates of {too_rare:?}"
+    );
     assert!(
         broken.is_empty(),
         "{} of {plans} plans fail without a fault, first (seed {}): {}",
