@@ -1,6 +1,6 @@
 # Thin entry points: each target runs one script, which installs what it needs
 # (idempotently, at the versions pinned in scripts/versions.env and package-lock.json).
-.PHONY: test test-core test-pkg test-service bench pkg dev chaos sim
+.PHONY: test test-core test-pkg test-service bench pkg dev chaos sim proof
 
 # Every part below, in this order (CI runs this).
 test:
@@ -33,3 +33,8 @@ chaos:
 # the world simulation: 276 colos, today's design vs regional allocators (docs/benchmarks.md)
 sim:
 	scripts/sim.sh
+
+# the core's property tests at length under a new random seed, printed to
+# replay (PROOF_SEED, PROOF_SCALE); make test runs them under a fixed seed
+proof:
+	scripts/proof.sh

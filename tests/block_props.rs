@@ -6,10 +6,13 @@
 //! again under their request ID; allocators killed, or replaced while the
 //! old instance still runs (its writes fail), each replacement restored
 //! from the last persisted state (through serde); transient write failures;
-//! allocators retired with their tails handed back; an outside client that
-//! leases under its own request IDs, uses part and hands the rest back;
-//! isolates that lease from the root directly (the fallback); and a caller
-//! that hands back tails that are not its own. Properties:
+//! allocators retired with their tails handed back (all at once, or as the
+//! Worker does, through the core's `HandBack`: last first, one at a time,
+//! its tails and answers lost, late or copied, the host giving up waiting);
+//! an outside client that leases under its own request IDs, uses part and
+//! hands the rest back; isolates that lease from the root directly (the
+//! fallback); and a caller that hands back tails that are not its own.
+//! Properties:
 //! - no ID is handed out twice (to an isolate by an allocator, by the root to
 //!   an isolate, or used by the client);
 //! - the root's `max_id` is never below an ID handed out;
@@ -20,15 +23,18 @@
 //! - a block ask is sent only once it is in the stored state;
 //! - blocks are served: the run hands out IDs.
 //!
-//! Each property is shown to fail by a planted fault (`Fault`): the tests
-//! `each_planted_fault_is_caught` run the same worlds with one fault each
-//! and expect a violation.
+//! Each property is shown to fail by a planted fault (`Fault`):
+//! `each_planted_fault_is_caught` runs the worlds drawn from the run's seed
+//! (fixed in `make test`), one after another, with one fault each, until the
+//! fault is caught; not within `PLANTED_BOUND` worlds is a failure (at the
+//! rarest fault's rate, a miss by luck has a chance below 1e-8). The
+//! rarest faults' smallest worlds are also kept as written.
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{BTreeMap, HashMap};
 
-use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, Serve, Tail};
+use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, HandBack, Serve, Tail, TailAnswer};
 use edgeleaf::rand::SplitMix64;
 use edgeleaf::segment::Allocation;
 use edgeleaf::tag::{
@@ -38,7 +44,10 @@ use edgeleaf::tag::{
 use edgeleaf::Error;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::TestRunner;
+
+#[path = "support/props.rs"]
+mod props;
 
 const SITES: usize = 3;
 const CLIENT: &str = "client";
@@ -88,8 +97,18 @@ enum Op {
     /// The platform replaces the allocator: a new instance from storage;
     /// the old one dies (`keep_old: false`) or runs on, its writes failing.
     Replace { site: usize, keep_old: bool },
-    /// The allocator retires its blocks and hands their tails back.
-    Retire { site: usize, old: bool },
+    /// The allocator retires its blocks and hands their tails back: all at
+    /// once (`ordered: false`), or as the Worker does, through the core's
+    /// `HandBack` (last first, one at a time, stopping at the first not
+    /// taken or unanswered).
+    Retire {
+        site: usize,
+        old: bool,
+        ordered: bool,
+    },
+    /// An instance gives up waiting for the root's answer to the tail it
+    /// handed back (`HandBack`: lost; it may have been taken).
+    HandBackLost { site: usize, old: bool },
     /// The outside client leases `step` IDs under a new request ID.
     ClientLease { step: u64 },
     /// The client sends an unanswered lease again.
@@ -113,7 +132,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::Duplicate { pick }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, old)| Op::AskFailed { site, old }),
         1 => (site.clone(), any::<bool>()).prop_map(|(site, keep_old)| Op::Replace { site, keep_old }),
-        1 => (site, prop::bool::weighted(0.3)).prop_map(|(site, old)| Op::Retire { site, old }),
+        2 => (site.clone(), prop::bool::weighted(0.3), any::<bool>())
+            .prop_map(|(site, old, ordered)| Op::Retire { site, old, ordered }),
+        1 => (site, any::<bool>()).prop_map(|(site, old)| Op::HandBackLost { site, old }),
         1 => (1..60u64).prop_map(|step| Op::ClientLease { step }),
         1 => any::<usize>().prop_map(|pick| Op::ClientRetry { pick }),
         1 => (1..30u64).prop_map(|step| Op::RootLease { step }),
@@ -146,11 +167,20 @@ enum Msg {
         range: Allocation,
     },
     /// A tail handed back by `caller` (from instance `epoch` of allocator
-    /// `site`, or the client: `None`).
+    /// `site`, or the client: `None`); `ordered`: by a `HandBack`, which
+    /// waits for the answer.
     TakeBack {
         caller: String,
         tail: Tail,
         from: Option<(usize, u32)>,
+        ordered: bool,
+    },
+    /// The root's answer to an ordered hand-back, back to its instance.
+    BackAnswer {
+        site: usize,
+        epoch: u32,
+        tail: Tail,
+        answer: TailAnswer,
     },
     /// The root's refusal of a tail (it wrote nothing), back to instance
     /// `epoch` of allocator `site`, which serves it again.
@@ -160,6 +190,8 @@ enum Msg {
 struct Instance {
     epoch: u32,
     alloc: BlockAllocator,
+    /// A `HandBack` under way, and the tail it waits for an answer to.
+    back: Option<(HandBack, Tail)>,
 }
 
 /// An allocator object: its storage and the instances running.
@@ -193,6 +225,8 @@ struct World {
     client_leases: u32,
     /// Tails the root refused that their allocator serves again.
     kept: u64,
+    /// `HandBack`s finished, and those that ended on a lost answer.
+    hand_backs: (u64, u64),
 }
 
 type Verdict = Result<(), String>;
@@ -230,12 +264,14 @@ impl World {
                     current: Some(Instance {
                         epoch: 0,
                         alloc: BlockAllocator::new(),
+                        back: None,
                     }),
                     old: None,
                 })
                 .collect(),
             net: Vec::new(),
             kept: 0,
+            hand_backs: (0, 0),
             handed: BTreeMap::new(),
             client_waiting: Vec::new(),
             client_leases: 0,
@@ -303,6 +339,7 @@ impl World {
             s.current = Some(Instance {
                 epoch: s.epoch,
                 alloc: restore(s.saved.as_deref()),
+                back: None,
             });
         }
     }
@@ -343,10 +380,14 @@ impl World {
         Ok(())
     }
 
-    fn retire(&mut self, site: usize, old: bool) -> Verdict {
+    fn retire(&mut self, site: usize, old: bool, ordered: bool) -> Verdict {
         let Some(inst) = self.instance(site, old) else {
             return Ok(());
         };
+        if inst.back.is_some() {
+            // One retirement at a time (the Worker's is one request).
+            return Ok(());
+        }
         let tails = inst.alloc.retire();
         let persisted = self.persist(site, old, false);
         if !persisted && self.fault != Fault::HandBackBeforePersist {
@@ -354,14 +395,72 @@ impl World {
         }
         let caller = self.sites[site].name.clone();
         let epoch = self.sites[site].epoch - u32::from(old);
+        if ordered {
+            return self.hand_back_next(site, epoch, HandBack::new(tails));
+        }
         for tail in tails {
             self.net.push(Msg::TakeBack {
                 caller: caller.clone(),
                 tail,
                 from: Some((site, epoch)),
+                ordered: false,
             });
         }
         Ok(())
+    }
+
+    /// The instance `epoch` of `site` (current or old), if it still runs.
+    fn instance_of(&mut self, site: usize, epoch: u32) -> Option<(&mut Instance, bool)> {
+        let s = &mut self.sites[site];
+        let old = s.old.as_ref().is_some_and(|i| i.epoch == epoch);
+        [s.current.as_mut(), s.old.as_mut()]
+            .into_iter()
+            .flatten()
+            .find(|i| i.epoch == epoch)
+            .map(|i| (i, old))
+    }
+
+    /// Sends `back`'s next tail, or finishes it: the tails still this
+    /// allocator's served again, and its state persisted.
+    fn hand_back_next(&mut self, site: usize, epoch: u32, mut back: HandBack) -> Verdict {
+        let (now, caller) = (self.now, self.sites[site].name.clone());
+        let Some((inst, old)) = self.instance_of(site, epoch) else {
+            return Ok(());
+        };
+        if let Some(tail) = back.to_send() {
+            inst.back = Some((back, tail.clone()));
+            self.net.push(Msg::TakeBack {
+                caller,
+                tail,
+                from: Some((site, epoch)),
+                ordered: true,
+            });
+            return Ok(());
+        }
+        let (_, kept) = back.finish(&mut inst.alloc, now);
+        self.kept += kept as u64;
+        self.hand_backs.0 += 1;
+        self.persist(site, old, false);
+        Ok(())
+    }
+
+    /// The answer to the tail instance `epoch` of `site` waits for.
+    fn hand_back_answered(
+        &mut self,
+        site: usize,
+        epoch: u32,
+        tail: &Tail,
+        answer: TailAnswer,
+    ) -> Verdict {
+        let Some((inst, _)) = self.instance_of(site, epoch) else {
+            return Ok(());
+        };
+        // An answer to a copy it no longer waits for goes nowhere.
+        let Some((mut back, waiting)) = inst.back.take_if(|(_, t)| t == tail) else {
+            return Ok(());
+        };
+        back.answered(waiting, answer);
+        self.hand_back_next(site, epoch, back)
     }
 
     fn replace(&mut self, site: usize, keep_old: bool) {
@@ -372,6 +471,7 @@ impl World {
         s.current = Some(Instance {
             epoch: s.epoch,
             alloc: restore(s.saved.as_deref()),
+            back: None,
         });
     }
 
@@ -592,20 +692,48 @@ impl World {
                             request_id,
                         },
                         from: None,
+                        ordered: false,
                     });
                 }
             }
-            Msg::TakeBack { caller, tail, from } => {
+            Msg::TakeBack {
+                caller,
+                tail,
+                from,
+                ordered,
+            } => {
                 let answer = self.take_back(&caller, &tail)?;
                 let keep = match answer {
                     Some(false) => true,
                     Some(true) => self.fault == Fault::KeepTakenTail,
                     None => self.fault == Fault::KeepUnprovenRefusal,
                 };
-                if let (true, Some((site, epoch))) = (keep, from) {
-                    self.net.push(Msg::Refused { site, epoch, tail });
+                match (ordered, from) {
+                    (true, Some((site, epoch))) => {
+                        let answer = match (answer, keep) {
+                            (_, true) => TailAnswer::Refused { untaken: true },
+                            (Some(true), false) => TailAnswer::Taken,
+                            (_, false) => TailAnswer::Refused { untaken: false },
+                        };
+                        self.net.push(Msg::BackAnswer {
+                            site,
+                            epoch,
+                            tail,
+                            answer,
+                        });
+                    }
+                    (false, Some((site, epoch))) if keep => {
+                        self.net.push(Msg::Refused { site, epoch, tail });
+                    }
+                    _ => {}
                 }
             }
+            Msg::BackAnswer {
+                site,
+                epoch,
+                tail,
+                answer,
+            } => self.hand_back_answered(site, epoch, &tail, answer)?,
             Msg::Refused { site, epoch, tail } => {
                 let now = self.now;
                 let s = &mut self.sites[site];
@@ -659,7 +787,16 @@ impl World {
                 }
             }
             Op::Replace { site, keep_old } => self.replace(site, keep_old),
-            Op::Retire { site, old } => self.retire(site, old)?,
+            Op::Retire { site, old, ordered } => self.retire(site, old, ordered)?,
+            Op::HandBackLost { site, old } => {
+                let waiting = self
+                    .instance(site, old)
+                    .and_then(|i| i.back.as_ref().map(|(_, t)| (i.epoch, t.clone())));
+                if let Some((epoch, tail)) = waiting {
+                    self.hand_backs.1 += 1;
+                    self.hand_back_answered(site, epoch, &tail, TailAnswer::Lost)?;
+                }
+            }
             Op::ClientLease { step } => {
                 self.client_leases += 1;
                 let request_id = format!("c-{}", self.client_leases);
@@ -714,7 +851,8 @@ impl Op {
             Op::Serve { site, .. }
             | Op::AskFailed { site, .. }
             | Op::Replace { site, .. }
-            | Op::Retire { site, .. } => *site %= active,
+            | Op::Retire { site, .. }
+            | Op::HandBackLost { site, .. } => *site %= active,
             _ => {}
         }
         op
@@ -751,6 +889,15 @@ fn run(fault: Fault, plan: &Plan) -> Verdict {
     while let Some(msg) = world.net.pop() {
         world.deliver(msg)?;
     }
+    // Hand-backs whose tail or answer was lost give up (and finish).
+    for site in 0..active {
+        for old in [true, false] {
+            world.apply(&Op::HandBackLost { site, old })?;
+        }
+    }
+    while let Some(msg) = world.net.pop() {
+        world.deliver(msg)?;
+    }
     for site in 0..active {
         world.serve(site, false, step, false)?;
     }
@@ -775,7 +922,7 @@ fn plan() -> impl Strategy<Value = Plan> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(512))]
 
     #[test]
     fn no_id_twice_max_id_covers_all_and_tails_return_only_when_last(plan in plan()) {
@@ -789,11 +936,8 @@ proptest! {
 /// properties are not vacuous.
 #[test]
 fn the_worlds_serve_ids_and_take_tails_back() {
-    let mut runner = TestRunner::new(Config {
-        cases: 256,
-        ..Config::default()
-    });
-    let (mut served, mut returned, mut kept) = (0u64, 0u64, 0u64);
+    let mut runner = TestRunner::new(props::config(256));
+    let (mut served, mut returned, mut kept, mut backs) = (0u64, 0u64, 0u64, (0u64, 0u64));
     for _ in 0..256 {
         let plan = plan().new_tree(&mut runner).unwrap().current();
         let mut w = World::new(Fault::None, plan.step, plan.pinned, plan.seed, plan.active);
@@ -805,43 +949,274 @@ fn the_worlds_serve_ids_and_take_tails_back() {
         }
         served += w.handed.values().count() as u64;
         kept += w.kept;
+        backs = (backs.0 + w.hand_backs.0, backs.1 + w.hand_backs.1);
         assert!(w.record.max_id >= before);
     }
-    println!("256 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails served again");
+    println!(
+        "256 worlds: {served} ranges handed out, {returned} tails returned, {kept} refused tails \
+         served again, {} hand-backs finished ({} after a lost answer)",
+        backs.0, backs.1
+    );
     assert!(served > 300, "ranges handed out: {served}");
     // Allocators' tails only: a client's never moves max_id back (it is
     // credited to its own key, `TagRecord::credit_back`).
     assert!(returned > 10, "tails returned: {returned}");
     assert!(kept > 0, "refused tails served again: {kept}");
+    assert!(backs.1 > 0, "hand-backs after a lost answer: {backs:?}");
 }
 
-/// Each planted fault breaks a property the worlds check.
+const FAULTS: [Fault; 7] = [
+    Fault::TakeBackWithoutCondition,
+    Fault::KeepRemembered,
+    Fault::RememberedByRequestIdOnly,
+    Fault::ServeBeforePersist,
+    Fault::HandBackBeforePersist,
+    Fault::KeepTakenTail,
+    Fault::KeepUnprovenRefusal,
+];
+
+/// The plans a planted fault may take to be found. The rarest are caught by
+/// about 1 plan in 970 (`HandBackBeforePersist`; 1 in 1,333 from the least
+/// lucky of 3 seeds) and 1 in 750 (`KeepUnprovenRefusal`), over 120,000
+/// plans from 3 seeds (`planted_fault_rates`): a fault that rare is missed
+/// by 24,000 plans with a chance of 1e-11 (1.5e-8 at 1 in 1,333), so a miss
+/// is a property gone blind, not bad luck.
+const PLANTED_BOUND: u64 = 24_000;
+
+/// The first plan (counting from 1) of the plans drawn from `base`,
+/// `base + 1`, ... that `fault` breaks and that holds without it, within
+/// `bound`. (A plan that fails without a fault is the main property's to
+/// report, not evidence that this fault is seen.)
+fn first_catch(fault: Fault, base: u64, bound: u64) -> Option<(u64, u64)> {
+    (0..bound).find_map(|i| {
+        let seed = base.wrapping_add(i);
+        let plan = props::draw(&plan(), seed).current();
+        (run(fault, &plan).is_err() && run(Fault::None, &plan).is_ok()).then_some((i + 1, seed))
+    })
+}
+
+/// Each planted fault breaks a property the worlds check, within
+/// `PLANTED_BOUND` plans from the run's seed (fixed in `make test`).
 #[test]
 fn each_planted_fault_is_caught() {
-    for fault in [
-        Fault::TakeBackWithoutCondition,
-        Fault::KeepRemembered,
-        Fault::RememberedByRequestIdOnly,
-        Fault::ServeBeforePersist,
-        Fault::HandBackBeforePersist,
-        Fault::KeepTakenTail,
-        Fault::KeepUnprovenRefusal,
-    ] {
-        let mut runner = TestRunner::new(Config {
-            cases: 2_000,
-            failure_persistence: None,
-            ..Config::default()
+    let base = props::seed();
+    for fault in FAULTS {
+        let started = std::time::Instant::now();
+        let Some((n, seed)) = first_catch(fault, base, PLANTED_BOUND) else {
+            panic!("{fault:?} went unnoticed in {PLANTED_BOUND} plans from seed {base}");
+        };
+        let mut tree = props::draw(&plan(), seed);
+        let why = run(fault, &tree.current()).unwrap_err();
+        let (simplest, why) = props::shrink(&mut tree, why, 2_000, |p| match run(fault, p) {
+            Err(why) if run(Fault::None, p).is_ok() => Err(why),
+            _ => Ok(()),
         });
-        let found = runner.run(&plan(), |plan| {
-            run(fault, &plan).map_err(TestCaseError::fail)
-        });
-        match found {
-            Err(proptest::test_runner::TestError::Fail(why, _)) => {
-                println!("{fault:?}: {why}");
+        println!(
+            "{fault:?}: plan {n} (seed {seed}), {:.1} s; shrunk to {} ops: {why}\n  {simplest:?}",
+            started.elapsed().as_secs_f64(),
+            simplest.ops.len()
+        );
+    }
+}
+
+/// The smallest worlds found for the two rarest planted faults, kept as
+/// written: a change to `plan()` changes what every seed draws, and must
+/// not lose them.
+#[test]
+fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
+    let serve = |site| Op::Serve {
+        site,
+        old: false,
+        step: 1,
+        write_fails: false,
+    };
+    let deliver = || Op::Deliver { pick: 0 };
+    let world = |ops| Plan {
+        step: 1,
+        pinned: false,
+        seed: 0,
+        active: 1,
+        ops,
+    };
+    let cases = [
+        // The first copy of a hand-back is taken, the second refused
+        // without proof: the allocator serves the tail anyway.
+        (
+            Fault::KeepUnprovenRefusal,
+            world(vec![
+                serve(0),
+                deliver(),
+                deliver(),
+                Op::Retire {
+                    site: 0,
+                    old: false,
+                    ordered: false,
+                },
+                Op::Duplicate { pick: 0 },
+            ]),
+        ),
+        // An old instance hands its tail back though its write failed; its
+        // replacement, restored with the block, serves from it.
+        (
+            Fault::HandBackBeforePersist,
+            world(vec![
+                serve(0),
+                deliver(),
+                Op::Replace {
+                    site: 0,
+                    keep_old: true,
+                },
+                deliver(),
+                Op::Retire {
+                    site: 0,
+                    old: true,
+                    ordered: false,
+                },
+                serve(0),
+            ]),
+        ),
+    ];
+    for (fault, plan) in cases {
+        assert_eq!(run(Fault::None, &plan), Ok(()), "{plan:?}");
+        let why = run(fault, &plan).expect_err("the fault is caught");
+        println!("{fault:?}: {why}");
+    }
+}
+
+/// Found on 2026-11-27 while shrinking the planted faults' worlds (and by 1
+/// of 120,000 plans from the fixed seed before hand-backs through
+/// `HandBack` were drawn too, seed 20262692): region 1 hands its
+/// unused block 1..=6 back, and the network copies it; the first copy is
+/// refused because region 2's block 7..=12 followed (which proves the root
+/// did not take it), so region 1 serves the tail; region 2 then retires, its
+/// tail comes back and `max_id` falls to 6; the second copy arrives and the
+/// root takes 1..=6 back, though it was handed out: the next lease would
+/// answer those IDs again. A violation of the core's rules (src/tag.rs,
+/// src/block.rs), not of this test's hosts; ignored until they are fixed.
+#[test]
+#[ignore = "known violation in the core (issue 34): run it once fixed"]
+fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
+    let serve = |site| Op::Serve {
+        site,
+        old: false,
+        step: 1,
+        write_fails: false,
+    };
+    let deliver = |pick| Op::Deliver { pick };
+    let plan = Plan {
+        step: 6,
+        pinned: false,
+        seed: 0,
+        active: 3,
+        ops: vec![
+            serve(1),
+            deliver(0),
+            deliver(0),
+            serve(2),
+            deliver(0),
+            deliver(0),
+            Op::Retire {
+                site: 1,
+                old: false,
+                ordered: false,
+            },
+            Op::Duplicate { pick: 0 },
+            deliver(0),
+            deliver(1),
+            serve(1),
+            Op::Retire {
+                site: 2,
+                old: false,
+                ordered: false,
+            },
+            deliver(2),
+            deliver(0),
+        ],
+    };
+    assert_eq!(run(Fault::None, &plan), Ok(()));
+    // The same within one region (1 of 40,000 worlds from the fixed seed,
+    // seed 20300540): its two tails go back at once and the lower is
+    // copied; the first copy is refused (the upper tail followed it), so
+    // the tail is served again; the upper is taken, `max_id` falls to the
+    // lower tail's end, and the second copy is taken.
+    let plan = Plan {
+        step: 7,
+        pinned: false,
+        seed: 0,
+        active: 1,
+        ops: vec![
+            serve(0),
+            deliver(0),
+            deliver(0),
+            serve(0),
+            deliver(0),
+            deliver(0),
+            Op::Serve {
+                site: 0,
+                old: false,
+                step: 8,
+                write_fails: false,
+            },
+            deliver(0),
+            deliver(0),
+            Op::Retire {
+                site: 0,
+                old: false,
+                ordered: false,
+            },
+            Op::Duplicate { pick: 1 },
+            deliver(1),
+            deliver(0),
+        ],
+    };
+    assert_eq!(run(Fault::None, &plan), Ok(()));
+}
+
+/// How often each planted fault is caught: `EDGELEAF_PLANTED_PLANS` plans
+/// (24,000 unless set) from the run's seed, counting the plans that hold
+/// without a fault (all of them, or the property is broken). `make proof`
+/// runs it.
+#[test]
+#[ignore = "long: make proof"]
+fn planted_fault_rates() {
+    let base = props::seed();
+    let plans: u64 = std::env::var("EDGELEAF_PLANTED_PLANS").map_or(24_000, |s| s.parse().unwrap());
+    let (sound, broken): (Vec<Plan>, Vec<(u64, String)>) =
+        (0..plans).fold((Vec::new(), Vec::new()), |(mut sound, mut broken), i| {
+            let plan = props::draw(&plan(), base.wrapping_add(i)).current();
+            match run(Fault::None, &plan) {
+                Ok(()) => sound.push(plan),
+                Err(why) => broken.push((base.wrapping_add(i), why)),
             }
-            other => panic!("{fault:?} went unnoticed: {other:?}"),
+            (sound, broken)
+        });
+    let mut too_rare = Vec::new();
+    for fault in FAULTS {
+        let caught = sound.iter().filter(|p| run(fault, p).is_err()).count() as u64;
+        let rate = caught as f64 / plans as f64;
+        // The chance that PLANTED_BOUND plans drawn at this rate all miss.
+        let miss = (1.0 - rate).powf(PLANTED_BOUND as f64);
+        println!(
+            "{fault:?}: {caught} of {plans} plans ({:.3}%), about 1 in {:.0}; \
+             missed by {PLANTED_BOUND} plans with chance {miss:.1e}",
+            rate * 100.0,
+            1.0 / rate
+        );
+        if miss > 1e-6 {
+            too_rare.push(fault);
         }
     }
+    assert!(
+        too_rare.is_empty(),
+        "PLANTED_BOUND too small for the rates of {too_rare:?}"
+    );
+    assert!(
+        broken.is_empty(),
+        "{} of {plans} plans fail without a fault, first (seed {}): {}",
+        broken.len(),
+        broken[0].0,
+        broken[0].1
+    );
 }
 
 #[derive(Debug, Clone)]
@@ -860,7 +1235,7 @@ enum SoloOp {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(512))]
 
     /// One allocator never serves an ID twice, whatever its root answers:
     /// across retirements and restores, it refuses a block at or below the

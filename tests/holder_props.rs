@@ -45,6 +45,9 @@ use edgeleaf::{
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
+#[path = "support/props.rs"]
+mod props;
+
 /// The registry's host hashes the lease secrets it is given.
 fn sha256(s: &LeaseSecret) -> SecretHash {
     SecretHash(Sha256::digest(s.as_bytes()).into())
@@ -705,7 +708,7 @@ impl World {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(props::config(400))]
 
     #[test]
     fn holders_never_mint_an_id_twice_and_mint_again_once_calm(

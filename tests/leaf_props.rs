@@ -13,6 +13,9 @@ use edgeleaf::leaf::{
 use edgeleaf::segment::MAX_SEGMENT_ID;
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 fn max_id() -> impl Strategy<Value = u64> {
     prop_oneof![
         // A tag that never allotted an ID (or a Leaf row at 0).
@@ -32,7 +35,7 @@ fn service() -> impl Strategy<Value = Option<ServiceTag>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(4096))]
 
     #[test]
     fn the_service_continues_strictly_above_leaf_and_the_margin(

@@ -38,6 +38,9 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sha2::{Digest, Sha256};
 
+#[path = "support/props.rs"]
+mod props;
+
 /// The registry's host hashes the lease secrets it is given.
 fn sha256(s: &LeaseSecret) -> SecretHash {
     SecretHash(Sha256::digest(s.as_bytes()).into())
@@ -476,7 +479,7 @@ impl World {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(props::config(300))]
 
     #[test]
     fn minted_ids_are_served_once_fresh_and_from_reserved_ids(
@@ -602,7 +605,7 @@ fn a_minter_back_behind_its_reservation_mints_again_once_its_clock_passes_it() {
 const REGIONS: u32 = 2;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(props::config(300))]
 
     /// An upgrade from minters `minter-{i}` to regional minters
     /// `minter-{region}-{i}` (new objects, same worker IDs): each new one
@@ -749,6 +752,8 @@ fn the_pool_split_is_disjoint_contiguous_and_even() {
 const MAX_REGIONS_TESTED: u32 = 12;
 
 proptest! {
+    #![proptest_config(props::config(256))]
+
     /// An isolate's order of minters: every minter once per turn, its
     /// region's pool first (from its home), then the others.
     #[test]

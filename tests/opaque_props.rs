@@ -10,6 +10,9 @@
 use edgeleaf::{opaque::OpaqueDomain, opaque::OpaqueIds, Error};
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 const N: u64 = 1_000_000;
 
 fn domain() -> impl Strategy<Value = OpaqueDomain> {
@@ -20,6 +23,7 @@ fn domain() -> impl Strategy<Value = OpaqueDomain> {
 }
 
 proptest! {
+    #![proptest_config(props::config(256))]
     #[test]
     fn encode_is_a_bijection_onto_the_domain(d in domain(), key in any::<[u8; 16]>(), x in any::<u64>(), y in any::<u64>()) {
         let ids = OpaqueIds::new(d, &key).unwrap();
@@ -123,7 +127,7 @@ fn all(ids: &OpaqueIds, counters: &[u64]) -> Result<Vec<u64>, Error> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(props::config(500))]
     #[test]
     fn encode_all_answers_as_encode_of_each(
         d in domain(),

@@ -11,6 +11,9 @@ use edgeleaf::{
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[path = "support/props.rs"]
+mod props;
+
 fn spec() -> impl Strategy<Value = LayoutSpec> {
     (
         any::<u8>(),
@@ -29,7 +32,7 @@ fn spec() -> impl Strategy<Value = LayoutSpec> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(props::config(2000))]
 
     #[test]
     fn layouts_accept_exactly_the_valid_specs_and_decode_any_id(s in spec(), id in any::<u64>()) {

@@ -17,6 +17,9 @@ use edgeleaf::{
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
+#[path = "support/props.rs"]
+mod props;
+
 const T0: u64 = 1_735_689_600_000;
 const NODES: usize = 5;
 const CAPACITY: u32 = 5;
@@ -194,9 +197,8 @@ fn run(ops: &[Op]) -> Result<Vec<LeaseEventKind>, TestCaseError> {
 #[test]
 fn the_registry_emits_what_the_slot_diff_made() {
     let mut runner = TestRunner::new(Config {
-        cases: 256,
         failure_persistence: None,
-        ..Config::default()
+        ..props::config(256)
     });
     let kinds = std::cell::RefCell::new(std::collections::BTreeSet::new());
     runner

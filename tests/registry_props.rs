@@ -29,6 +29,10 @@ use edgeleaf::{
     secret::SecretHash, snowflake::MAX_TOLERANCE_MS, Error,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+#[path = "support/props.rs"]
+mod props;
 
 const T0: u64 = 1_735_689_600_000;
 const CAPACITY: u32 = 8;
@@ -106,15 +110,17 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The largest `last_timestamp_ms` the registry accepts for this renewal
-/// or release, found by asking (a refusal changes nothing).
+/// or release, found by asking (a refusal changes nothing), among a ladder
+/// of candidates and `also`; a renewal's new lease with it.
 fn largest_accepted(
     reg: &mut Registry,
     p: Proof,
     node_now: u64,
     now: u64,
     release: bool,
-) -> Option<u64> {
-    let far = [
+    also: &[u64],
+) -> Option<(u64, Option<Lease>)> {
+    let mut far = vec![
         now + 10 * 60_000,
         now + TTL + SKEW + MAX_TOLERANCE_MS,
         now + SKEW + MAX_TOLERANCE_MS,
@@ -123,6 +129,8 @@ fn largest_accepted(
         now + SKEW,
         now,
     ];
+    far.extend_from_slice(also);
+    far.sort_unstable_by(|a, b| b.cmp(a));
     for last in far {
         let r = Renewal {
             claim: p,
@@ -130,12 +138,12 @@ fn largest_accepted(
             last_timestamp_ms: last,
         };
         let done = if release {
-            reg.release("hostile", &r, now)
+            reg.release("hostile", &r, now).map(|()| None)
         } else {
-            reg.renew("hostile", &r, now).map(|_| ())
+            reg.renew("hostile", &r, now).map(Some)
         };
         match done {
-            Ok(()) => return Some(last),
+            Ok(lease) => return Some((last, lease)),
             Err(Error::OutOfRange { .. }) => {}
             Err(_) => return None,
         }
@@ -144,94 +152,136 @@ fn largest_accepted(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(props::config(500))]
 
     #[test]
     fn one_owner_never_keeps_more_worker_ids_from_the_others_than_its_limit(
         ops in prop::collection::vec(op(), 1..200),
         victim_skew in -(SKEW as i64)..=SKEW as i64,
     ) {
-        let mut reg = Registry::new(config()).unwrap();
-        let mut now = T0;
-        let mut secrets = 0u64;
-        let mut grants: Vec<(Lease, SecretHash)> = Vec::new();
-        let mut victim: BTreeMap<u32, (Lease, SecretHash)> = BTreeMap::new();
-        for op in ops {
-            match op {
-                Op::Tick(ms) => now += ms,
-                Op::Lease { key, skew, prove } => {
-                    secrets += 1;
-                    let previous = prove
-                        .filter(|_| !grants.is_empty())
-                        .map(|k| { let (l, h) = &grants[k % grants.len()]; proof(l, *h) });
-                    // Key 0 is the victim's own (they are guessable, and
-                    // visible to a monitor key).
-                    let key = if key == 0 { "victim-1".to_string() } else { format!("hostile-{key}") };
-                    let ask = GrantRequest {
-                        owner: "hostile", node_key: &key,
-                        node_now_ms: now.saturating_add_signed(skew),
-                        previous, secret_hash: hash(secrets),
-                    };
-                    if let Ok(l) = reg.lease(ask, now) {
-                        grants.push((l, hash(secrets)));
-                    }
-                }
-                Op::Release(k) | Op::Renew(k) if grants.is_empty() => { let _ = k; }
-                Op::Release(k) => {
-                    let (l, h) = grants[k % grants.len()].clone();
-                    if let Some(last) = largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, true) {
-                        // No further ahead than a holder could have minted.
-                        prop_assert!(
-                            last <= now.min(l.expires_at_ms.max(now)) + SKEW + MAX_TOLERANCE_MS,
-                            "a release at {} set a floor {} ms ahead", now, last - now
-                        );
-                    }
-                }
-                Op::Renew(k) => {
-                    let (l, h) = grants[k % grants.len()].clone();
-                    // Its clock as far ahead as the bound allows.
-                    let _ = largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, false);
-                }
-                Op::Victim { keep } => {
-                    // The victim's node, its clock `victim_skew` off: what it
-                    // held lapses or is released.
-                    let clock = now.saturating_add_signed(victim_skew);
-                    let mine: Vec<_> = victim.keys().copied().collect();
-                    if !keep {
-                        for id in mine {
-                            let (l, h) = victim.remove(&id).unwrap();
-                            let r = Renewal { claim: proof(&l, h), node_now_ms: clock, last_timestamp_ms: clock };
-                            let _ = reg.release("victim", &r, now);
-                        }
-                    }
-                    let victim_held = withheld_by(&reg, "victim", now);
-                    secrets += 1;
-                    let ask = GrantRequest {
-                        owner: "victim", node_key: "victim-1",
-                        node_now_ms: clock,
-                        previous: None, secret_hash: hash(secrets),
-                    };
-                    match reg.lease(ask, now) {
-                        Ok(l) => {
-                            // It waits at most for the skew bound, twice.
-                            prop_assert!(l.issue_after_ms <= now + SKEW);
-                            victim.insert(l.worker_id, (l, hash(secrets)));
-                        }
-                        Err(Error::WorkerIdLimit { .. }) => {
-                            prop_assert_eq!(victim_held, LIMIT as usize);
-                        }
-                        Err(e) => prop_assert!(
-                            false,
-                            "the victim (holding {}) was refused: {} ({} IDs withheld by the hostile owner)",
-                            victim_held, e, withheld_by(&reg, "hostile", now)
-                        ),
-                    }
+        one_owner_schedule(ops, victim_skew)?;
+    }
+}
+
+/// One schedule of the property above.
+fn one_owner_schedule(ops: Vec<Op>, victim_skew: i64) -> Result<(), TestCaseError> {
+    let mut reg = Registry::new(config()).unwrap();
+    let mut now = T0;
+    let mut secrets = 0u64;
+    let mut grants: Vec<(Lease, SecretHash)> = Vec::new();
+    let mut victim: BTreeMap<u32, (Lease, SecretHash)> = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Tick(ms) => now += ms,
+            Op::Lease { key, skew, prove } => {
+                secrets += 1;
+                let previous = prove.filter(|_| !grants.is_empty()).map(|k| {
+                    let (l, h) = &grants[k % grants.len()];
+                    proof(l, *h)
+                });
+                // Key 0 is the victim's own (they are guessable, and
+                // visible to a monitor key).
+                let key = if key == 0 {
+                    "victim-1".to_string()
+                } else {
+                    format!("hostile-{key}")
+                };
+                let ask = GrantRequest {
+                    owner: "hostile",
+                    node_key: &key,
+                    node_now_ms: now.saturating_add_signed(skew),
+                    previous,
+                    secret_hash: hash(secrets),
+                };
+                if let Ok(l) = reg.lease(ask, now) {
+                    grants.push((l, hash(secrets)));
                 }
             }
-            let hostile = withheld_by(&reg, "hostile", now);
-            prop_assert!(hostile <= LIMIT as usize, "the hostile owner withholds {} worker IDs", hostile);
+            Op::Release(k) | Op::Renew(k) if grants.is_empty() => {
+                let _ = k;
+            }
+            Op::Release(k) => {
+                let (l, h) = grants[k % grants.len()].clone();
+                // What its holder could have minted: by a clock within
+                // the skew of the registry's, while the lease lived
+                // (its expiry as last renewed), borrowing the most.
+                let cap = now.min(l.expires_at_ms) + SKEW + MAX_TOLERANCE_MS;
+                // The cap itself too, but not once the grant is free:
+                // a_late_release_never_withholds_past_the_owners_share.
+                let free = now >= l.expires_at_ms + GRACE;
+                let at_cap: &[u64] = if free { &[cap + 1] } else { &[cap, cap + 1] };
+                if let Some((last, _)) =
+                    largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, true, at_cap)
+                {
+                    prop_assert!(
+                        last <= cap,
+                        "a release at {} of a lease ending at {} set a floor {} ms ahead",
+                        now,
+                        l.expires_at_ms,
+                        last - now
+                    );
+                }
+            }
+            Op::Renew(k) => {
+                let k = k % grants.len();
+                let (l, h) = grants[k].clone();
+                // Its clock as far ahead as the bound allows.
+                if let Some((_, Some(renewed))) =
+                    largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, false, &[])
+                {
+                    grants[k].0 = renewed;
+                }
+            }
+            Op::Victim { keep } => {
+                // The victim's node, its clock `victim_skew` off: what it
+                // held lapses or is released.
+                let clock = now.saturating_add_signed(victim_skew);
+                let mine: Vec<_> = victim.keys().copied().collect();
+                if !keep {
+                    for id in mine {
+                        let (l, h) = victim.remove(&id).unwrap();
+                        let r = Renewal {
+                            claim: proof(&l, h),
+                            node_now_ms: clock,
+                            last_timestamp_ms: clock,
+                        };
+                        let _ = reg.release("victim", &r, now);
+                    }
+                }
+                let victim_held = withheld_by(&reg, "victim", now);
+                secrets += 1;
+                let ask = GrantRequest {
+                    owner: "victim",
+                    node_key: "victim-1",
+                    node_now_ms: clock,
+                    previous: None,
+                    secret_hash: hash(secrets),
+                };
+                match reg.lease(ask, now) {
+                    Ok(l) => {
+                        // It waits at most for the skew bound, twice.
+                        prop_assert!(l.issue_after_ms <= now + SKEW);
+                        victim.insert(l.worker_id, (l, hash(secrets)));
+                    }
+                    Err(Error::WorkerIdLimit { .. }) => {
+                        prop_assert_eq!(victim_held, LIMIT as usize);
+                    }
+                    Err(e) => prop_assert!(
+                        false,
+                        "the victim (holding {}) was refused: {} ({} IDs withheld by the hostile owner)",
+                        victim_held, e, withheld_by(&reg, "hostile", now)
+                    ),
+                }
+            }
         }
+        let hostile = withheld_by(&reg, "hostile", now);
+        prop_assert!(
+            hostile <= LIMIT as usize,
+            "the hostile owner withholds {} worker IDs",
+            hostile
+        );
     }
+    Ok(())
 }
 
 /// The attack measured in issue 24, at small scale: one credential leases
@@ -253,7 +303,7 @@ fn leasing_and_releasing_far_ahead_poisons_at_most_the_owners_limit() {
             secret_hash: hash(round),
         };
         if let Ok(l) = reg.lease(ask, now) {
-            largest_accepted(&mut reg, proof(&l, hash(round)), now + SKEW, now, true)
+            largest_accepted(&mut reg, proof(&l, hash(round)), now + SKEW, now, true, &[])
                 .expect("its own release");
         }
         let poisoned = withheld_by(&reg, "hostile", now);
@@ -278,6 +328,87 @@ fn leasing_and_releasing_far_ahead_poisons_at_most_the_owners_limit() {
         };
         reg.release("victim", &r, now).unwrap();
     }
+}
+
+/// A release after its lease ended: its holder stopped minting at the
+/// lease's end (by a clock within the skew), so the floor it may set is
+/// capped there, not at the registry's clock now.
+#[test]
+fn a_release_after_the_lease_ended_is_capped_at_its_end() {
+    let mut reg = Registry::new(config()).unwrap();
+    let ask = GrantRequest {
+        owner: "hostile",
+        node_key: "host-1:8080",
+        node_now_ms: T0,
+        previous: None,
+        secret_hash: hash(1),
+    };
+    let l = reg.lease(ask, T0).unwrap();
+    // Past its end, before the grace frees it.
+    let now = l.expires_at_ms + GRACE / 2;
+    let cap = l.expires_at_ms + SKEW + MAX_TOLERANCE_MS;
+    assert_eq!(
+        largest_accepted(
+            &mut reg,
+            proof(&l, hash(1)),
+            now,
+            now,
+            true,
+            &[cap, cap + 1]
+        ),
+        Some((cap, None))
+    );
+}
+
+/// Found on 2026-11-27 once the property above offered releases the exact
+/// cap: a grant that lapsed and whose grace passed (its ID free, counted
+/// against nobody) is still released with a floor up to its expiry plus the
+/// skew and 60 s, so its worker ID is kept from everyone again after its
+/// owner took its full share of others: 4 withheld with a limit of 3. A
+/// violation of the registry's rule (src/registry.rs), not of this test;
+/// ignored until it is fixed (then the property's ladder may offer the cap
+/// on late releases too).
+#[test]
+#[ignore = "known violation in the registry (issue 34): run it once fixed"]
+fn a_late_release_never_withholds_past_the_owners_share() {
+    let mut reg = Registry::new(config()).unwrap();
+    let lease = |reg: &mut Registry, k: u64, now: u64| {
+        let key = format!("host-{k}:8080");
+        let ask = GrantRequest {
+            owner: "hostile",
+            node_key: &key,
+            node_now_ms: now,
+            previous: None,
+            secret_hash: hash(k),
+        };
+        reg.lease(ask, now).unwrap()
+    };
+    let a = lease(&mut reg, 0, T0);
+    // Renewed with a floor that will lie just ahead of the clock once the
+    // grant is free: within the skew (not withheld), but ahead of the next
+    // nodes' clocks (they get other IDs).
+    let free_at = T0 + 9_000 + TTL + GRACE;
+    let renewal = Renewal {
+        claim: proof(&a, hash(0)),
+        node_now_ms: T0 + 9_000,
+        last_timestamp_ms: free_at + SKEW / 2,
+    };
+    let a = reg.renew("hostile", &renewal, T0 + 9_000).unwrap();
+    assert_eq!(a.expires_at_ms + GRACE, free_at);
+    let now = free_at;
+    assert_eq!(withheld_by(&reg, "hostile", now), 0);
+    for k in 1..=u64::from(LIMIT) {
+        assert_ne!(lease(&mut reg, k, now).worker_id, a.worker_id);
+    }
+    assert_eq!(withheld_by(&reg, "hostile", now), LIMIT as usize);
+    let cap = a.expires_at_ms + SKEW + MAX_TOLERANCE_MS;
+    let late = Renewal {
+        claim: proof(&a, hash(0)),
+        node_now_ms: now,
+        last_timestamp_ms: cap,
+    };
+    let _ = reg.release("hostile", &late, now);
+    assert!(withheld_by(&reg, "hostile", now) <= LIMIT as usize);
 }
 
 /// A squatted node key (issue 24): another credential leases under the
@@ -310,7 +441,7 @@ fn a_squatted_node_key_never_refuses_its_node() {
     // accepted.
     let l = lease(&mut reg, "hostile", 2, now).unwrap();
     assert_eq!(l.worker_id, v.worker_id);
-    largest_accepted(&mut reg, proof(&l, hash(2)), now, now, true).unwrap();
+    largest_accepted(&mut reg, proof(&l, hash(2)), now, now, true, &[]).unwrap();
     // The victim restarts, its clock a little behind the registry's.
     let v2 = lease(&mut reg, "victim", 9, now + 5).unwrap();
     assert!(v2.issue_after_ms <= now + 5 + SKEW);

@@ -23,6 +23,9 @@ use edgeleaf::{
 };
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 #[derive(Debug, Clone)]
 enum Op {
     Next,
@@ -49,7 +52,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(props::config(300))]
 
     #[test]
     fn buffer_never_repeats_and_stays_inside_loaded_segments(
@@ -426,7 +429,7 @@ struct Client {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(props::config(300))]
 
     /// A buffer's unused ranges are exactly the IDs it loaded and did not
     /// hand out, last first; closed (`retire`), it hands out nothing more and

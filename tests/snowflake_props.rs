@@ -11,6 +11,9 @@ use edgeleaf::{
 };
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 const T0: u64 = 1_735_689_600_000;
 
 /// A clock move: mostly small steps forward, often frozen, sometimes back a
@@ -95,7 +98,7 @@ fn run(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(props::config(256))]
 
     #[test]
     fn ids_are_unique_and_increasing_over_random_clocks(

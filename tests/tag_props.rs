@@ -37,6 +37,9 @@ use edgeleaf::{
 };
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 const DOMAINS: [OpaqueDomain; 2] = [OpaqueDomain::Bits(40), OpaqueDomain::Digits(9)];
 
 #[derive(Debug, Clone)]
@@ -445,7 +448,7 @@ impl Store {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(props::config(256))]
 
     #[test]
     fn a_tags_kind_is_fixed_and_a_request_id_is_answered_once(ops in prop::collection::vec(op(), 1..80)) {

@@ -19,10 +19,13 @@ use edgeleaf::{
 };
 use proptest::prelude::*;
 
+#[path = "support/props.rs"]
+mod props;
+
 const T0: u64 = 1_735_689_600_000;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    #![proptest_config(props::config(2_000))]
 
     #[test]
     fn granted_waits_never_exceed_the_budget(
