@@ -1,0 +1,296 @@
+// Two releases at once (docs/design.md, "Two releases at once"): during every
+// deploy, and through a gradual one, Cloudflare runs the new version beside
+// the one before it; each Durable Object runs one of them, and isolates of
+// either call objects of either. Here the previous release's Worker (the
+// newest in CHANGELOG.md, built from its commit by scripts/release-worker.sh)
+// and the Worker in the tree run in one workerd, under load from isolates of
+// both, in each arrangement of who hosts which object:
+//   - old isolates and new ones, every object new;
+//   - old isolates and new ones, every object old;
+//   - a tag's root, the catalog and the keys on one version, its regional
+//     allocators, the registry and the minters on the other (both ways);
+//   - the old release alone under load, then its storage taken over by the
+//     new one (old isolates still calling), mid-load.
+// Checked: no ID twice (segment IDs of a plain, a monotonic and an opaque tag,
+// keyed leases, handed-back tails, snowflakes), a monotonic tag never answers
+// backwards to one caller, and no route fails for more than 1% of either
+// version's requests (any answer but 200 counts); work was done on every
+// route by both versions.
+//
+// Miniflare hosts a class in one Worker (`className`) and binds it by script
+// name in the other (`scriptName`), so all objects of a class run one version:
+// the mixes within a class that a gradual deploy makes are the arrangements'
+// sum, not each one.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
+import { ROOT, ADMIN, CLIENT, v4Options } from '../support/service.mjs';
+
+const SECONDS = Number(process.env.TWO_VERSIONS_SECONDS ?? 6);
+const LIMIT = 0.01; // the error rate a route may reach for one version
+const COLOS = ['LHR', 'IAD', 'NRT'];
+const VARS = { TEST_COLO_HEADER: '1', REGIONAL_ALLOCATORS: '1', SNOWFLAKE_MINTERS: '16' };
+const BINDINGS = {
+  TAGS: 'TagStore', CATALOG: 'Catalog', REGISTRY: 'WorkerRegistry', MINTERS: 'SnowflakeMinter',
+  KEYS: 'KeyStore', API_KEYS: 'ApiKey', ALLOCATORS: 'RegionalAllocator',
+};
+const ROOT_SIDE = ['TAGS', 'CATALOG', 'KEYS', 'API_KEYS'];
+
+/** The previous release's build (scripts/release-worker.sh builds it once). */
+function previousRelease() {
+  const build = execFileSync(join(ROOT, 'scripts/release-worker.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const version = /releases\/([^/]+)\/worker\/build$/.exec(build)[1];
+  return { version, build, toml: join(build, '../wrangler.toml') };
+}
+
+/** `[vars]` of a wrangler.toml (`KEY = "value"` lines). */
+function varsOf(toml) {
+  const text = readFileSync(toml, 'utf8');
+  const section = text.slice(text.indexOf('\n[vars]\n') + 1).split(/\n\[/)[0];
+  return Object.fromEntries(section.split('\n').map((l) => /^([A-Z_]+)\s*=\s*"([^"]*)"/.exec(l)).filter(Boolean).map((m) => [m[1], m[2]]));
+}
+
+/**
+ * One Worker's options: `build` its modules, `hosts` the bindings whose
+ * class it runs itself; the others bound to `other` by script name.
+ */
+function worker(name, build, toml, hosts, other) {
+  const base = v4Options({ vars: { ...varsOf(toml), ...VARS } });
+  const durableObjects = Object.fromEntries(Object.entries(BINDINGS).map(([b, className]) => [
+    b, hosts.includes(b) ? { className, useSQLite: true } : { className, useSQLite: true, scriptName: other },
+  ]));
+  const { cf, resourcePersistencePath, ...rest } = base;
+  return {
+    ...rest,
+    name,
+    modulesRoot: build,
+    modules: [
+      { type: 'ESModule', path: join(build, 'index.js') },
+      { type: 'CompiledWasm', path: join(build, 'index_bg.wasm') },
+    ],
+    compatibilityDate: /^compatibility_date = "([0-9-]+)"/m.exec(readFileSync(toml, 'utf8'))[1],
+    durableObjects,
+  };
+}
+
+async function open(persist, workers) {
+  const mf = new Miniflare(convertV4MiniflareOptions({ cf: false, resourcePersistencePath: persist, workers }));
+  await mf.ready;
+  return mf;
+}
+
+/** Every ID once, per kind of ID. */
+function ledger() {
+  const seen = new Map();
+  const dups = [];
+  return {
+    add(kind, ids) {
+      let set = seen.get(kind);
+      if (!set) seen.set(kind, (set = new Set()));
+      for (const id of ids) {
+        if (set.has(id)) dups.push(`${kind} ${id}`);
+        set.add(id);
+      }
+    },
+    dups,
+    size: (kind) => seen.get(kind)?.size ?? 0,
+  };
+}
+
+/**
+ * Load on `fronts` ({ old, new } → a fetch), for `seconds`: each version's
+ * isolates draw from every ID route from several colos. Counts answers by
+ * version and route; every ID into `ids`.
+ */
+async function load(fronts, ids, counts, { seconds, token, tags, label }) {
+  const end = Date.now() + seconds * 1000;
+  let serial = 0;
+  const call = async (version, route, path, init = {}, auth = CLIENT) => {
+    const colo = COLOS[serial++ % COLOS.length];
+    const headers = { 'edgeleaf-test-colo': colo, ...(auth ? { authorization: `Bearer ${auth}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) };
+    const key = `${version} ${route}`;
+    const c = (counts[key] ??= { ok: 0, failed: 0, codes: {} });
+    let res;
+    try {
+      res = await fronts[version](`http://localhost${path}`, { ...init, headers });
+    } catch (e) {
+      c.failed++;
+      c.codes.threw = (c.codes.threw ?? 0) + 1;
+      return null;
+    }
+    const text = await res.text();
+    if (res.status !== 200) {
+      c.failed++;
+      let code = String(res.status);
+      try { code += ` ${JSON.parse(text).error.code}`; } catch { /* a text route */ }
+      c.codes[code] = (c.codes[code] ?? 0) + 1;
+      if (c.failed <= 3) console.log(`${label}: ${key} ${res.status} ${text.slice(0, 200)}`);
+      return null;
+    }
+    c.ok++;
+    return text;
+  };
+  const loops = [];
+  for (const version of Object.keys(fronts)) {
+    // Segments of each kind of tag; the monotonic tag's answers to one caller
+    // never go back.
+    for (const [kind, tag] of Object.entries(tags)) {
+      loops.push((async () => {
+        let last = -1n;
+        while (Date.now() < end) {
+          const text = await call(version, `segment ${kind}`, `/v1/segment/${tag}?count=7`);
+          if (!text) continue;
+          const got = JSON.parse(text).ids.map(BigInt);
+          ids.add(`segment ${tag}`, got);
+          if (kind === 'monotonic') {
+            assert.ok(got[0] > last, `${label}: ${version} monotonic ${got[0]} after ${last}`);
+            last = got[got.length - 1];
+          }
+        }
+      })());
+    }
+    // Leaf's text route on the plain tag.
+    loops.push((async () => {
+      while (Date.now() < end) {
+        const text = await call(version, 'leaf segment', `/api/segment/get/${tags.plain}`);
+        if (text) ids.add(`segment ${tags.plain}`, [BigInt(text)]);
+      }
+    })());
+    // Snowflakes, batches and Leaf's text route.
+    loops.push((async () => {
+      while (Date.now() < end) {
+        const text = await call(version, 'snowflake', '/v1/snowflake?count=20');
+        if (text) ids.add('snowflake', JSON.parse(text).ids.map(BigInt));
+        const one = await call(version, 'leaf snowflake', '/api/snowflake/get/x');
+        if (one) ids.add('snowflake', [BigInt(one)]);
+      }
+    })());
+    // Keyed leases of the plain tag under request IDs (one retried under the
+    // same ID must answer the same range), their tails handed back.
+    loops.push((async () => {
+      let n = 0;
+      while (Date.now() < end) {
+        const requestId = `${label}-${version}-${n++}`;
+        const body = JSON.stringify({ step: 20, requestId });
+        const text = await call(version, 'lease', `/v1/segment/${tags.plain}/lease`, { method: 'POST', body }, token);
+        if (!text) continue;
+        const { start, end: last } = JSON.parse(text);
+        const again = await call(version, 'lease again', `/v1/segment/${tags.plain}/lease`, { method: 'POST', body }, token);
+        if (again) assert.deepEqual([JSON.parse(again).start, JSON.parse(again).end], [start, last], `${label}: ${requestId} asked again`);
+        // Use the first five IDs; hand the rest back.
+        const used = [];
+        for (let id = BigInt(start); id < BigInt(start) + 5n && id <= BigInt(last); id++) used.push(id);
+        ids.add(`segment ${tags.plain}`, used);
+        if (BigInt(start) + 5n <= BigInt(last)) {
+          await call(version, 'lease return', `/v1/segment/${tags.plain}/lease/return`, {
+            method: 'POST', body: JSON.stringify({ requestId, start: String(BigInt(start) + 5n), end: last }),
+          }, token);
+        }
+      }
+    })());
+  }
+  await Promise.all(loops);
+}
+
+/** Fails on a duplicate, on a route above LIMIT for a version, or on a route that did no work. */
+function verdict(label, ids, counts, versions) {
+  const lines = Object.entries(counts).sort().map(([k, c]) =>
+    `${k}: ${c.ok} ok, ${c.failed} failed${c.failed ? ` ${JSON.stringify(c.codes)}` : ''}`);
+  console.log(`${label}:\n  ${lines.join('\n  ')}\n  IDs: ${['segment two-plain', 'segment two-mono', 'segment two-opaque', 'snowflake'].map((k) => `${k} ${ids.size(k)}`).join(', ')}`);
+  assert.deepEqual(ids.dups.slice(0, 10), [], `${label}: IDs issued twice`);
+  for (const [key, c] of Object.entries(counts)) {
+    const rate = c.failed / (c.ok + c.failed);
+    assert.ok(rate <= LIMIT, `${label}: ${key} failed ${c.failed} of ${c.ok + c.failed} (${(rate * 100).toFixed(1)}%) ${JSON.stringify(c.codes)}`);
+  }
+  for (const version of versions) {
+    for (const route of ['segment plain', 'segment monotonic', 'segment opaque', 'leaf segment', 'snowflake', 'leaf snowflake', 'lease', 'lease return']) {
+      assert.ok(counts[`${version} ${route}`]?.ok > 0, `${label}: ${version} ${route} answered nothing`);
+    }
+  }
+}
+
+/** Tags and a key, made through `admin` (a fetch of one version). */
+async function setUp(admin) {
+  const put = async (tag, body) => {
+    const res = await admin(`http://localhost/v1/tags/${tag}`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify(body) });
+    assert.ok([200, 201].includes(res.status), await res.text());
+  };
+  const tags = { plain: 'two-plain', monotonic: 'two-mono', opaque: 'two-opaque' };
+  await put(tags.plain, { step: 50 });
+  await put(tags.monotonic, { step: 50, monotonic: true });
+  await put(tags.opaque, { step: 50, opaque: { bits: 48 } });
+  const res = await admin('http://localhost/v1/keys', { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ name: 'two-versions', scopes: ['ids'] }) });
+  assert.equal(res.status, 201, await res.clone().text());
+  return { tags, token: (await res.json()).token };
+}
+
+const fetchOf = (mf, name) => async (url, init) => (await mf.getWorker(name)).fetch(url, init);
+
+const built = existsSync(join(ROOT, 'worker/build/index_bg.wasm'));
+
+test('the previous release and this one, side by side in every arrangement: no ID twice, no route failing for either', { skip: !built && 'worker/build missing: scripts/worker.sh' }, async (t) => {
+  const prev = previousRelease();
+  const now = { build: process.env.EDGELEAF_WORKER_BUILD ?? join(ROOT, 'worker/build'), toml: join(ROOT, 'worker/wrangler.toml') };
+  console.log(`previous release ${prev.version} (${prev.build}) beside the tree's Worker`);
+  const arrangements = [
+    ['every object new', []],
+    ['every object old', Object.keys(BINDINGS)],
+    ['root, catalog and keys old; allocators, registry and minters new', ROOT_SIDE],
+    ['root, catalog and keys new; allocators, registry and minters old', Object.keys(BINDINGS).filter((b) => !ROOT_SIDE.includes(b))],
+  ];
+  for (const [label, onOld] of arrangements) {
+    await t.test(label, async () => {
+      const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-two-versions-'));
+      const onNew = Object.keys(BINDINGS).filter((b) => !onOld.includes(b));
+      const mf = await open(persist, [
+        worker('new', now.build, now.toml, onNew, 'old'),
+        worker('old', prev.build, prev.toml, onOld, 'new'),
+      ]);
+      try {
+        const fronts = { old: fetchOf(mf, 'old'), new: fetchOf(mf, 'new') };
+        const { tags, token } = await setUp(fronts.old);
+        const ids = ledger();
+        const counts = {};
+        await load(fronts, ids, counts, { seconds: SECONDS, token, tags, label });
+        verdict(label, ids, counts, ['old', 'new']);
+      } finally {
+        await mf.dispose();
+        rmSync(persist, { recursive: true, force: true });
+      }
+    });
+  }
+
+  await t.test('the old release\'s storage taken over mid-load', async () => {
+    const label = 'taken over';
+    const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-two-versions-'));
+    const all = Object.keys(BINDINGS);
+    const ids = ledger();
+    const counts = {};
+    // The old release alone: its objects hold blocks, leases and segments.
+    let mf = await open(persist, [worker('edgeleaf', prev.build, prev.toml, all, 'edgeleaf')]);
+    let setup;
+    try {
+      setup = await setUp(fetchOf(mf, 'edgeleaf'));
+      await load({ old: fetchOf(mf, 'edgeleaf') }, ids, counts, { seconds: SECONDS / 2, ...setup, label: `${label} (before)` });
+    } finally {
+      await mf.dispose();
+    }
+    // The deploy: every object now runs the new release on the old one's
+    // storage; isolates of the old release still call them.
+    mf = await open(persist, [
+      worker('edgeleaf', now.build, now.toml, all, 'edgeleaf'),
+      worker('old', prev.build, prev.toml, [], 'edgeleaf'),
+    ]);
+    try {
+      await load({ old: fetchOf(mf, 'old'), new: fetchOf(mf, 'edgeleaf') }, ids, counts, { seconds: SECONDS, ...setup, label });
+      verdict(label, ids, counts, ['old', 'new']);
+    } finally {
+      await mf.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    }
+  });
+});
