@@ -38,8 +38,7 @@ use edgeleaf::block::{BlockAllocator, BlockAsk, BlockLoad, HandBack, Serve, Tail
 use edgeleaf::rand::SplitMix64;
 use edgeleaf::segment::Allocation;
 use edgeleaf::tag::{
-    Asker, Remembered, RememberedChange, SegmentAnswer, SegmentAsk, TagRecord, TailBack,
-    TailSkipped, TakeBack,
+    Asker, Remembered, RememberedChange, SegmentAnswer, SegmentAsk, TagRecord, TailBack, TakeBack,
 };
 use edgeleaf::Error;
 use proptest::prelude::*;
@@ -551,11 +550,8 @@ impl World {
             .record
             .take_back(&back, remembered.as_ref(), self.now)
             .map_err(|e| format!("take-back refused: {e}"))?;
-        if let (
-            Fault::TakeBackWithoutCondition,
-            TakeBack::Skipped(TailSkipped::Followed { .. }),
-            Some(r),
-        ) = (self.fault, &answer, remembered)
+        if let (Fault::TakeBackWithoutCondition, TakeBack::Closed { .. }, Some(r)) =
+            (self.fault, &answer, remembered)
         {
             answer = TagRecord {
                 max_id: r.segment.end,
@@ -566,7 +562,15 @@ impl World {
         }
         let (record, remembered) = match answer {
             TakeBack::Returned { record, remembered } => (record, remembered),
-            TakeBack::Skipped(s) => return Ok(s.proves_untaken().then_some(false)),
+            TakeBack::Closed { remembered, .. } => {
+                // Refused with proof, and closed in the same write (the
+                // allocator still holds the tail: it may serve it again).
+                if let Some(key) = key {
+                    self.remember(&key, remembered);
+                }
+                return Ok(Some(false));
+            }
+            TakeBack::Skipped(_) => return Ok(None),
         };
         if self.record.max_id != tail.range.end {
             return Err(format!(
@@ -582,18 +586,24 @@ impl World {
         }
         self.record = record;
         let key = key.expect("returned under a key");
-        match (remembered, self.fault) {
-            (_, Fault::KeepRemembered) => {}
-            (RememberedChange::Shorten(r), _) => {
-                self.remembered.insert(key.clone(), r);
-            }
-            (RememberedChange::Remove, _) => {
-                self.remembered.remove(&key);
-            }
+        if self.fault != Fault::KeepRemembered {
+            self.remember(&key, remembered);
         }
         self.release(tail.range, &key)?;
         self.check_max_id()?;
         Ok(Some(true))
+    }
+
+    /// The root's memory of `key` after a take-back or a close.
+    fn remember(&mut self, key: &str, change: RememberedChange) {
+        match change {
+            RememberedChange::Shorten(r) => {
+                self.remembered.insert(key.to_owned(), r);
+            }
+            RememberedChange::Remove => {
+                self.remembered.remove(key);
+            }
+        }
     }
 
     /// The root no longer holds `range` for `key`.
@@ -1091,10 +1101,10 @@ fn the_rarest_faults_are_caught_in_their_smallest_worlds() {
 /// did not take it), so region 1 serves the tail; region 2 then retires, its
 /// tail comes back and `max_id` falls to 6; the second copy arrives and the
 /// root takes 1..=6 back, though it was handed out: the next lease would
-/// answer those IDs again. A violation of the core's rules (src/tag.rs,
-/// src/block.rs), not of this test's hosts; ignored until they are fixed.
+/// answer those IDs again. Fixed in the core: the refusal with proof closes
+/// the tail (`TakeBack::Closed`: the range remembered under its request ID
+/// ends before it, written with the answer), so no later copy is taken.
 #[test]
-#[ignore = "known violation in the core (issue 34): run it once fixed"]
 fn a_copy_of_a_hand_back_refused_with_proof_is_never_taken_later() {
     let serve = |site| Op::Serve {
         site,

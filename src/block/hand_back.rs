@@ -53,7 +53,7 @@ pub enum TailAnswer {
     /// Taken back: `max_id` moved back to before it.
     Taken,
     /// Refused, nothing written; `untaken`: with the root's proof that it
-    /// never took it ([`TailSkipped::proves_untaken`](crate::tag::TailSkipped::proves_untaken)).
+    /// never took it ([`TakeBack::proves_untaken`](crate::tag::TakeBack::proves_untaken)).
     Refused {
         /// The root proves it never took this tail.
         untaken: bool,
@@ -161,7 +161,7 @@ impl BlockAllocator {
     }
 
     /// The root refused to take `refused` back with proof that it never took
-    /// them ([`TailSkipped::proves_untaken`](crate::tag::TailSkipped::proves_untaken):
+    /// them ([`TakeBack::proves_untaken`](crate::tag::TakeBack::proves_untaken):
     /// IDs followed them while their lease still ends there; it wrote
     /// nothing), or they were never sent: they are still this allocator's
     /// alone, so it serves them

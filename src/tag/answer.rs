@@ -24,12 +24,6 @@ pub enum SegmentAnswer {
 /// when a holder is lost): nothing is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TailSkipped {
-    /// IDs were handed out after it (`max_id` is past its end), or the tag
-    /// was moved: only the last range handed out can come back.
-    Followed {
-        /// The tag's `max_id` now.
-        max_id: u64,
-    },
     /// Nothing is remembered under the request ID for this caller (another
     /// caller's, forgotten after [`REQUEST_ID_TTL_MS`](super::REQUEST_ID_TTL_MS), or already handed
     /// back whole).
@@ -46,20 +40,6 @@ pub enum TailSkipped {
     FromClient,
     /// The asker already holds [`MAX_CREDITS`](super::MAX_CREDITS) credits on the tag.
     CreditsFull,
-}
-
-impl TailSkipped {
-    /// Whether this refusal proves the tail was never taken back, so that
-    /// its holder may serve it again
-    /// ([`BlockAllocator::keep`](crate::block::BlockAllocator::keep)):
-    /// only [`TailSkipped::Followed`], given after the tail was found to be
-    /// the end of the range still remembered under its request ID — every
-    /// take-back shortens or removes that entry in the same write, so it
-    /// was never taken. The others may answer a second copy of a hand-back
-    /// the root took (its entry gone or shortened): the tail stays skipped.
-    pub fn proves_untaken(&self) -> bool {
-        matches!(self, TailSkipped::Followed { .. })
-    }
 }
 
 /// How a tag's store answers an outside client's tail handed back
@@ -112,6 +92,36 @@ pub enum TakeBack {
         /// The change to the range remembered under the request ID.
         remembered: RememberedChange,
     },
+    /// IDs were handed out after the tail (`max_id` is past its end): it
+    /// stays skipped, and it is closed — apply `remembered` (the range
+    /// remembered under the request ID now ends before the tail) in one
+    /// write before answering. So no later copy of this hand-back is ever
+    /// taken, whatever `max_id` does next, and the refusal proves the tail
+    /// was never taken back: its holder may serve it again
+    /// ([`TakeBack::proves_untaken`]).
+    Closed {
+        /// The tag's `max_id` now.
+        max_id: u64,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
     /// The IDs stay skipped; nothing is written.
     Skipped(TailSkipped),
+}
+
+impl TakeBack {
+    /// Whether this answer proves the tail was never taken back and never
+    /// will be, so that its holder may serve it again
+    /// ([`BlockAllocator::keep`](crate::block::BlockAllocator::keep)): only
+    /// [`TakeBack::Closed`], given after the tail was found to be the end of
+    /// the range still remembered under its request ID (every take-back
+    /// shortens or removes that entry in the same write, so it was never
+    /// taken), and written so that it never can be. Before it was written, a
+    /// copy of the hand-back arriving after `max_id` fell back to the tail's
+    /// end (another tail returned) took IDs its holder had served again. The
+    /// others may answer a second copy of a hand-back the root took (its
+    /// entry gone or shortened): the tail stays skipped.
+    pub fn proves_untaken(&self) -> bool {
+        matches!(self, TakeBack::Closed { .. })
+    }
 }

@@ -80,9 +80,10 @@ impl TagRecord {
             Err(skipped) => return Ok(TakeBack::Skipped(skipped)),
         };
         if self.max_id != tail.end {
-            return Ok(TakeBack::Skipped(TailSkipped::Followed {
+            return Ok(TakeBack::Closed {
                 max_id: self.max_id,
-            }));
+                remembered: Self::kept(leased, tail)?,
+            });
         }
         let record = TagRecord {
             max_id: tail.start - 1,

@@ -346,7 +346,13 @@ fn a_tail_comes_back_only_last_and_only_from_its_asker() {
     let (_, later) = r.allocate(Some(10), 3).unwrap();
     assert_eq!(
         later.take_back(&mine, Some(&leased), 4),
-        Ok(TakeBack::Skipped(TailSkipped::Followed { max_id: 210 }))
+        Ok(TakeBack::Closed {
+            max_id: 210,
+            remembered: RememberedChange::Shorten(Remembered {
+                segment: Allocation::new(101, 150).unwrap(),
+                granted: 100,
+            }),
+        })
     );
     // Nothing remembered for this caller, or not the end of its range.
     assert_eq!(

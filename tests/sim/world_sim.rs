@@ -75,8 +75,8 @@ use edgeleaf::{
     registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
     segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
     snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TailSkipped, tag::TakeBack,
-    wait::MAX_WAIT_MS, Error, Layout,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::MAX_WAIT_MS, Error,
+    Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -1340,7 +1340,20 @@ impl<'a> Sim<'a> {
                 self.report.handed_back += tail.range.step;
                 Some(true)
             }
-            Ok(TakeBack::Skipped(TailSkipped::Followed { .. })) => {
+            Ok(TakeBack::Closed {
+                remembered: change, ..
+            }) => {
+                // Refused with proof, closed in the same write.
+                if let Some(k) = key {
+                    match change {
+                        RememberedChange::Shorten(r) => {
+                            remembered.insert(k, r);
+                        }
+                        RememberedChange::Remove => {
+                            remembered.remove(&k);
+                        }
+                    }
+                }
                 self.report.not_handed_back += tail.range.step;
                 self.report.backs_followed += 1;
                 Some(false)

@@ -262,7 +262,15 @@ impl TagStore {
                     }
                     (Some(record.max_id), false)
                 }
-                TakeBack::Skipped(skipped) => (None, skipped.proves_untaken()),
+                // Refused with proof: closed in the same write (no later
+                // copy of this hand-back can be taken), then answered.
+                TakeBack::Closed { remembered, .. } => {
+                    if let Some(k) = &key {
+                        self.change_remembered(k, remembered)?;
+                    }
+                    (None, true)
+                }
+                TakeBack::Skipped(_) => (None, false),
             };
         json(
             200,
