@@ -11,6 +11,7 @@ rm -rf target/bench-report
 cargo bench --bench generators "$@"
 # The system Node (first on PATH here), the floor the package supports.
 "$(command -v node)" tests/bench/node.bench.mjs
+node_modules/.bin/node tests/bench/lease-prune.bench.mjs
 node_modules/.bin/node tests/bench/http.bench.mjs
 # Every figure above in one table, each with its same-run baseline and its
 # spread across rounds; last, the line to quote (http: single-ID … of no-op,

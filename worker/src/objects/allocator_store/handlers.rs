@@ -20,7 +20,7 @@ use crate::objects::tag_store::stubs as tag_store;
 use crate::scope;
 
 use super::schema::Held;
-use super::{never_held, Crypto, Inner, RETIRE_CHECK_MS};
+use super::{never_held, Crypto, Inner, RETIRE_MIN_WAIT_MS};
 
 impl Inner {
     /// Its view, without writing anything (an allocator never used stays
@@ -165,7 +165,9 @@ impl Inner {
             let lease = match answer {
                 Ok(lease) => lease,
                 Err(e) => {
-                    h.allocator.load_failed(&ask.request_id);
+                    // The core decides whether the same ask may be answered
+                    // later or must be given up (`request_id_reused`).
+                    h.allocator.load_refused(&ask.request_id, e.code);
                     return Err(e);
                 }
             };
@@ -189,29 +191,46 @@ impl Inner {
         })?;
         // An allocator holding blocks looks on a timer whether to retire
         // (the core's `retire_due`: before the root forgets its blocks).
-        self.arm().await
+        let next = self
+            .held
+            .borrow()
+            .as_ref()
+            .and_then(|h| h.allocator.next_check(now_ms()));
+        self.arm(next).await
     }
 
-    /// Sets the alarm that asks `retire_due`, if none is set.
-    pub(super) async fn arm(&self) -> ApiResult<()> {
+    /// Sets the alarm `next` ms from now (the core's `next_check`), if none
+    /// is set; none when the core says nothing can become due (no block, or
+    /// only kept tails: before, such an allocator woke every 3 minutes for
+    /// ever).
+    pub(super) async fn arm(&self, next: Option<u64>) -> ApiResult<()> {
+        let Some(ms) = next else {
+            return Ok(());
+        };
         let storage = self.state.storage();
         if storage.get_alarm().await?.is_none() {
-            storage.set_alarm(RETIRE_CHECK_MS).await?;
+            // At least a second: a due retirement that failed is not
+            // retried in a tight loop (the platform retries a failed alarm).
+            let ms = i64::try_from(ms)
+                .unwrap_or(i64::MAX)
+                .max(RETIRE_MIN_WAIT_MS);
+            storage.set_alarm(ms).await?;
         }
         Ok(())
     }
 
     /// The alarm: retires (handing the tails back) when the core says it is
-    /// due; while it holds blocks, looks again later.
+    /// due; otherwise looks again when the core says.
     pub(super) async fn on_alarm(&self) -> ApiResult<()> {
         let held = self.held.borrow().clone();
         let Some(held) = held.map_or_else(|| self.stored(), |h| Ok(Some(h)))? else {
             return Ok(());
         };
-        if held.allocator.retire_due(now_ms()) {
+        let now = now_ms();
+        if held.allocator.retire_due(now) {
             self.retire(&held.tag, held.region, true).await?;
-        } else if held.allocator.available() > 0 || held.allocator.pending().is_some() {
-            self.arm().await?;
+        } else {
+            self.arm(held.allocator.next_check(now)).await?;
         }
         Ok(())
     }

@@ -53,9 +53,12 @@ use crate::scope::{self, RequestScope};
 
 use schema::Held;
 
-/// How often an allocator holding blocks asks the core whether to retire
-/// (a tenth of `RETIRE_AFTER_MS`: three minutes).
-const RETIRE_CHECK_MS: i64 = (RETIRE_AFTER_MS / 10) as i64;
+/// When an alarm failed, how long until it looks again (a tenth of
+/// `RETIRE_AFTER_MS`: three minutes).
+const RETIRE_CHECK_MS: u64 = RETIRE_AFTER_MS / 10;
+
+/// The shortest wait an alarm is set for.
+const RETIRE_MIN_WAIT_MS: i64 = 1_000;
 
 /// Randomness for block request IDs: the platform's CSPRNG.
 struct Crypto;
@@ -209,7 +212,7 @@ impl DurableObject for RegionalAllocator {
             // Looked at again on the next alarm (the platform retries a
             // failed alarm; this one answers normally and re-arms).
             worker::console_warn!("allocator alarm: {}", e.message);
-            let _ = inner.arm().await;
+            let _ = inner.arm(Some(RETIRE_CHECK_MS)).await;
         }
         Response::empty()
     }
