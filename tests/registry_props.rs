@@ -206,13 +206,16 @@ fn one_owner_schedule(ops: Vec<Op>, victim_skew: i64) -> Result<(), TestCaseErro
                 // the skew of the registry's, while the lease lived
                 // (its expiry as last renewed), borrowing the most.
                 let cap = now.min(l.expires_at_ms) + SKEW + MAX_TOLERANCE_MS;
-                // The cap itself too, but not once the grant is free:
-                // a_late_release_never_withholds_past_the_owners_share.
-                let free = now >= l.expires_at_ms + GRACE;
-                let at_cap: &[u64] = if free { &[cap + 1] } else { &[cap, cap + 1] };
-                if let Some((last, _)) =
-                    largest_accepted(&mut reg, proof(&l, h), now + SKEW, now, true, at_cap)
-                {
+                // The cap itself too (once the grant is free, the release
+                // is refused: a_late_release_never_withholds_past_the_owners_share).
+                if let Some((last, _)) = largest_accepted(
+                    &mut reg,
+                    proof(&l, h),
+                    now + SKEW,
+                    now,
+                    true,
+                    &[cap, cap + 1],
+                ) {
                     prop_assert!(
                         last <= cap,
                         "a release at {} of a lease ending at {} set a floor {} ms ahead",
@@ -365,11 +368,10 @@ fn a_release_after_the_lease_ended_is_capped_at_its_end() {
 /// against nobody) is still released with a floor up to its expiry plus the
 /// skew and 60 s, so its worker ID is kept from everyone again after its
 /// owner took its full share of others: 4 withheld with a limit of 3. A
-/// violation of the registry's rule (src/registry.rs), not of this test;
-/// ignored until it is fixed (then the property's ladder may offer the cap
-/// on late releases too).
+/// violation of the registry's rule, fixed there: a release once the ID is
+/// free again is refused and changes nothing (the property above now offers
+/// the cap to late releases too).
 #[test]
-#[ignore = "known violation in the registry (issue 34): run it once fixed"]
 fn a_late_release_never_withholds_past_the_owners_share() {
     let mut reg = Registry::new(config()).unwrap();
     let lease = |reg: &mut Registry, k: u64, now: u64| {

@@ -126,8 +126,16 @@ impl Registry {
     /// that floor, and while it lies further ahead than the skew bound the
     /// ID counts against the owner's share ([`Registry::withheld`]).
     ///
+    /// A release after the grant's grace passed finds its ID back in the
+    /// pool: it is refused ([`Error::LeaseNotHeld`]) and changes nothing.
+    /// Its floor could only keep the free ID from everyone again, counted
+    /// against an owner who may already hold its full share of others; the
+    /// next holder's fence ([`Registry::grant_end_ms`]) already bounds what
+    /// a holder may have issued under a lapsed grant.
+    ///
     /// # Errors
-    /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] and
+    /// As [`Registry::renew`]'s [`Error::LeaseNotHeld`] (also once the ID is
+    /// free again, above) and
     /// [`Error::NotLeaseHolder`]; [`Error::ReservedWorkerId`] for a minter's
     /// grant; [`Error::OutOfRange`] for a
     /// `last_timestamp_ms` further ahead than its holder could have minted:
@@ -141,7 +149,16 @@ impl Registry {
     ) -> Result<(), Error> {
         let max_skew_ms = self.config.max_skew_ms;
         self.not_a_minters(release.claim.worker_id, Some(release.claim.generation))?;
+        let free = self
+            .slot(release.claim.worker_id)
+            .is_some_and(|s| self.status(s, registry_now_ms) == SlotStatus::Free);
         let slot = self.held(owner, &release.claim)?;
+        if free {
+            return Err(Error::LeaseNotHeld {
+                worker_id: release.claim.worker_id,
+                generation: release.claim.generation,
+            });
+        }
         // No further ahead than its holder could have minted: by a clock
         // within the skew bound of the registry's now (and of the grant's
         // expiry, once it lapsed), plus the largest borrow or reservation.
