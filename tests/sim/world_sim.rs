@@ -1328,14 +1328,7 @@ impl<'a> Sim<'a> {
             }) => {
                 *record = next;
                 if let Some(k) = key {
-                    match change {
-                        RememberedChange::Shorten(r) => {
-                            remembered.insert(k, r);
-                        }
-                        RememberedChange::Remove => {
-                            remembered.remove(&k);
-                        }
-                    }
+                    remember(remembered, k, change);
                 }
                 self.report.handed_back += tail.range.step;
                 Some(true)
@@ -1345,14 +1338,7 @@ impl<'a> Sim<'a> {
             }) => {
                 // Refused with proof, closed in the same write.
                 if let Some(k) = key {
-                    match change {
-                        RememberedChange::Shorten(r) => {
-                            remembered.insert(k, r);
-                        }
-                        RememberedChange::Remove => {
-                            remembered.remove(&k);
-                        }
-                    }
+                    remember(remembered, k, change);
                 }
                 self.report.not_handed_back += tail.range.step;
                 self.report.backs_followed += 1;
@@ -2205,5 +2191,17 @@ fn main() {
     );
     if !violations.is_empty() {
         std::process::exit(1);
+    }
+}
+
+/// A root's memory of a request ID after a take-back or a close.
+fn remember(remembered: &mut HashMap<String, Remembered>, key: String, change: RememberedChange) {
+    match change {
+        RememberedChange::Shorten(r) => {
+            remembered.insert(key, r);
+        }
+        RememberedChange::Remove => {
+            remembered.remove(&key);
+        }
     }
 }
