@@ -153,7 +153,7 @@ service() {
   step "service: build the Worker as \`wrangler deploy\` does (dry run; [build] runs scripts/worker.sh), its size against the Workers limits"
   deploy_dry_run
 
-  step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
+  step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, a user's Worker calling over a service binding (RPC), the dashboard in Chromium, the service's clock stepped under load (Miniflare/workerd; Node $($NODE22 --version))"
   "$NODE22" "${NODE_TEST[@]}" "${SERVICE_TESTS[@]}"
 
   step "chaos (tests/chaos/), short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key, two processes sharing a store, callers without a key reusing request IDs, a key poisoning and squatting worker IDs; every ID checked, every victim served, the service recovers after each fault, every refusal expected"
