@@ -234,7 +234,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     constructor(opts) {
       const { url, token, fetch: fetchFn, binding } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token } or { binding: env.IDS }');
-      if (binding !== undefined) {
+      if (binding !== undefined || Object.hasOwn(opts, 'binding')) {
         // A service binding to the Worker's `Ids` entrypoint: no URL, no
         // token (the binding is the account's own, and its own credential).
         if (typeof binding?.segmentLease !== 'function' || url !== undefined || token !== undefined || fetchFn !== undefined) {
