@@ -16,7 +16,7 @@ use edgeleaf::code::ErrorCode;
 use edgeleaf::name::check_tag;
 use edgeleaf_rules::access::Scope;
 use edgeleaf_rules::binding::BINDING_OWNER;
-use edgeleaf_rules::wire::api::IdList;
+use edgeleaf_rules::wire::api::{ErrorBody, ErrorDetail, IdList};
 use edgeleaf_rules::wire::registry::{ClaimBody, WorkerLeaseBody};
 use edgeleaf_rules::wire::tag::{LeaseBody, ReturnBody};
 use serde::{de::DeserializeOwned, Serialize};
@@ -55,7 +55,8 @@ impl BindingCalls {
 /// The arguments of an operation: a JSON array, read as a tuple (lighter in
 /// the .wasm than a tagged enum of calls).
 fn args<T: DeserializeOwned>(op: &str, raw: &str) -> ApiResult<T> {
-    serde_json::from_str(raw).map_err(|e| {
+    // From bytes, as the routes read their bodies: the same deserializers.
+    serde_json::from_slice(raw.as_bytes()).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("{op}: expected the documented arguments, found an error: {e}"),
@@ -143,16 +144,22 @@ async fn answer(env: &Env, ctx: &Context, op: &str, raw: &str) -> ApiResult<Stri
 }
 
 /// An error as the binding answers it: the HTTP body's `error`, the status
-/// the route would have answered, and `Retry-After` in ms.
+/// the route would have answered, and `Retry-After` in ms (the HTTP error's
+/// types, so that the .wasm carries one serializer of them).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Refusal {
+    error: ErrorDetail,
+    status: u16,
+    retry_after_ms: Option<u64>,
+}
+
 fn error_json(e: &ApiError) -> String {
-    let retry_ms = e
-        .retry_after_s
-        .or_else(|| (e.status() == 503).then_some(1))
-        .map(|s| s * 1000);
-    serde_json::json!({
-        "error": { "code": e.code.as_str(), "message": e.message },
-        "status": e.status(),
-        "retryAfterMs": retry_ms,
-    })
-    .to_string()
+    let retry_s = e.retry_after_s.or_else(|| (e.status() == 503).then_some(1));
+    let refusal = Refusal {
+        error: ErrorBody::new(e.code, e.message.as_str()).error,
+        status: e.status(),
+        retry_after_ms: retry_s.map(|s| s * 1000),
+    };
+    serde_json::to_string(&refusal).unwrap_or_default()
 }
