@@ -40,6 +40,28 @@ function grantOf(lease) {
 // No answer at all is not a refusal: the holder decides what each means.
 const causeOf = (e) => (e.code === 'registry_unreachable' ? undefined : e.code);
 
+// The service binding's method (the `Ids` entrypoint, worker/entry.mjs) for
+// each request this client sends; it answers what the route would.
+const BINDING_CALLS = [
+  ['GET', /^\/v1\/segment\/([^/?]+)(?:\?count=(\d+))?$/, (b, m) => b.segment(m[1], Number(m[2] ?? 1))],
+  ['GET', /^\/v1\/snowflake(?:\?count=(\d+))?$/, (b, m) => b.snowflake(Number(m[1] ?? 1))],
+  ['GET', /^\/v1\/snowflake\/([^/?]+)$/, (b, m) => b.decode(m[1])],
+  ['POST', /^\/v1\/segment\/([^/]+)\/lease$/, (b, m, body) => b.segmentLease(m[1], body ?? {})],
+  ['POST', /^\/v1\/segment\/([^/]+)\/lease\/return$/, (b, m, body) => b.segmentReturn(m[1], body)],
+  ['POST', /^\/v1\/tags\/([^/]+)\/reveal$/, (b, m, body) => b.reveal(m[1], body?.id)],
+  ['POST', /^\/v1\/workers\/lease$/, (b, m, body) => b.workerLease(body)],
+  ['POST', /^\/v1\/workers\/(\d+)\/renew$/, (b, m, body) => b.workerRenew(Number(m[1]), body)],
+  ['DELETE', /^\/v1\/workers\/(\d+)$/, (b, m, body) => b.workerRelease(Number(m[1]), body)],
+];
+
+function bindingCall(binding, method, path, body) {
+  for (const [verb, pattern, call] of BINDING_CALLS) {
+    const m = verb === method ? pattern.exec(path) : null;
+    if (m) return () => call(binding, m, body);
+  }
+  throw codedError('invalid_argument', `${method} ${path}: expected an ID operation of the service binding (segment, snowflake, leases, decode, reveal), found another`);
+}
+
 export function makeClient(wasm, { SegmentGenerator }) {
   /**
    * A Snowflake under a worker ID leased from the service's registry. It
@@ -208,9 +230,20 @@ export function makeClient(wasm, { SegmentGenerator }) {
     #url;
     #token;
     #fetch;
+    #binding;
 
     constructor(opts) {
-      const { url, token, fetch: fetchFn } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token }');
+      const { url, token, fetch: fetchFn, binding } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token } or { binding: env.IDS }');
+      if (binding !== undefined || Object.hasOwn(opts, 'binding')) {
+        // A service binding to the Worker's `Ids` entrypoint: no URL, no
+        // token (the binding is the account's own, and its own credential).
+        if (typeof binding?.segmentLease !== 'function' || url !== undefined || token !== undefined || fetchFn !== undefined) {
+          throw codedError('invalid_option', `binding: expected a service binding to edgeleaf's "Ids" entrypoint, alone (no url, token or fetch), found ${describe(binding)}${url !== undefined || token !== undefined || fetchFn !== undefined ? ' with url, token or fetch' : ''}`);
+        }
+        this.#binding = binding;
+        this.#url = 'the service binding';
+        return;
+      }
       let parsed;
       try { parsed = new URL(url); } catch { parsed = null; }
       if (!parsed || !/^https?:$/.test(parsed.protocol)) {
@@ -228,6 +261,20 @@ export function makeClient(wasm, { SegmentGenerator }) {
         const code = path.startsWith('/v1/workers') ? 'registry_unreachable' : 'service_unreachable';
         return codedError(code, `${method} ${path}: ${what} from ${this.#url}: ${cause?.message ?? cause}`, { cause });
       };
+      if (this.#binding) {
+        const call = bindingCall(this.#binding, method, path, body);
+        let out;
+        try {
+          out = await call();
+        } catch (cause) {
+          throw unreachable(cause, 'no answer');
+        }
+        if (out?.error?.code) {
+          const { code, message } = out.error;
+          throw codedError(code, message, { status: out.status, ...(out.retryAfterMs > 0 ? { retryAfterMs: out.retryAfterMs } : {}) });
+        }
+        return out;
+      }
       let res;
       try {
         res = await this.#fetch(`${this.#url}${path}`, {
@@ -251,7 +298,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     /**
      * A SegmentGenerator for `tag` fed by the service's segment leases: IDs are
-     * generated in this process. With an API key (`elk_…`) each lease carries a
+     * generated in this process. With an API key (`elk_…`), or through the
+     * service binding (its own credential too), each lease carries a
      * request ID, so a retry after a lost answer gets the same range (nothing
      * burnt, nothing twice). A request ID belongs to a credential of the
      * caller's own, so with the client token, the admin token or none the
@@ -263,7 +311,8 @@ export function makeClient(wasm, { SegmentGenerator }) {
      * another key never gets those IDs).
      */
     segment(tag, opts) {
-      const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
+      // The service binding is a credential of its own too (the account's).
+      const ownKey = this.#binding !== undefined || (typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token));
       // Each lease's request ID by its range's end (the buffer holds two
       // ranges at most: the last few are kept).
       const leases = new Map();

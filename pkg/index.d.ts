@@ -240,13 +240,79 @@ export declare class SegmentGenerator {
   snapshot(): SegmentSnapshot;
 }
 
-export interface EdgeleafClientOptions {
+/** The client over HTTP. */
+export interface EdgeleafHttpOptions {
   /** The service, e.g. `http://127.0.0.1:8787`. */
   url: string;
   /** Bearer token: an API key (`elk_…`) with the `ids` scope for segment(), the `registry` scope for snowflake(); or the client token for segment(). */
   token?: string;
   /** A fetch implementation (default `globalThis.fetch`). */
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  binding?: never;
+}
+
+/** The client inside a Worker of the same account, over a service binding to edgeleaf's `Ids` entrypoint (no token). */
+export interface EdgeleafBindingOptions {
+  /** The binding, e.g. `env.IDS` (wrangler: `services = [{ binding = "IDS", service = "edgeleaf", entrypoint = "Ids" }]`). */
+  binding: EdgeleafBinding;
+  url?: never;
+  token?: never;
+  fetch?: never;
+}
+
+export type EdgeleafClientOptions = EdgeleafHttpOptions | EdgeleafBindingOptions;
+
+/** A refusal or failure the binding answers instead of a value: the HTTP route's error body, its status, and when to retry. */
+export interface BindingError {
+  error: { code: ErrorCode; message: string };
+  status: number;
+  retryAfterMs?: number | null;
+}
+
+/** What one call of the binding answers: the value, as the HTTP route's JSON body, or a `BindingError`. */
+export type BindingAnswer<T> = Promise<T | BindingError>;
+
+/** A segment leased for a client (decimal bounds). */
+export interface LeasedRange {
+  start: string;
+  end: string;
+  step: number;
+  [field: string]: unknown;
+}
+
+/** A snowflake worker ID leased for a node (with its secret: the leaser's alone). */
+export interface WorkerLease {
+  workerId: number;
+  generation: number;
+  expiresAtMs: number;
+  ttlMs: number;
+  [field: string]: unknown;
+}
+
+/**
+ * edgeleaf's RPC entrypoint `Ids`, as a service binding shows it to the calling Worker. Each call answers what the HTTP
+ * route answers (IDs as decimal strings), or a `BindingError`; which tags it may name is the serving Worker's
+ * `RPC_TAGS` (none by default: every call answers `forbidden`), which it may reveal `RPC_REVEAL`.
+ */
+export interface EdgeleafBinding {
+  /** `count` (1..=1000) IDs of the tag's segments, as `GET /v1/segment/{tag}`. */
+  segment(tag: string, count?: number): BindingAnswer<{ ids: string[] }>;
+  /** `count` (1..=1000) snowflake IDs, as `GET /v1/snowflake`. */
+  snowflake(count?: number): BindingAnswer<{ ids: string[] }>;
+  /** A whole segment for a client to serve, as `POST /v1/segment/{tag}/lease`. */
+  segmentLease(tag: string, body?: { step?: number; requestId?: string; after?: string }): BindingAnswer<LeasedRange>;
+  /** The unused tail of a leased segment handed back, as `POST /v1/segment/{tag}/lease/return`. */
+  segmentReturn(tag: string, body: { requestId: string; start: string; end: string }): BindingAnswer<{ taken: boolean }>;
+  /** The parts of a snowflake ID, as `GET /v1/snowflake/{id}`. */
+  decode(id: IdLike): BindingAnswer<{ id: string; timestamp: number; workerId: number; sequence: number; date: string }>;
+  /** The counter of an opaque tag's ID (tags in `RPC_REVEAL` only), as `POST /v1/tags/{tag}/reveal`. */
+  reveal(tag: string, id: IdLike): BindingAnswer<{ id: string; counter: string | null; belongs: boolean }>;
+  /** A worker ID for a node, as `POST /v1/workers/lease`. */
+  workerLease(body: { nodeKey: string; nodeTime: number; previous?: unknown }): BindingAnswer<WorkerLease>;
+  /** Renews a worker-ID lease, as `POST /v1/workers/{id}/renew`. */
+  workerRenew(workerId: number, body: { generation: number; secret?: string; nodeTime?: number; lastTimestamp?: number }): BindingAnswer<WorkerLease>;
+  /** Releases a worker-ID lease, as `DELETE /v1/workers/{id}`. */
+  workerRelease(workerId: number, body: { generation: number; secret?: string; nodeTime?: number; lastTimestamp?: number }): BindingAnswer<unknown>;
 }
 
 /** An opaque ID domain: IDs below 2^bits (32..=63; 53 keeps them exact as JS numbers), or of at most `digits` decimal digits (6..=18). */
@@ -326,7 +392,7 @@ export declare class EdgeleafClient {
   segment(tag: string, options?: Omit<SegmentGeneratorOptions, 'tag' | 'fetchSegment' | 'returnSegment'>): SegmentGenerator;
   /** Leases a worker ID from the registry (a key with the `registry` scope; at most MAX_WORKERS_PER_KEY live per key: 429 `worker_id_limit`). */
   snowflake(options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>;
-  /** One JSON request to the service. */
+  /** One JSON request to the service (through a binding: the ID operations only, else `invalid_argument`). */
   request(method: string, path: string, body?: unknown): Promise<any>;
 }
 

@@ -13,6 +13,9 @@ cargo bench --bench generators "$@"
 "$(command -v node)" tests/bench/node.bench.mjs
 node_modules/.bin/node tests/bench/lease-prune.bench.mjs
 node_modules/.bin/node tests/bench/http.bench.mjs
+# A user's Worker calling it: RPC through a service binding, fetch through
+# the binding, public HTTP, in the same run.
+node_modules/.bin/node tests/bench/binding.bench.mjs
 # Every figure above in one table, each with its same-run baseline and its
 # spread across rounds; last, the line to quote (http: single-ID … of no-op,
 # batch … of the same-bytes floor, opaque … of plain).

@@ -156,7 +156,7 @@ service() {
   step "service: the previous release's Worker (the newest in CHANGELOG.md, built from its commit), for the two-version test"
   scripts/release-worker.sh
 
-  step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, the dashboard in Chromium, the service's clock stepped under load, the previous release beside this one in every arrangement (Miniflare/workerd; Node $($NODE22 --version))"
+  step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, a user's Worker calling over a service binding (RPC), the dashboard in Chromium, the service's clock stepped under load, the previous release beside this one in every arrangement (Miniflare/workerd; Node $($NODE22 --version))"
   "$NODE22" "${NODE_TEST[@]}" "${SERVICE_TESTS[@]}"
 
   step "chaos (tests/chaos/), short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key, two processes sharing a store, callers without a key reusing request IDs, a key poisoning and squatting worker IDs; every ID checked, every victim served, the service recovers after each fault, every refusal expected"

@@ -13,6 +13,12 @@ scripts/setup.sh worker
 export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
 cd worker && worker-build --release 2>&1 | grep -vE "^\s*$|failed to get|Compiling|Checking" || true
 test -f build/index.js && test -f build/index_bg.wasm
+# The entry module (worker/entry.mjs: worker-build's exports and the RPC
+# entrypoint `Ids`) is build/index.js, what wrangler.toml's `main`, the tests
+# and the bench load; worker-build's own module is build/edgeleaf.js. Its
+# compat alias build/worker/shim.mjs re-exports index.js, so it follows.
+mv build/index.js build/edgeleaf.js
+cp entry.mjs build/index.js
 wasm-opt --strip-debug --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/index_bg.wasm -o build/index_bg.wasm

@@ -14,7 +14,9 @@ printf '#!/bin/sh\nexec "%s" -g "$@"\n' "$WASM_OPT_BIN" > "$wrapper"
 chmod +x "$wrapper"
 (cd worker && WASM_OPT_BIN="$wrapper" worker-build --release 2>&1 | grep -vE "^\s*$|failed to get|Compiling|Checking" || true)
 rm -f "$wrapper"
-rm -rf "$out" && mkdir -p "$out" && cp worker/build/index.js worker/build/index_bg.wasm "$out/"
+rm -rf "$out" && mkdir -p "$out" && cp worker/build/index_bg.wasm "$out/"
+# Laid out as scripts/worker.sh lays worker/build out: the entry module is index.js.
+cp worker/build/index.js "$out/edgeleaf.js" && cp worker/entry.mjs "$out/index.js"
 cp -r worker/build/worker "$out/" 2>/dev/null || true
 echo "profile build: $out ($(wc -c < "$out/index_bg.wasm") bytes, with names)"
 scripts/worker.sh

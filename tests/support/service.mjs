@@ -4,7 +4,7 @@
 // 127.0.0.1 port (`spawnService`), which a test can kill -9.
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import * as MF from 'miniflare';
 
@@ -41,6 +41,9 @@ export function v4Options({ persist, vars = {}, port } = {}) {
     modulesRoot: build,
     modules: [
       { type: 'ESModule', path: join(build, 'index.js') },
+      // The entry module's import: worker-build's own output (scripts/worker.sh;
+      // a build from before the service binding has none: its index.js is that).
+      ...(existsSync(join(build, 'edgeleaf.js')) ? [{ type: 'ESModule', path: join(build, 'edgeleaf.js') }] : []),
       { type: 'CompiledWasm', path: join(build, 'index_bg.wasm') },
     ],
     compatibilityDate: /^compatibility_date = "([0-9-]+)"/m.exec(wranglerToml())[1],

@@ -7,6 +7,7 @@ use edgeleaf::{
     code::ErrorCode, layout::LayoutSpec, minted::MintConfig, minted::DEFAULT_STALENESS_MS,
     registry::RegistryConfig, segment::StepPolicy, Layout,
 };
+use edgeleaf_rules::binding::BindingAccess;
 use worker::Env;
 
 use crate::api::ApiError;
@@ -26,6 +27,9 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     pub admin_token: Option<String>,
     pub client_token: Option<String>,
+    /// What the service binding may do (`RPC_TAGS`, `RPC_REVEAL`; nothing
+    /// by default): the rules' `BindingAccess`.
+    pub binding: BindingAccess,
     /// TESTS ONLY (`TEST_OBJECT_DELAY_MS`, default 0): every Durable Object
     /// call of a request makes the object wait this long before it answers,
     /// so tests can check that every route answers within its budget. It
@@ -186,6 +190,11 @@ impl Config {
             return Err(invalid("MAX_BACKWARD_MS", "at most 60000"));
         }
         let cors_origins = cors_origins(var(env, "CORS_ORIGINS").as_deref().unwrap_or(""))?;
+        let binding = BindingAccess::parse(
+            var(env, "RPC_TAGS").as_deref().unwrap_or(""),
+            var(env, "RPC_REVEAL").as_deref().unwrap_or(""),
+        )
+        .map_err(|e| invalid("RPC_TAGS / RPC_REVEAL", &e.to_string()))?;
         let test_object_delay_ms = number(env, "TEST_OBJECT_DELAY_MS", 0)?;
         if test_object_delay_ms > 60_000 {
             return Err(invalid("TEST_OBJECT_DELAY_MS", "at most 60000"));
@@ -213,6 +222,7 @@ impl Config {
             cors_origins,
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),
+            binding,
             test_object_delay_ms,
             regional_allocators,
             test_colo_header,

@@ -6,10 +6,13 @@
 //! (`KeyStore`), one `ApiKey` per key, and a `RegionalAllocator` per tag
 //! and region that serves its region's isolates from blocks of the tag's
 //! object. Each request's handling runs in one `scope` (its budget, its
-//! region). The HTTP API (`routes`) is documented in `worker/openapi.yaml`.
+//! region). The HTTP API (`routes`) is documented in `worker/openapi.yaml`;
+//! Workers of the same account call the ID operations over RPC through a
+//! service binding (`binding`, entered by worker/entry.mjs).
 
 mod api;
 mod auth;
+mod binding;
 mod body;
 mod clock;
 mod config;

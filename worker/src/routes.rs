@@ -4,11 +4,11 @@
 //! handler (and its entry in `worker/openapi.yaml`).
 
 mod floor;
-mod ids;
+pub(crate) mod ids;
 mod keys;
-mod tags;
-mod views;
-mod workers;
+pub(crate) mod tags;
+pub(crate) mod views;
+pub(crate) mod workers;
 
 use edgeleaf::{code::ErrorCode, name::check_tag};
 use edgeleaf_rules::{access::Access, access::Scope};

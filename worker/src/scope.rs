@@ -105,6 +105,23 @@ impl RequestScope {
         }
     }
 
+    /// The scope of a call through the service binding (`binding`), which
+    /// starts now: a fresh budget of the core's size, as a request's; the
+    /// isolate's region if a request has told it (a call has no `cf`); no
+    /// test setting (a call has no URL, so never a loopback host's).
+    pub fn for_binding() -> RequestScope {
+        RequestScope {
+            budget: Cell::new(WaitBudget::for_request(now_ms())),
+            test_delay_ms: 0,
+            region: ISOLATE_REGION.with(|r| r.get().copied().flatten()),
+            root_unreachable: false,
+            allocators_unreachable: false,
+            allocator_delay_ms: 0,
+            root_delay_ms: 0,
+            root_delay: false,
+        }
+    }
+
     /// The scope of an object's request that calls other objects on its
     /// caller's behalf (a regional allocator): the background budget (its
     /// handler narrows it to the caller's limit: `limit_budget`), and the

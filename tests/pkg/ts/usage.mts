@@ -1,6 +1,6 @@
 // Compiled by `tsc --noEmit` in make test: the declarations must accept what
 // the README shows and reject what the code rejects.
-import { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, type EdgeleafError, type SegmentSnapshot, type LeasedSnowflake, type ReturnedRange } from 'edgeleaf';
+import { Snowflake, SegmentGenerator, EdgeleafClient, layoutInfo, type EdgeleafError, type SegmentSnapshot, type LeasedSnowflake, type ReturnedRange, type EdgeleafBinding } from 'edgeleaf';
 
 const s = new Snowflake({ workerId: 1, layout: 'jsSafe', epoch: new Date('2024-01-01'), now: () => Date.now() });
 const id: bigint = s.nextId();
@@ -55,3 +55,19 @@ const wrong: number = s.nextId();
 new Snowflake({ workerId: 1, layout: 'twitter' });
 
 export { str, batch, later, when, expires, maxId, again, maybe, next, pos, wrong };
+
+// A Worker's service binding to edgeleaf's `Ids` entrypoint (docs/service.md).
+declare const env: { IDS: EdgeleafBinding };
+const bound = new EdgeleafClient({ binding: env.IDS });
+const boundOrders: SegmentGenerator = bound.segment('order');
+const boundFlake: Promise<LeasedSnowflake> = bound.snowflake();
+async function direct(): Promise<string[]> {
+  const answer = await env.IDS.segment('order', 10);
+  if ('error' in answer) throw new Error(`${answer.error.code}: ${answer.error.message} (${answer.status})`);
+  return answer.ids;
+}
+// @ts-expect-error a binding takes no token
+new EdgeleafClient({ binding: env.IDS, token: 'x' });
+// @ts-expect-error a binding or a URL, not both
+new EdgeleafClient({ binding: env.IDS, url: 'http://127.0.0.1:8787' });
+export { boundOrders, boundFlake, direct };

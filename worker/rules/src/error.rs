@@ -24,6 +24,9 @@ pub enum AccessError {
     /// imports this error: named here, not linked, so that the error imports
     /// nothing above it).
     FleetViewNotAllowed,
+    /// A call through the service binding while the Worker allows none
+    /// (`RPC_TAGS` empty, the default).
+    BindingNotAllowed,
     /// A request for an API key that breaks a rule.
     InvalidKeySpec {
         /// The field (`"name"`, `"scopes"`, `"tags"`).
@@ -40,7 +43,8 @@ impl AccessError {
             AccessError::KeyRefused
             | AccessError::ScopeMissing { .. }
             | AccessError::TagNotAllowed
-            | AccessError::FleetViewNotAllowed => ErrorCode::Forbidden,
+            | AccessError::FleetViewNotAllowed
+            | AccessError::BindingNotAllowed => ErrorCode::Forbidden,
             AccessError::InvalidKeySpec { .. } => ErrorCode::InvalidKeySpec,
         }
     }
@@ -66,6 +70,9 @@ impl fmt::Display for AccessError {
             ),
             AccessError::FleetViewNotAllowed => f.write_str(
                 "authorization: expected a credential without a tag limit (this view covers every tag), found a key limited to some tags",
+            ),
+            AccessError::BindingNotAllowed => f.write_str(
+                "binding: expected RPC_TAGS to allow the service binding some tags, found none allowed (the default)",
             ),
             AccessError::InvalidKeySpec { field, expected } => write!(f, "{field}: expected {expected}"),
         }

@@ -1,5 +1,5 @@
 //! The service's own rules, pure and natively tested: who may call what (API
-//! keys and scopes, [`access`]), what the stores' past says (allocation
+//! keys and scopes, [`access`]; a service binding, [`binding`]), what the stores' past says (allocation
 //! history and runway, [`history`]), the hash of lease secrets ([`lease`]),
 //! what each error code means over HTTP ([`status`]), and the types that
 //! cross a wire, with their JSON ([`wire`]). The ID rules are the core's
@@ -13,6 +13,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod access;
+pub mod binding;
 pub mod error;
 pub mod history;
 pub mod lease;

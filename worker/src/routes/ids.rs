@@ -2,9 +2,10 @@
 //! segment leases for outside clients.
 
 use edgeleaf_rules::wire::{
-    api::IdList, tag::AllocateRequest, tag::LeasedSegment, tag::TailReturned, tag::TakeBackRequest,
+    api::IdList, tag::AllocateRequest, tag::LeaseBody, tag::LeasedSegment, tag::ReturnBody,
+    tag::TailReturned, tag::TakeBackRequest,
 };
-use worker::{Response, ResponseBuilder};
+use worker::{Env, Response, ResponseBuilder};
 
 use super::Cx;
 use crate::api::{json, ApiResult};
@@ -35,9 +36,19 @@ pub async fn segment(cx: Cx) -> ApiResult<Response> {
 /// `POST /v1/segment/{tag}/lease`: a whole segment, for a client to serve.
 pub async fn segment_lease(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
-    let request = AllocateRequest::for_client(cx.body().await?, cx.owner());
-    let lease = tag_store::allocate(&cx.env, &tag, request).await?;
-    json(200, &LeasedSegment::from(lease))
+    json(
+        200,
+        &lease(&cx.env, &tag, cx.body().await?, cx.owner()).await?,
+    )
+}
+
+/// A segment of `tag` leased by `owner` (the credential asking): the lease
+/// route's and the service binding's.
+pub async fn lease(env: &Env, tag: &str, body: LeaseBody, owner: &str) -> ApiResult<LeasedSegment> {
+    let request = AllocateRequest::for_client(body, owner);
+    Ok(LeasedSegment::from(
+        tag_store::allocate(env, tag, request).await?,
+    ))
 }
 
 /// `POST /v1/segment/{tag}/lease/return`: the unused tail of a range the
@@ -49,9 +60,24 @@ pub async fn segment_lease(cx: Cx) -> ApiResult<Response> {
 /// IDs only within that key).
 pub async fn segment_return(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
-    let request = TakeBackRequest::for_client(cx.body().await?, cx.owner());
-    let taken = tag_store::take_back(&cx.env, &tag, request).await?;
-    json(200, &TailReturned::from(taken))
+    json(
+        200,
+        &take_back(&cx.env, &tag, cx.body().await?, cx.owner()).await?,
+    )
+}
+
+/// A tail of `tag` handed back by `owner`: the return route's and the
+/// service binding's.
+pub async fn take_back(
+    env: &Env,
+    tag: &str,
+    body: ReturnBody,
+    owner: &str,
+) -> ApiResult<TailReturned> {
+    let request = TakeBackRequest::for_client(body, owner);
+    Ok(TailReturned::from(
+        tag_store::take_back(env, tag, request).await?,
+    ))
 }
 
 /// `GET /v1/snowflake?count=N`.

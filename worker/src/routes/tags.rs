@@ -3,8 +3,8 @@
 
 use edgeleaf::{code::ErrorCode, region::Region};
 use edgeleaf_rules::wire::allocator::AllocatorViews;
-use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, TagPut, TagViews};
-use worker::Response;
+use edgeleaf_rules::wire::tag::{Deleted, GivenId, RevealBody, Revealed, TagPut, TagViews};
+use worker::{Env, Response};
 
 use super::Cx;
 use crate::api::{json, ApiResult};
@@ -83,10 +83,13 @@ pub async fn delete(cx: Cx) -> ApiResult<Response> {
 pub async fn reveal(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let RevealBody { id } = cx.body().await?;
-    json(
-        200,
-        &tag_store::reveal(&cx.env, &tag, GivenId::from_json(&id)).await?,
-    )
+    json(200, &revealed(&cx.env, &tag, &id).await?)
+}
+
+/// The counter of `id` (as the caller gave it) in the opaque `tag`: the
+/// reveal route's and the service binding's.
+pub async fn revealed(env: &Env, tag: &str, id: &serde_json::Value) -> ApiResult<Revealed> {
+    tag_store::reveal(env, tag, GivenId::from_json(id)).await
 }
 
 /// `GET /v1/tags/{tag}/allocators`: the tag's allocator in each hosting

@@ -2,7 +2,7 @@
 //! snowflake ID, this isolate's monitor, Prometheus metrics and a tag's
 //! history.
 
-use edgeleaf::code::ErrorCode;
+use edgeleaf::{code::ErrorCode, Layout};
 use edgeleaf_rules::wire::api::{Decoded, Health, LayoutView, Ping};
 use worker::Response;
 
@@ -82,8 +82,12 @@ pub async fn health(cx: Cx) -> ApiResult<Response> {
 
 /// `GET /v1/snowflake/{id}`: an ID's parts under the service's layout.
 pub async fn decode(cx: Cx) -> ApiResult<Response> {
-    let layout = cx.config()?.layout;
-    let raw = cx.arg();
+    json(200, &decoded(cx.config()?.layout, cx.arg())?)
+}
+
+/// The parts of the ID `raw` (decimal) under `layout`: the decode route's
+/// and the service binding's.
+pub fn decoded(layout: Layout, raw: &str) -> ApiResult<Decoded> {
     let id: u64 = raw
         .parse()
         .ok()
@@ -99,10 +103,7 @@ pub async fn decode(cx: Cx) -> ApiResult<Response> {
         })?;
     let parts = layout.decompose(id)?;
     let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(parts.timestamp_ms as f64));
-    json(
-        200,
-        &Decoded::new(id, &parts, String::from(date.to_iso_string())),
-    )
+    Ok(Decoded::new(id, &parts, String::from(date.to_iso_string())))
 }
 
 /// `GET /v1/monitor`.
