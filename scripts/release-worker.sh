@@ -8,9 +8,9 @@
 # The release's sources come from git (`git archive <commit>`; its npm files
 # are the tree's node_modules), so a clone
 # without that commit cannot run the test: it fails here, saying so. The build
-# is the tree's recipe (scripts/worker.sh: worker-build with the pinned local
-# tools, opt-level "s", wasm-opt), with its own cargo target directory; a
-# second run finds the build and costs nothing.
+# is the release's own recipe (its scripts/worker.sh: worker-build with the
+# pinned local tools, opt-level "s", wasm-opt), with a cargo target directory
+# of its own; a second run finds the build and costs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -31,18 +31,15 @@ if [ -f "$build/index_bg.wasm" ] && [ "$(cat "$dir/.commit" 2>/dev/null)" = "$co
   exit 0
 fi
 scripts/setup.sh worker >&2
-. scripts/worker-env.sh
 rm -rf "$dir" && mkdir -p "$dir"
 git archive "$commit" | tar -x -C "$dir"
 # The build reads npm files (the dashboard's uPlot): the tree's, as installed.
 ln -s "$ROOT/node_modules" "$dir/node_modules"
 echo "release-worker: building $version ($commit) in $dir" >&2
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_TARGET_DIR="$ROOT/target/releases/cargo"
-(cd "$dir/worker" && worker-build --release 2>&1 | grep -vE "^\s*$|failed to get|Compiling|Checking" >&2 || true)
+# The release's own recipe (its scripts/worker.sh), with a cargo target
+# directory kept across releases.
+CARGO_TARGET_DIR="$ROOT/target/releases/cargo" "$dir/scripts/worker.sh" >&2
 test -f "$build/index.js" && test -f "$build/index_bg.wasm" \
   || { echo "release-worker: the build of $version made no $build/index_bg.wasm" >&2; exit 1; }
-wasm-opt --strip-debug --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
-  "$build/index_bg.wasm" -o "$build/index_bg.wasm"
 echo "$commit" >"$dir/.commit"
 echo "$build"

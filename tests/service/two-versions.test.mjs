@@ -70,6 +70,8 @@ function worker(name, build, toml, hosts, other) {
     modulesRoot: build,
     modules: [
       { type: 'ESModule', path: join(build, 'index.js') },
+      // The entry module's import (a build with the service binding's entry).
+      ...(existsSync(join(build, 'edgeleaf.js')) ? [{ type: 'ESModule', path: join(build, 'edgeleaf.js') }] : []),
       { type: 'CompiledWasm', path: join(build, 'index_bg.wasm') },
     ],
     compatibilityDate: /^compatibility_date = "([0-9-]+)"/m.exec(readFileSync(toml, 'utf8'))[1],
