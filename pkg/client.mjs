@@ -236,7 +236,7 @@ export function makeClient(wasm, { SegmentGenerator }) {
       const { url, token, fetch: fetchFn, binding } = options('EdgeleafClient options', opts ?? null, '{ url: "http://127.0.0.1:8787", token } or { binding: env.IDS }');
       if (binding !== undefined || Object.hasOwn(opts, 'binding')) {
         // A service binding to the Worker's `Ids` entrypoint: no URL, no
-        // token (the binding is the account's own, and its own credential).
+        // token (the account's own; shared by every Worker bound to it).
         if (typeof binding?.segmentLease !== 'function' || url !== undefined || token !== undefined || fetchFn !== undefined) {
           throw codedError('invalid_option', `binding: expected a service binding to edgeleaf's "Ids" entrypoint, alone (no url, token or fetch), found ${describe(binding)}${url !== undefined || token !== undefined || fetchFn !== undefined ? ' with url, token or fetch' : ''}`);
         }
@@ -298,12 +298,11 @@ export function makeClient(wasm, { SegmentGenerator }) {
 
     /**
      * A SegmentGenerator for `tag` fed by the service's segment leases: IDs are
-     * generated in this process. With an API key (`elk_…`), or through the
-     * service binding (its own credential too), each lease carries a
-     * request ID, so a retry after a lost answer gets the same range (nothing
+     * generated in this process. With an API key (`elk_…`), each lease
+     * carries a request ID, so a retry after a lost answer gets the same range (nothing
      * burnt, nothing twice). A request ID belongs to a credential of the
-     * caller's own, so with the client token, the admin token or none the
-     * service refuses one (`request_id_needs_key`) and none is sent: a retry
+     * caller's own, so with the client token, the admin token, none or a
+     * service binding the service refuses one (`request_id_needs_key`) and none is sent: a retry
      * after a lost answer then gets the next range, and the lost one's IDs are
      * skipped, never handed out twice. With an API key, `close()` hands each
      * range's unused tail back under its lease's request ID: a credit of the
@@ -311,8 +310,9 @@ export function makeClient(wasm, { SegmentGenerator }) {
      * another key never gets those IDs).
      */
     segment(tag, opts) {
-      // The service binding is a credential of its own too (the account's).
-      const ownKey = this.#binding !== undefined || (typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token));
+      // The service binding is shared by every bound Worker of the account,
+      // as the client token is by its holders: no request IDs.
+      const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
       // Each lease's request ID by its range's end (the buffer holds two
       // ranges at most: the last few are kept).
       const leases = new Map();

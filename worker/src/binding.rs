@@ -7,7 +7,9 @@
 //! `{"error":{"code","message"},"status","retryAfterMs"}`.
 //!
 //! Who calls is the binding (`BINDING_OWNER`): no token, since only a Worker
-//! the account configured with the binding reaches the entrypoint, and no
+//! the account configured with the binding reaches the entrypoint. Every
+//! such Worker is that one owner, a shared credential as the client token is
+//! (no request IDs, no tails handed back; one share of worker IDs), and no
 //! public request can become a call here (`BindingCalls` is not exported by
 //! the entry module, and no route leads here). What it may do is the
 //! operator's: `RPC_TAGS` and `RPC_REVEAL` (the rules' `BindingAccess`).
@@ -55,6 +57,18 @@ impl BindingCalls {
 /// The arguments of an operation: a JSON array, read as a tuple (lighter in
 /// the .wasm than a tagged enum of calls).
 fn args<T: DeserializeOwned>(op: &str, raw: &str) -> ApiResult<T> {
+    // The routes' bound on a body: no caller's arguments cost the isolate
+    // more than a request's would.
+    if raw.len() > crate::body::MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::BodyTooLarge,
+            format!(
+                "{op}: expected arguments of at most {} bytes as JSON, found {}",
+                crate::body::MAX_BODY_BYTES,
+                raw.len()
+            ),
+        ));
+    }
     // From bytes, as the routes read their bodies: the same deserializers.
     serde_json::from_slice(raw.as_bytes()).map_err(|e| {
         ApiError::new(

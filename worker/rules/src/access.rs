@@ -341,16 +341,15 @@ fn is_key_id(owner: &str) -> bool {
 
 /// Who asks for a segment lease, as the core's rule of request IDs sees it
 /// (`TagRecord::lease_segment`): a request ID belongs to a credential of the
-/// caller's own, and only an API key (or the service binding) is one. No token (`anonymous`), the
-/// `CLIENT_TOKEN` every client is given and the one `ADMIN_TOKEN` are each
-/// held by whoever was given them: two unrelated callers sending the same
-/// request ID would be answered the same range, so they may send none
-/// (`request_id_needs_key`). Any owner name that is not a key's ID is shared,
-/// but the service binding's ([`BINDING_OWNER`](crate::binding::BINDING_OWNER)):
-/// only Workers of the account configured with the binding reach it, as
-/// only a key's holder presents the key.
+/// caller's own, and only an API key is one. No token (`anonymous`), the
+/// `CLIENT_TOKEN` every client is given, the one `ADMIN_TOKEN` and the
+/// service binding (every Worker of the account configured with it, one
+/// owner) are each held by whoever was given them: two unrelated callers
+/// sending the same request ID would be answered the same range, so they
+/// may send none (`request_id_needs_key`). Any owner name that is not a
+/// key's ID is shared.
 pub fn lease_asker(owner: &str) -> Asker<'_> {
-    if is_key_id(owner) || owner == crate::binding::BINDING_OWNER {
+    if is_key_id(owner) {
         Asker::Own(owner)
     } else {
         Asker::Shared

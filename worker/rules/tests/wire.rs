@@ -913,6 +913,7 @@ fn a_client_tail_is_named_as_its_lease_and_never_an_allocators() {
         text(&TailReturned::from(TakenBack {
             taken: true,
             untaken: false,
+            closed: false,
             max_id: "27".into()
         })),
         r#"{"taken":true}"#,

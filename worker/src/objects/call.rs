@@ -279,7 +279,22 @@ async fn send(
     let req = Request::new_with_init(&format!("https://{binding}.internal/"), &init)?;
     let mut res = stub.fetch_with_request(req).await?;
     if res.status_code() >= 400 {
-        return Ok(Err(ApiError::from_response(res).await));
+        let error = ApiError::from_response(res).await;
+        if error.code == ErrorCode::InvalidJson {
+            // The Worker wrote the message, so an object that cannot read it
+            // runs another release (during a deploy): the service's trouble,
+            // for a while, not the caller's.
+            return Ok(Err(ApiError::unavailable(
+                ErrorCode::StoreUnavailable,
+                format!(
+                    "{}: refused the service's message: {}",
+                    store.name(),
+                    error.message
+                ),
+                RETRY_AFTER_MS,
+            )));
+        }
+        return Ok(Err(error));
     }
     Ok(res
         .text()

@@ -438,10 +438,18 @@ pub struct TakenBack {
     /// handed out after it). A client's: credited to its own key (`max_id`
     /// unchanged). `false`: the tail stays a gap.
     pub taken: bool,
-    /// Not taken, and provably never taken (`TailSkipped::proves_untaken`):
-    /// the allocator that sent it may serve it again. Never for a client.
+    /// Not taken, and provably never taken (`TakeBack::proves_untaken`).
+    /// Never for a client. Alone it is not enough to serve the tail again:
+    /// the release 0.1.0's root says it without `closed`.
     #[serde(default, skip_serializing_if = "core::ops::Not::not")]
     pub untaken: bool,
+    /// With `untaken`: the root also closed the tail (`TakeBack::Closed`:
+    /// the range remembered under its request ID now ends before it, written
+    /// with this answer), so no later copy of the hand-back can be taken.
+    /// Only then may the allocator serve it again (`BlockAllocator::keep`);
+    /// a root of 0.1.0 never sets it, and its refusals leave the tail a gap.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub closed: bool,
     /// The tag's `max_id` after it, decimal.
     pub max_id: String,
 }

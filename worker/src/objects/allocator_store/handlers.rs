@@ -267,7 +267,13 @@ impl Inner {
             };
             let answer = match tag_store::take_back(&self.env, tag, request).await {
                 Ok(t) if t.taken => TailAnswer::Taken,
-                Ok(t) => TailAnswer::Refused { untaken: t.untaken },
+                // Proof that it never was taken and never can be: only
+                // from a root that closed the tail (a root of 0.1.0 says
+                // `untaken` without closing it: a later copy could still
+                // be taken, so the tail stays a gap).
+                Ok(t) => TailAnswer::Refused {
+                    untaken: t.untaken && t.closed,
+                },
                 Err(_) => TailAnswer::Lost,
             };
             back.answered(tail, answer);

@@ -246,6 +246,7 @@ impl TagStore {
                 &TakenBack {
                     taken,
                     untaken: false,
+                    closed: false,
                     max_id: stored.record.max_id.to_string(),
                 },
             );
@@ -263,13 +264,15 @@ impl TagStore {
                     (Some(record.max_id), false)
                 }
                 // Refused with proof: closed in the same write (no later
-                // copy of this hand-back can be taken), then answered.
-                TakeBack::Closed { remembered, .. } => {
-                    if let Some(k) = &key {
+                // copy of this hand-back can be taken), then answered; the
+                // proof only with the write (no key: no close, no proof).
+                TakeBack::Closed { remembered, .. } => match &key {
+                    Some(k) => {
                         self.change_remembered(k, remembered)?;
+                        (None, true)
                     }
-                    (None, true)
-                }
+                    None => (None, false),
+                },
                 TakeBack::Skipped(_) => (None, false),
             };
         json(
@@ -277,6 +280,7 @@ impl TagStore {
             &TakenBack {
                 taken: taken.is_some(),
                 untaken,
+                closed: untaken,
                 max_id: taken.unwrap_or(stored.record.max_id).to_string(),
             },
         )
