@@ -132,7 +132,11 @@ impl BlockAllocator {
             self.load_failed(request_id);
             return false;
         }
-        if self.pending.take_if(|a| a.request_id == request_id).is_none() {
+        if self
+            .pending
+            .take_if(|a| a.request_id == request_id)
+            .is_none()
+        {
             return false;
         }
         self.in_flight.done();
