@@ -115,3 +115,62 @@ pub enum TakeBack {
     /// The IDs stay skipped; nothing is written.
     Skipped(TailSkipped),
 }
+
+/// How a tag's store answers any tail handed back
+/// ([`TagRecord::answer_tail`]): the core chooses between returning the IDs
+/// and crediting them by who hands them back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TailAnswer {
+    /// An allocator's tail returns ([`TakeBack::Returned`]): store `record`
+    /// and apply `remembered`, in one write.
+    Returned {
+        /// The record to store (`max_id` moved back).
+        record: TagRecord,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// An outside client's tail becomes its credit
+    /// ([`CreditBack::Credited`]): store `credit` among the credits of
+    /// [`TailBack::credit_owner`](super::TailBack::credit_owner) and apply
+    /// `remembered`, in one write.
+    Credited {
+        /// The IDs credited.
+        credit: Allocation,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// The IDs stay a gap; nothing is written.
+    Skipped(TailSkipped),
+}
+
+impl TailAnswer {
+    /// Whether the tail was taken (returned or credited).
+    pub fn taken(&self) -> bool {
+        !matches!(self, TailAnswer::Skipped(_))
+    }
+
+    /// Whether the refusal proves the tail never taken
+    /// ([`TailSkipped::proves_untaken`]).
+    pub fn untaken(&self) -> bool {
+        matches!(self, TailAnswer::Skipped(s) if s.proves_untaken())
+    }
+
+    /// The change to the range remembered under the request ID, written
+    /// with the rest.
+    pub fn remembered(&self) -> Option<RememberedChange> {
+        match self {
+            TailAnswer::Returned { remembered, .. } | TailAnswer::Credited { remembered, .. } => {
+                Some(*remembered)
+            }
+            TailAnswer::Skipped(_) => None,
+        }
+    }
+
+    /// The tag's `max_id` once the answer is written, from `before`.
+    pub fn max_id(&self, before: u64) -> u64 {
+        match self {
+            TailAnswer::Returned { record, .. } => record.max_id,
+            _ => before,
+        }
+    }
+}
