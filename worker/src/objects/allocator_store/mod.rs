@@ -90,10 +90,11 @@ struct Inner {
     waiters: RefCell<Vec<oneshot::Sender<Option<ApiError>>>>,
 }
 
-/// Whether an allocator never held a block (nothing handed on, nothing to
-/// fence): its first ask waits for the root to say the tag is one.
+/// Whether an allocator never held a block (the core's
+/// `BlockAllocator::never_held`): its first ask waits for the root to say
+/// the tag is one.
 fn never_held(h: &Held) -> bool {
-    h.blocks_leased == 0 && h.allocator.served_high() == 0
+    h.allocator.never_held()
 }
 
 impl Inner {
