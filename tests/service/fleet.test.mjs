@@ -39,7 +39,7 @@ test('a tag\'s history adds up every allocation, whoever made it, and bounds wha
   assert.ok(h.recent.some((e) => e.by === 'allocator:wnam'), 'a block names the allocator that asked');
   assert.ok(h.recent.some((e) => e.by === `lease:${key.id}`), 'a lease names the key that asked');
   // The runway: the last hour's rate against what is left.
-  assert.equal(BigInt(h.runway.remaining), 2n ** 53n - 1n - BigInt(h.maxId));
+  assert.equal(BigInt(h.runway.remaining), 2n ** 63n - 1n - BigInt(h.maxId));
   assert.ok(h.runway.idsPerHour > 0);
   assert.ok(h.runway.exhaustedAtMs > h.nowMs);
   // Bounded: past 1,000 allocations the oldest go.
