@@ -53,16 +53,18 @@ fn case() -> impl Strategy<Value = Case> {
         prop::bool::weighted(0.1),
     )
         .prop_map(
-            |(who, opaque, start, len, tail_from, followed, remembered, credits, overlapping)| Case {
-                who,
-                opaque: opaque && who == Who::Allocator,
-                start,
-                len,
-                tail_from,
-                followed,
-                remembered,
-                credits,
-                overlapping,
+            |(who, opaque, start, len, tail_from, followed, remembered, credits, overlapping)| {
+                Case {
+                    who,
+                    opaque: opaque && who == Who::Allocator,
+                    start,
+                    len,
+                    tail_from,
+                    followed,
+                    remembered,
+                    credits,
+                    overlapping,
+                }
             },
         )
 }
