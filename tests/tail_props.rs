@@ -11,7 +11,7 @@
 
 use edgeleaf::{
     opaque::OpaqueDomain, segment::Allocation, tag::Asker, tag::Remembered, tag::TagKind,
-    tag::TagRecord, tag::TailAnswer, tag::TailBack, tag::MAX_CREDITS,
+    tag::TagRecord, tag::TailBack, tag::TailBackAnswer, tag::MAX_CREDITS,
 };
 use proptest::prelude::*;
 
@@ -102,15 +102,15 @@ proptest! {
         let answer = record.answer_tail(&back, remembered.as_ref(), &credits, 7).unwrap();
         let its_tail = remembered.is_some();
         match (&answer, c.who) {
-            (TailAnswer::Returned { record: r, .. }, Who::Allocator) => {
+            (TailBackAnswer::Returned { record: r, .. }, Who::Allocator) => {
                 prop_assert_eq!(r.max_id, tail.start - 1);
                 prop_assert_eq!(c.followed, 0, "returned though IDs followed it");
             }
-            (TailAnswer::Credited { credit, .. }, Who::Client) => {
+            (TailBackAnswer::Credited { credit, .. }, Who::Client) => {
                 prop_assert_eq!(*credit, tail);
                 prop_assert_eq!(answer.max_id(record.max_id), record.max_id);
             }
-            (TailAnswer::Skipped(_), _) => {}
+            (TailBackAnswer::Skipped(_), _) => {}
             (a, who) => prop_assert!(false, "{:?} answered {:?}", who, a),
         }
         // Liveness: the end of its remembered range is taken when nothing

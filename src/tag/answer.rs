@@ -120,7 +120,7 @@ pub enum TakeBack {
 /// ([`TagRecord::answer_tail`]): the core chooses between returning the IDs
 /// and crediting them by who hands them back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TailAnswer {
+pub enum TailBackAnswer {
     /// An allocator's tail returns ([`TakeBack::Returned`]): store `record`
     /// and apply `remembered`, in one write.
     Returned {
@@ -143,33 +143,32 @@ pub enum TailAnswer {
     Skipped(TailSkipped),
 }
 
-impl TailAnswer {
+impl TailBackAnswer {
     /// Whether the tail was taken (returned or credited).
     pub fn taken(&self) -> bool {
-        !matches!(self, TailAnswer::Skipped(_))
+        !matches!(self, TailBackAnswer::Skipped(_))
     }
 
     /// Whether the refusal proves the tail never taken
     /// ([`TailSkipped::proves_untaken`]).
     pub fn untaken(&self) -> bool {
-        matches!(self, TailAnswer::Skipped(s) if s.proves_untaken())
+        matches!(self, TailBackAnswer::Skipped(s) if s.proves_untaken())
     }
 
     /// The change to the range remembered under the request ID, written
     /// with the rest.
     pub fn remembered(&self) -> Option<RememberedChange> {
         match self {
-            TailAnswer::Returned { remembered, .. } | TailAnswer::Credited { remembered, .. } => {
-                Some(*remembered)
-            }
-            TailAnswer::Skipped(_) => None,
+            TailBackAnswer::Returned { remembered, .. }
+            | TailBackAnswer::Credited { remembered, .. } => Some(*remembered),
+            TailBackAnswer::Skipped(_) => None,
         }
     }
 
     /// The tag's `max_id` once the answer is written, from `before`.
     pub fn max_id(&self, before: u64) -> u64 {
         match self {
-            TailAnswer::Returned { record, .. } => record.max_id,
+            TailBackAnswer::Returned { record, .. } => record.max_id,
             _ => before,
         }
     }

@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::segment::Allocation;
 
 use super::{
-    CreditBack, Remembered, RememberedChange, TagRecord, TailAnswer, TailBack, TailSkipped,
+    CreditBack, Remembered, RememberedChange, TagRecord, TailBack, TailBackAnswer, TailSkipped,
     TakeBack,
 };
 
@@ -112,20 +112,20 @@ impl TagRecord {
         remembered: Option<&Remembered>,
         credits: &[Allocation],
         now_ms: u64,
-    ) -> Result<TailAnswer, Error> {
+    ) -> Result<TailBackAnswer, Error> {
         Ok(if back.credit_owner().is_some() {
             match self.credit_back(back, remembered, credits)? {
                 CreditBack::Credited { credit, remembered } => {
-                    TailAnswer::Credited { credit, remembered }
+                    TailBackAnswer::Credited { credit, remembered }
                 }
-                CreditBack::Skipped(s) => TailAnswer::Skipped(s),
+                CreditBack::Skipped(s) => TailBackAnswer::Skipped(s),
             }
         } else {
             match self.take_back(back, remembered, now_ms)? {
                 TakeBack::Returned { record, remembered } => {
-                    TailAnswer::Returned { record, remembered }
+                    TailBackAnswer::Returned { record, remembered }
                 }
-                TakeBack::Skipped(s) => TailAnswer::Skipped(s),
+                TakeBack::Skipped(s) => TailBackAnswer::Skipped(s),
             }
         })
     }

@@ -16,7 +16,9 @@ mod kind;
 #[cfg(test)]
 mod tests;
 
-pub use answer::{CreditBack, CreditedAnswer, SegmentAnswer, TailAnswer, TailSkipped, TakeBack};
+pub use answer::{
+    CreditBack, CreditedAnswer, SegmentAnswer, TailBackAnswer, TailSkipped, TakeBack,
+};
 pub use ask::{
     Asker, Remembered, RememberedChange, SegmentAsk, TailBack, MAX_REQUEST_ID_LEN,
     REQUEST_ID_TTL_MS,

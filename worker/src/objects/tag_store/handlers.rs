@@ -4,8 +4,8 @@
 use edgeleaf::{
     code::ErrorCode, driver::FillError, driver::IssuedMark, driver::MonotonicIssuer,
     segment::Allocation, segment::StepPolicy, segment::MAX_SEGMENT_ID, tag::CreditedAnswer,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailAnswer,
-    tag::TailBack,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailBack,
+    tag::TailBackAnswer,
 };
 use edgeleaf_rules::wire::{
     api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
@@ -239,8 +239,10 @@ impl TagStore {
             .record
             .answer_tail(&back, remembered.as_ref(), &credits, now_ms())?;
         match (&answer, back.credit_owner()) {
-            (TailAnswer::Returned { record, .. }, _) => self.save(record, false)?,
-            (TailAnswer::Credited { credit, .. }, Some(owner)) => self.add_credit(owner, credit)?,
+            (TailBackAnswer::Returned { record, .. }, _) => self.save(record, false)?,
+            (TailBackAnswer::Credited { credit, .. }, Some(owner)) => {
+                self.add_credit(owner, credit)?
+            }
             _ => {}
         }
         if let (Some(k), Some(change)) = (&key, answer.remembered()) {
