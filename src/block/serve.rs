@@ -80,10 +80,18 @@ impl BlockAllocator {
     }
 
     /// Whether this allocator never held a block: none installed, nothing
-    /// handed on, so nothing to fence — its state may be dropped (a root
-    /// that answers `not_found` or `monotonic_tag` to its first ask).
+    /// handed on, so nothing to fence.
     pub fn never_held(&self) -> bool {
         self.tag_step.is_none() && self.served_high == 0
+    }
+
+    /// Whether the host drops this allocator's state after the root refused
+    /// its ask with `code`: the name is no tag (`not_found`) or a tag whose
+    /// IDs come from its root alone (`monotonic_tag`), and the allocator
+    /// never held a block — so made-up names cost no storage, here as at
+    /// the root.
+    pub fn forgets_after(&self, code: ErrorCode) -> bool {
+        matches!(code, ErrorCode::NotFound | ErrorCode::MonotonicTag) && self.never_held()
     }
 
     /// The root answered the block ask `request_id` with `block`, for a tag

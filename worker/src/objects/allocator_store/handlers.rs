@@ -147,8 +147,7 @@ impl Inner {
         };
         let answer = tag_store::allocate(&self.env, &tag, request).await;
         if let Err(e) = &answer {
-            let not_ours = matches!(e.code, ErrorCode::NotFound | ErrorCode::MonotonicTag);
-            if not_ours && self.forget_if_unused()? {
+            if self.forget_if_unused(e.code)? {
                 // A name that is not a tag, or a monotonic tag (root-only):
                 // nothing kept for it (made-up names cost no storage, here
                 // as at the root).

@@ -90,13 +90,6 @@ struct Inner {
     waiters: RefCell<Vec<oneshot::Sender<Option<ApiError>>>>,
 }
 
-/// Whether an allocator never held a block (the core's
-/// `BlockAllocator::never_held`): its first ask waits for the root to say
-/// the tag is one.
-fn never_held(h: &Held) -> bool {
-    h.allocator.never_held()
-}
-
 impl Inner {
     /// Runs `f` on the state (read from storage, or new, at first use),
     /// then writes the state back before anything else happens. A failed
