@@ -20,6 +20,9 @@ export function makeOpaque(wasm) {
 
     /** A new 128-bit key from crypto.getRandomValues. */
     static generateKey() {
+      // The core's OPAQUE_KEY_BYTES, written here: generateKey works before
+      // the wasm is loaded (edgeleaf/slim), and a wrong length is refused by
+      // the core when the key is used.
       const key = new Uint8Array(16);
       crypto.getRandomValues(key);
       return key;

@@ -71,6 +71,16 @@ pub struct SegmentPoll {
     pub next: SegmentStep,
 }
 
+/// Why [`MonotonicIssuer::fill`] left its answer unfilled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FillError<E> {
+    /// A load the answer needed failed: the caller's error.
+    Load(E),
+    /// The driver waits for a load in flight that the synchronous caller
+    /// never started.
+    InFlight,
+}
+
 /// A [`SegmentBuffer`] with the bookkeeping of its loads.
 ///
 /// ```
@@ -274,6 +284,53 @@ impl MonotonicIssuer {
     /// before it is reported with [`MonotonicIssuer::loaded`].
     pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> SegmentPoll {
         self.driver.poll(now_ms, out)
+    }
+
+    /// The whole loop of one answer, the store's loads being synchronous
+    /// (its own storage): fills `out`, calling `load(step)` to allocate and
+    /// write a segment whenever the driver asks — a prefetch included, done
+    /// at once — and reports each load. A failed prefetch does not fail the
+    /// answer it follows (the tag's last IDs are in memory and `out` is
+    /// whole); a range refused does, prefetch or not. Then the record to
+    /// write before `out` leaves ([`MonotonicIssuer::answer`] of its last).
+    ///
+    /// # Errors
+    /// [`FillError::Load`] when a load the answer needed failed, or a range
+    /// was refused (as [`MonotonicIssuer::loaded`]); [`FillError::InFlight`]
+    /// when the driver waits for a load this store never started (a
+    /// synchronous store leaves none in flight).
+    pub fn fill<E: From<Error>>(
+        &mut self,
+        now_ms: u64,
+        out: &mut [u64],
+        mut load: impl FnMut(u64) -> Result<Allocation, E>,
+    ) -> Result<IssuedMark, FillError<E>> {
+        let mut filled = 0;
+        loop {
+            let poll = self.poll(now_ms, &mut out[filled..]);
+            filled += poll.filled;
+            let (step, needed) = match poll.next {
+                SegmentStep::Done { prefetch: None } => break,
+                SegmentStep::Done {
+                    prefetch: Some(step),
+                } => (step, false),
+                SegmentStep::LoadNow { step } => (step, true),
+                SegmentStep::Wait => return Err(FillError::InFlight),
+            };
+            match load(step) {
+                Ok(alloc) => self
+                    .loaded(alloc, now_ms)
+                    .map_err(|e| FillError::Load(e.into()))?,
+                Err(e) => {
+                    self.load_failed();
+                    if needed {
+                        return Err(FillError::Load(e));
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(self.answer(out.last().copied().unwrap_or(0)))
     }
 
     /// The store allocated `alloc` and wrote `max_id = alloc.end`.

@@ -49,16 +49,17 @@
 //! - [`wait`]: how long a request may wait, and when work in flight is
 //!   presumed lost; [`opaque`]: the keyed permutation of opaque IDs.
 //! - [`block`]: a tag's regional allocator, a segment client of the tag's
-//!   store and a segment server to its region's isolates; [`region`]: the
-//!   Durable Object regions and the region nearest each colo.
+//!   store and a segment server to its region's isolates; [`sources`]: an
+//!   isolate's client of a tag fed by its root and its regions' allocators;
+//!   [`region`]: the Durable Object regions and the region nearest each colo.
 //! - [`leaf`]: where a tag moved from Leaf continues;
 //! - [`name`]: the rule for tags and node keys; [`rand`]: the seeded
 //!   randomness the host passes in; [`error`] and [`code`]: the one error
 //!   type and the one list of codes.
 //!
 //! ## Features
-//! - `alloc`: [`tag`], [`registry`], [`minted`] and [`block`], which own
-//!   strings and tables.
+//! - `alloc`: [`tag`], [`registry`], [`minted`], [`block`] and [`sources`],
+//!   which own strings and tables.
 //! - `std` (default, implies `alloc`): [`clock::unix_now_ms`].
 //! - `serde`: `Serialize`/`Deserialize` for state, records, leases, snapshots.
 #![no_std]
@@ -97,6 +98,8 @@ pub mod clock;
 pub mod minted;
 #[cfg(feature = "alloc")]
 pub mod registry;
+#[cfg(feature = "alloc")]
+pub mod sources;
 #[cfg(feature = "alloc")]
 pub mod tag;
 

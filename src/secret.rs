@@ -40,6 +40,14 @@ fn encode_hex<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
     core::str::from_utf8(out).unwrap_or_default()
 }
 
+/// Bytes as lowercase hex: the one encoding of keys, secrets, request IDs
+/// and hashes wherever they are stored or sent as text.
+#[cfg(feature = "alloc")]
+pub fn to_hex(bytes: &[u8]) -> alloc::string::String {
+    let mut out = alloc::vec![0u8; 2 * bytes.len()];
+    encode_hex(bytes, &mut out).into()
+}
+
 /// Compares in time independent of where the first difference is.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();

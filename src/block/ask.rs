@@ -42,15 +42,11 @@ impl BlockAsk {
 
 /// A request ID of [`BLOCK_REQUEST_ID_BYTES`] random bytes, as hex.
 fn request_id(rand: &mut impl RandSource) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(2 * BLOCK_REQUEST_ID_BYTES);
-    for _ in 0..BLOCK_REQUEST_ID_BYTES / 4 {
-        for byte in rand.next_u32().to_be_bytes() {
-            id.push(char::from(HEX[usize::from(byte >> 4)]));
-            id.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
+    let mut bytes = [0u8; BLOCK_REQUEST_ID_BYTES];
+    for chunk in bytes.chunks_exact_mut(4) {
+        chunk.copy_from_slice(&rand.next_u32().to_be_bytes());
     }
-    id
+    crate::secret::to_hex(&bytes)
 }
 
 impl BlockAllocator {

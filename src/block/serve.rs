@@ -64,6 +64,36 @@ impl BlockAllocator {
         }
     }
 
+    /// Whether the host persists the state before it acts on `next` (answers
+    /// the range, sends the ask): always for a range handed on, and for an
+    /// ask — except the first ask of an allocator that never held a block
+    /// ([`BlockAllocator::never_held`]), sent unwritten so that a far
+    /// region's first ID costs one call to the root, not a write too, and a
+    /// made-up name costs no storage; a replacement that asks anew leaves
+    /// only that block a gap. A wait changes nothing kept.
+    pub fn persist_first(&self, next: &Serve) -> bool {
+        match next {
+            Serve::Range { .. } => true,
+            Serve::Load(_) => !self.never_held(),
+            Serve::Wait => false,
+        }
+    }
+
+    /// Whether this allocator never held a block: none installed, nothing
+    /// handed on, so nothing to fence.
+    pub fn never_held(&self) -> bool {
+        self.tag_step.is_none() && self.served_high == 0
+    }
+
+    /// Whether the host drops this allocator's state after the root refused
+    /// its ask with `code`: the name is no tag (`not_found`) or a tag whose
+    /// IDs come from its root alone (`monotonic_tag`), and the allocator
+    /// never held a block — so made-up names cost no storage, here as at
+    /// the root.
+    pub fn forgets_after(&self, code: ErrorCode) -> bool {
+        matches!(code, ErrorCode::NotFound | ErrorCode::MonotonicTag) && self.never_held()
+    }
+
     /// The root answered the block ask `request_id` with `block`, for a tag
     /// whose step is `tag_step`, at clock reading `now_ms`.
     ///

@@ -326,3 +326,30 @@ fn an_ask_refused_as_reused_is_given_up_and_asked_anew() {
     // Refused for an ask that is not the pending one: nothing changes.
     assert!(!a.load_refused("other", ErrorCode::RequestIdReused));
 }
+
+#[test]
+fn forgets_on_not_found_or_monotonic_only_before_its_first_block() {
+    let mut rand = SplitMix64::new(3);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(first) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    // Its first ask is in flight, unwritten, and the root says no tag.
+    assert!(!a.persist_first(&Serve::Load(first.clone())));
+    for code in [ErrorCode::NotFound, ErrorCode::MonotonicTag] {
+        assert!(a.forgets_after(code), "{code:?}");
+    }
+    assert!(!a.forgets_after(ErrorCode::StoreUnavailable));
+    a.load_failed(&first.request_id);
+    let Serve::Load(again) = a.serve(5, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&again.request_id, block(1, 100), 10, 0).unwrap();
+    // Once it held a block, its state stays (its tails, its fence), and
+    // every ask is written before it is sent.
+    assert!(!a.forgets_after(ErrorCode::NotFound));
+    assert!(!a.forgets_after(ErrorCode::MonotonicTag));
+    let served = a.serve(5, 0, &mut rand);
+    assert!(a.persist_first(&served));
+    assert!(!a.persist_first(&Serve::Wait));
+}

@@ -125,3 +125,72 @@ impl TakeBack {
         matches!(self, TakeBack::Closed { .. })
     }
 }
+
+/// How a tag's store answers any tail handed back
+/// ([`TagRecord::answer_tail`]): the core chooses between returning the IDs
+/// and crediting them by who hands them back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TailBackAnswer {
+    /// An allocator's tail returns ([`TakeBack::Returned`]): store `record`
+    /// and apply `remembered`, in one write.
+    Returned {
+        /// The record to store (`max_id` moved back).
+        record: TagRecord,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// An outside client's tail becomes its credit
+    /// ([`CreditBack::Credited`]): store `credit` among the credits of
+    /// [`TailBack::credit_owner`](super::TailBack::credit_owner) and apply
+    /// `remembered`, in one write.
+    Credited {
+        /// The IDs credited.
+        credit: Allocation,
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// An allocator's tail refused with proof and closed
+    /// ([`TakeBack::Closed`]): apply `remembered`, then answer untaken.
+    Closed {
+        /// The change to the range remembered under the request ID.
+        remembered: RememberedChange,
+    },
+    /// The IDs stay a gap; nothing is written.
+    Skipped(TailSkipped),
+}
+
+impl TailBackAnswer {
+    /// Whether the tail was taken (returned or credited).
+    pub fn taken(&self) -> bool {
+        matches!(
+            self,
+            TailBackAnswer::Returned { .. } | TailBackAnswer::Credited { .. }
+        )
+    }
+
+    /// Whether the refusal proves the tail never taken and closed, so that
+    /// it never will be ([`TakeBack::proves_untaken`]): answer it only once
+    /// [`remembered`](TailBackAnswer::remembered) is written.
+    pub fn untaken(&self) -> bool {
+        matches!(self, TailBackAnswer::Closed { .. })
+    }
+
+    /// The change to the range remembered under the request ID, written
+    /// with the rest.
+    pub fn remembered(&self) -> Option<RememberedChange> {
+        match self {
+            TailBackAnswer::Returned { remembered, .. }
+            | TailBackAnswer::Credited { remembered, .. }
+            | TailBackAnswer::Closed { remembered } => Some(*remembered),
+            TailBackAnswer::Skipped(_) => None,
+        }
+    }
+
+    /// The tag's `max_id` once the answer is written, from `before`.
+    pub fn max_id(&self, before: u64) -> u64 {
+        match self {
+            TailBackAnswer::Returned { record, .. } => record.max_id,
+            _ => before,
+        }
+    }
+}

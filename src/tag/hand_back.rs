@@ -4,7 +4,10 @@
 use crate::error::Error;
 use crate::segment::Allocation;
 
-use super::{Remembered, RememberedChange, TagRecord, TailBack, TailSkipped, TakeBack};
+use super::{
+    CreditBack, Remembered, RememberedChange, TagRecord, TailBack, TailBackAnswer, TailSkipped,
+    TakeBack,
+};
 
 impl TagRecord {
     /// The checks of a tail handed back, shared by [`TagRecord::take_back`]
@@ -93,6 +96,39 @@ impl TagRecord {
         Ok(TakeBack::Returned {
             record,
             remembered: Self::kept(leased, tail)?,
+        })
+    }
+
+    /// How to answer a tail handed back, whoever hands it back: an outside
+    /// client's ([`TailBack::credit_owner`]) as [`TagRecord::credit_back`]
+    /// (given `credits`, the ones its asker holds on the tag), any other's
+    /// as [`TagRecord::take_back`] (`credits` unread). A client's tail never
+    /// moves `max_id` back; an allocator's never becomes a credit.
+    ///
+    /// # Errors
+    /// As [`TagRecord::take_back`].
+    pub fn answer_tail(
+        &self,
+        back: &TailBack<'_>,
+        remembered: Option<&Remembered>,
+        credits: &[Allocation],
+        now_ms: u64,
+    ) -> Result<TailBackAnswer, Error> {
+        Ok(if back.credit_owner().is_some() {
+            match self.credit_back(back, remembered, credits)? {
+                CreditBack::Credited { credit, remembered } => {
+                    TailBackAnswer::Credited { credit, remembered }
+                }
+                CreditBack::Skipped(s) => TailBackAnswer::Skipped(s),
+            }
+        } else {
+            match self.take_back(back, remembered, now_ms)? {
+                TakeBack::Returned { record, remembered } => {
+                    TailBackAnswer::Returned { record, remembered }
+                }
+                TakeBack::Closed { remembered, .. } => TailBackAnswer::Closed { remembered },
+                TakeBack::Skipped(s) => TailBackAnswer::Skipped(s),
+            }
         })
     }
 }

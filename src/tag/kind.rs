@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::opaque::OpaqueDomain;
+use crate::segment::MAX_SEGMENT_ID;
 
 /// What a tag is. Fixed when the tag is created: isolates hold its segments
 /// (or its store its buffer) under the promise its kind makes.
@@ -34,6 +35,15 @@ impl TagKind {
             (false, Some(d)) => Ok(TagKind::Opaque(d)),
             (false, None) => Ok(TagKind::Plain),
         }
+    }
+
+    /// The last ID (for an opaque tag: counter) a tag of this kind may
+    /// reach: its opaque domain's end, else 2^63 − 1. Allocation stops there
+    /// and the runway view counts to it. Under every layout: the layout is
+    /// the snowflakes' bits, and segment IDs cross JSON as strings and JS as
+    /// `bigint`.
+    pub fn last_id(self) -> u64 {
+        self.opaque().map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
     }
 
     /// Whether the tag is monotonic.

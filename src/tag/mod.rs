@@ -16,7 +16,9 @@ mod kind;
 #[cfg(test)]
 mod tests;
 
-pub use answer::{CreditBack, CreditedAnswer, SegmentAnswer, TailSkipped, TakeBack};
+pub use answer::{
+    CreditBack, CreditedAnswer, SegmentAnswer, TailBackAnswer, TailSkipped, TakeBack,
+};
 pub use ask::{
     Asker, Remembered, RememberedChange, SegmentAsk, TailBack, MAX_REQUEST_ID_LEN,
     REQUEST_ID_TTL_MS,
@@ -27,8 +29,7 @@ pub use kind::TagKind;
 
 use crate::error::{check_range, Error};
 use crate::name::check_tag;
-use crate::opaque::OpaqueDomain;
-use crate::segment::{MAX_SEGMENT_ID, MAX_STEP};
+use crate::segment::MAX_STEP;
 use alloc::string::String;
 
 /// The longest description kept with a tag, in bytes.
@@ -125,9 +126,7 @@ impl TagRecord {
     /// The last ID (for an opaque tag: counter) the tag may hand out:
     /// 2^63 − 1, or the end of its opaque domain.
     pub fn last_id(&self) -> u64 {
-        self.kind
-            .opaque()
-            .map_or(MAX_SEGMENT_ID, OpaqueDomain::max_id)
+        self.kind.last_id()
     }
 
     /// The same record with its largest step set (`None`, or Leaf's cap of

@@ -23,7 +23,7 @@ test('a tag\'s history adds up every allocation, whoever made it, and bounds wha
   for (let i = 0; i < 3; i++) await svc.fetch('/v1/segment/hist/lease', post({ step: 10 }), key.token);
   const h = await (await svc.admin('/v1/tags/hist/history?minutes=5')).json();
   assert.equal(h.bizTag, 'hist');
-  assert.equal(h.domainMax, String(2 ** 53 - 1), 'jsSafe: the runway runs to 2^53 - 1');
+  assert.equal(h.domainMax, '9223372036854775807', 'jsSafe too: the runway runs to where allocation stops, 2^63 - 1');
   // Every ID up to max_id came from a remembered allocation, and the
   // minutes hold them all.
   const sum = h.recent.reduce((n, e) => n + e.ids, 0);
@@ -39,7 +39,7 @@ test('a tag\'s history adds up every allocation, whoever made it, and bounds wha
   assert.ok(h.recent.some((e) => e.by === 'allocator:wnam'), 'a block names the allocator that asked');
   assert.ok(h.recent.some((e) => e.by === `lease:${key.id}`), 'a lease names the key that asked');
   // The runway: the last hour's rate against what is left.
-  assert.equal(BigInt(h.runway.remaining), 2n ** 53n - 1n - BigInt(h.maxId));
+  assert.equal(BigInt(h.runway.remaining), 2n ** 63n - 1n - BigInt(h.maxId));
   assert.ok(h.runway.idsPerHour > 0);
   assert.ok(h.runway.exhaustedAtMs > h.nowMs);
   // Bounded: past 1,000 allocations the oldest go.

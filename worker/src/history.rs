@@ -4,13 +4,12 @@
 
 use edgeleaf::code::ErrorCode;
 use edgeleaf_rules::wire::tag::TagHistory;
-use edgeleaf_rules::{history::domain_max, history::per_minute, history::runway, history::Runway};
+use edgeleaf_rules::{history::per_minute, history::Runway};
 use serde_json::json;
 use worker::Env;
 
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
-use crate::config::Config;
 use crate::objects::tag_store::stubs as tag_store;
 
 /// The most minutes one history answer covers (a day).
@@ -22,18 +21,8 @@ pub async fn load(env: &Env, tag: &str) -> ApiResult<TagHistory> {
 }
 
 /// The runway of a tag from its history.
-pub fn tag_runway(config: &Config, h: &TagHistory, now: u64) -> ApiResult<Runway> {
-    let max_id: u64 = h
-        .tag
-        .max_id
-        .parse()
-        .map_err(|_| ApiError::store_error(format!("history: max_id {:?}", h.tag.max_id)))?;
-    Ok(runway(
-        &h.allocation_events()?,
-        max_id,
-        domain_max(&config.layout, h.tag.opaque),
-        now,
-    ))
+pub fn tag_runway(h: &TagHistory, now: u64) -> ApiResult<Runway> {
+    Ok(h.runway(now)?)
 }
 
 /// `?minutes=N`, 1..=1440 (default 60).
@@ -53,16 +42,11 @@ pub fn minutes(url: &worker::Url) -> ApiResult<u64> {
 }
 
 /// The answer of `GET /v1/tags/{tag}/history`.
-pub async fn answer(
-    env: &Env,
-    config: &Config,
-    tag: &str,
-    minutes: u64,
-) -> ApiResult<serde_json::Value> {
+pub async fn answer(env: &Env, tag: &str, minutes: u64) -> ApiResult<serde_json::Value> {
     let h = load(env, tag).await?;
     let now = now_ms();
     let events = h.allocation_events()?;
-    let r = tag_runway(config, &h, now)?;
+    let r = tag_runway(&h, now)?;
     let recent: Vec<serde_json::Value> = h
         .events
         .iter()
@@ -73,7 +57,7 @@ pub async fn answer(
         .collect();
     Ok(json!({
         "bizTag": h.tag.biz_tag, "maxId": h.tag.max_id, "step": h.tag.step,
-        "domainMax": domain_max(&config.layout, h.tag.opaque).to_string(),
+        "domainMax": h.domain_max().to_string(),
         "allocations": h.allocations, "remembered": h.events.len(), "nowMs": now,
         "minutes": per_minute(&events, now, minutes),
         "runway": {

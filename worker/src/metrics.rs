@@ -13,7 +13,6 @@ use worker::Env;
 
 use crate::api::ApiResult;
 use crate::clock::now_ms;
-use crate::config::Config;
 use crate::history;
 use crate::isolate::{isolate_id, with};
 use crate::objects::catalog::stubs as catalog;
@@ -53,7 +52,7 @@ impl Text {
 
 /// The exposition text `access` may see.
 #[allow(clippy::cast_precision_loss)] // Prometheus values are floats
-pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<String> {
+pub async fn metrics(env: &Env, access: &Access) -> ApiResult<String> {
     let now = now_ms();
     let tags = catalog::list(env).await?;
     let histories = futures::future::join_all(
@@ -65,7 +64,7 @@ pub async fn metrics(env: &Env, config: &Config, access: &Access) -> ApiResult<S
     let mut t = Text::default();
     let mut rows = Vec::new();
     for h in histories.into_iter().flatten() {
-        let runway = history::tag_runway(config, &h, now)?;
+        let runway = history::tag_runway(&h, now)?;
         rows.push((h, runway));
     }
     let per_tag: [(&str, &str, &str); 6] = [

@@ -40,13 +40,16 @@ pub fn monitor(access: &Access) -> serde_json::Value {
                 // allocators, each region's too (`buffer` is then the first
                 // region's when the root's is empty).
                 let regions: BTreeMap<&str, serde_json::Value> = t
-                    .regional
-                    .iter()
-                    .filter_map(|(r, d)| Some((r.as_str(), view(d.snapshot())?)))
+                    .sources
+                    .regional_snapshots()
+                    .filter_map(|(r, s)| Some((r.as_str(), view(s)?)))
                     .collect();
-                let buffer = view(t.driver.snapshot())
-                    .or_else(|| t.regional.values().find_map(|d| view(d.snapshot())));
-                let mut entry = json!({ "monotonic": t.monotonic, "buffer": buffer });
+                let buffer = view(t.sources.root_snapshot()).or_else(|| {
+                    t.sources
+                        .regional_snapshots()
+                        .find_map(|(_, s)| view(s))
+                });
+                let mut entry = json!({ "monotonic": t.sources.is_monotonic(), "buffer": buffer });
                 if !regions.is_empty() {
                     entry["regions"] = json!(regions);
                 }

@@ -301,13 +301,7 @@ pub const KEY_TOKEN_PREFIX: &str = "elk_";
 pub const KEY_RANDOM_BYTES: usize = 38;
 
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
+    edgeleaf::secret::to_hex(bytes)
 }
 
 /// A new key made from `random` (from a CSPRNG): its public ID (12 hex

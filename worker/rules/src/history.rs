@@ -6,10 +6,6 @@
 
 use alloc::vec::Vec;
 
-use edgeleaf::opaque::OpaqueDomain;
-use edgeleaf::segment::MAX_SEGMENT_ID;
-use edgeleaf::Layout;
-
 /// How many allocations a tag remembers (the oldest go first).
 pub const HISTORY_LEN: u64 = 1000;
 /// How many lease events the registry's store remembers.
@@ -79,16 +75,6 @@ pub fn per_minute(events: &[AllocationEvent], now_ms: u64, minutes: u64) -> Vec<
         }
     }
     buckets
-}
-
-/// The last ID a tag may reach: its opaque domain's, else 2^63 − 1, or
-/// the layout's largest ID when that is smaller (2^53 − 1 under `jsSafe`,
-/// whose users read IDs as JS numbers).
-pub fn domain_max(layout: &Layout, opaque: Option<OpaqueDomain>) -> u64 {
-    match opaque {
-        Some(d) => d.max_id(),
-        None => layout.max_id().min(MAX_SEGMENT_ID),
-    }
 }
 
 /// How long a tag's IDs last at its recent rate.

@@ -24,6 +24,9 @@ use edgeleaf_rules::{
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
+#[path = "../../../tests/support/props.rs"]
+mod props;
+
 /// The registry's host hashes the lease secrets it is given.
 fn sha256(s: &LeaseSecret) -> SecretHash {
     SecretHash(Sha256::digest(s.as_bytes()).into())
@@ -47,7 +50,7 @@ fn key_op() -> impl Strategy<Value = KeyOp> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(props::config(500))]
 
     #[test]
     fn a_revoked_key_is_refused_everywhere_within_the_bound(ops in prop::collection::vec(key_op(), 1..200)) {
@@ -121,7 +124,7 @@ fn made_up_id(x: &mut u64) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(props::config(200))]
 
     /// A key in use is fetched again only when its lookup is older than
     /// `KEY_CACHE_MS`, however many made-up IDs came between; a made-up ID
@@ -234,7 +237,7 @@ fn lease_op() -> impl Strategy<Value = LeaseOp> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(props::config(500))]
 
     #[test]
     fn no_owner_ever_holds_more_live_worker_ids_than_its_limit(limit in 1..4u32, ops in prop::collection::vec(lease_op(), 1..150)) {
@@ -296,7 +299,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(props::config(500))]
 
     /// `GET /v1/tags`, `/v1/monitor` and `/metrics` filter with `sees_tag`;
     /// `/v1/tags/{tag}` is opened by `permits`: one rule, both ways.

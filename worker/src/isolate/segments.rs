@@ -11,7 +11,6 @@ use edgeleaf_rules::wire::tag::{AllocateRequest, SegmentLease};
 use futures::FutureExt;
 use worker::{Context, Env};
 
-use super::state::new_driver;
 use super::{isolate_id, run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
@@ -29,31 +28,11 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
     let region = scope::region().filter(|_| regional);
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
         let t = i.tags.entry(tag.to_owned()).or_default();
-        if t.monotonic {
+        let Some(poll) = t.sources.poll(region, now, out) else {
             // Not this buffer's: the match below asks the object (as it
             // does when a load is refused with this code).
             return Err(ApiError::new(ErrorCode::MonotonicTag, tag));
-        }
-        let mut spare_filled = 0;
-        let driver = match region {
-            None => &mut t.driver,
-            Some(r) => {
-                // First what fallbacks to the root brought: only what it
-                // holds (it is loaded by fallbacks alone, never from here).
-                let spare =
-                    usize::try_from(t.driver.available()).map_or(out.len(), |a| a.min(out.len()));
-                if spare > 0 {
-                    let p = t.driver.poll(now, &mut out[..spare]);
-                    spare_filled = p.filled;
-                    if p.next.load().is_some() {
-                        // This poll marked a prefetch it will not send.
-                        t.driver.load_failed();
-                    }
-                }
-                t.regional.entry(r).or_insert_with(new_driver)
-            }
         };
-        let poll = driver.poll(now, &mut out[spare_filled..]);
         let turn = match poll.next {
             SegmentStep::Done { prefetch } => {
                 if let Some(step) = prefetch {
@@ -70,7 +49,7 @@ pub async fn segment_ids(env: &Env, ctx: &Context, tag: &str, count: usize) -> A
             }
             SegmentStep::Wait => Turn::Wait(POLL_MS),
         };
-        Ok((spare_filled + poll.filled, turn))
+        Ok((poll.filled, turn))
     };
     let send = async |step, _| {
         load_segment(env.clone(), tag.to_owned(), step, region).await?;
@@ -112,33 +91,15 @@ async fn load_segment(env: Env, tag: String, step: u64, region: Option<Region>) 
     };
     with(|i| {
         let t = i.tags.entry(tag.clone()).or_default();
-        // The driver that asked: the region's, or the root's.
-        let asked = region.filter(|_| !t.monotonic);
         let installed = answer.and_then(|(lease, source)| {
             if let (Some(grant), None) = (&lease.opaque, &t.opaque) {
                 t.opaque = Some(grant.ids()?);
             }
-            let driver = match source {
-                Some(r) => t.regional.entry(r).or_insert_with(new_driver),
-                // From the root: into the root's driver (a regional one would
-                // then refuse its allocator's lower ranges); the regional
-                // driver's load is over, without a segment.
-                None => {
-                    if let Some(r) = asked {
-                        t.regional.entry(r).or_insert_with(new_driver).load_failed();
-                    }
-                    &mut t.driver
-                }
-            };
-            Ok(driver.loaded(lease.allocation()?, now_ms())?)
+            Ok(t.sources
+                .loaded(region, source, lease.allocation()?, now_ms())?)
         });
         if let Err(e) = &installed {
-            match asked {
-                Some(r) => t.regional.entry(r).or_insert_with(new_driver).load_failed(),
-                None => t.driver.load_failed(),
-            }
-            t.monotonic |= e.code == ErrorCode::MonotonicTag;
-            if e.code == ErrorCode::NotFound {
+            if t.sources.load_failed(region, e.code) {
                 // Unknown (or deleted) tag: keep no state for it, so made-up
                 // names cannot grow this map.
                 i.tags.remove(&tag);

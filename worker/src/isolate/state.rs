@@ -7,9 +7,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use edgeleaf::{
-    driver::SegmentDriver, holder::HolderConfig, holder::SnowflakeHolder, minted::MintConfig,
-    minted::MintedBuffer, opaque::OpaqueIds, rand::SplitMix64, region::Region, segment::StepPolicy,
-    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
+    holder::HolderConfig, holder::SnowflakeHolder, minted::MintConfig, minted::MintedBuffer,
+    opaque::OpaqueIds, rand::SplitMix64, sources::TagSources,
 };
 use serde::Serialize;
 
@@ -33,41 +32,14 @@ pub struct Counters {
     pub root_fallbacks: u64,
 }
 
+#[derive(Default)]
 pub(crate) struct TagState {
-    /// Segments from the tag's root object: every segment of an isolate
-    /// without regional allocators, else what fallbacks to the root brought.
-    pub(crate) driver: SegmentDriver,
-    /// Segments from a region's allocator, one driver per region the
-    /// isolate's requests came through (one, but under tests' colos): each
-    /// driver's segments rise (the core's buffer refuses one at or below
-    /// what it held), and a source's segments rise only among its own.
-    pub(crate) regional: BTreeMap<Region, SegmentDriver>,
-    pub(crate) monotonic: bool,
-    /// An opaque tag's permutation: the driver hands out counters, and
+    /// Its segments, from the root and from each region's allocator: the
+    /// core decides which driver a range goes to and the drain order.
+    pub(crate) sources: TagSources,
+    /// An opaque tag's permutation: the drivers hand out counters, and
     /// this turns them into the IDs served.
     pub(crate) opaque: Option<OpaqueIds>,
-}
-
-/// An isolate's driver of a tag's segments: the floor of the dynamic step
-/// is the tag's own step, which the store applies to every request
-/// (TagRecord::grant_step).
-pub(crate) fn new_driver() -> SegmentDriver {
-    SegmentDriver::new(StepPolicy {
-        min_step: 1,
-        max_step: MAX_STEP,
-        duration_ms: DEFAULT_SEGMENT_DURATION_MS,
-    })
-}
-
-impl Default for TagState {
-    fn default() -> Self {
-        TagState {
-            driver: new_driver(),
-            regional: BTreeMap::new(),
-            monotonic: false,
-            opaque: None,
-        }
-    }
 }
 
 #[derive(Default)]

@@ -139,17 +139,12 @@ async fn send_within_budget(
             AfterFailure::Retry { after_ms } if budget.wait(after_ms) => sleep_ms(after_ms).await,
             AfterFailure::Retry { .. } => return Err(late()),
             AfterFailure::GiveUp { retry_after_ms } => {
-                let (how, miss) = match failure {
-                    CallFailure::Overloaded => (
-                        "overloaded: not called again".to_owned(),
-                        AllocatorMiss::Overloaded,
-                    ),
-                    CallFailure::Retryable => (
-                        format!("retryable, called {attempts} times"),
-                        AllocatorMiss::Failed,
-                    ),
-                    CallFailure::Other => ("not retryable".to_owned(), AllocatorMiss::Failed),
+                let how = match failure {
+                    CallFailure::Overloaded => "overloaded: not called again".to_owned(),
+                    CallFailure::Retryable => format!("retryable, called {attempts} times"),
+                    CallFailure::Other => "not retryable".to_owned(),
                 };
+                let miss = AllocatorMiss::from(failure);
                 let e = format!("{}: {failed} ({how})", store.name());
                 return Err(Missed {
                     error: ApiError::unavailable(ErrorCode::StoreUnavailable, e, retry_after_ms),

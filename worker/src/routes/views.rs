@@ -113,7 +113,7 @@ pub async fn monitor(cx: Cx) -> ApiResult<Response> {
 
 /// `GET /metrics`.
 pub async fn metrics(cx: Cx) -> ApiResult<Response> {
-    let text = metrics::metrics(&cx.env, cx.config()?, cx.access()?).await?;
+    let text = metrics::metrics(&cx.env, cx.access()?).await?;
     let mut res = Response::ok(text)?;
     res.headers_mut()
         .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
@@ -124,8 +124,5 @@ pub async fn metrics(cx: Cx) -> ApiResult<Response> {
 pub async fn history(cx: Cx) -> ApiResult<Response> {
     let tag = cx.tag()?;
     let minutes = history::minutes(cx.req.url())?;
-    json(
-        200,
-        &history::answer(&cx.env, cx.config()?, &tag, minutes).await?,
-    )
+    json(200, &history::answer(&cx.env, &tag, minutes).await?)
 }

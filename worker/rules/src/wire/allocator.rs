@@ -140,6 +140,19 @@ pub enum AllocatorMiss {
     Failed,
 }
 
+impl From<edgeleaf::wait::CallFailure> for AllocatorMiss {
+    /// A call the platform failed and the caller gave up on (the core's
+    /// `wait::after_call_failed`): overloaded, or failed otherwise.
+    fn from(failure: edgeleaf::wait::CallFailure) -> Self {
+        match failure {
+            edgeleaf::wait::CallFailure::Overloaded => AllocatorMiss::Overloaded,
+            edgeleaf::wait::CallFailure::Retryable | edgeleaf::wait::CallFailure::Other => {
+                AllocatorMiss::Failed
+            }
+        }
+    }
+}
+
 impl AllocatorMiss {
     /// Whether an isolate whose region's allocator missed (with an error of
     /// `code`) asks the tag's root itself, with what is left of its budget:
@@ -186,6 +199,19 @@ pub fn allocator_share_ms(left_ms: u64) -> u64 {
 mod tests {
     use super::*;
     use edgeleaf::code::ErrorCode;
+
+    #[test]
+    fn a_call_the_platform_failed_asks_the_root_unless_overloaded() {
+        use edgeleaf::wait::CallFailure;
+        for f in [
+            CallFailure::Overloaded,
+            CallFailure::Retryable,
+            CallFailure::Other,
+        ] {
+            let asks = AllocatorMiss::from(f).ask_root(ErrorCode::StoreUnavailable);
+            assert_eq!(asks, f != CallFailure::Overloaded, "{f:?}");
+        }
+    }
 
     #[test]
     fn an_isolate_asks_the_root_only_when_its_allocator_did_not_answer() {

@@ -7,13 +7,14 @@ use alloc::vec::Vec;
 
 use edgeleaf::{
     code::ErrorCode, opaque::key_from_hex, opaque::OpaqueDomain, opaque::OpaqueIds,
-    segment::Allocation, segment::MAX_STEP, tag::Asker, tag::TagExpected, tag::TagRecord,
+    segment::Allocation, segment::MAX_STEP, tag::Asker, tag::TagExpected, tag::TagKind,
+    tag::TagRecord,
 };
 use serde::{ser::Error as _, Deserialize, Serialize, Serializer};
 
 use super::{decimal, WireError};
 use crate::access::lease_asker;
-use crate::history::AllocationEvent;
+use crate::history::{runway, AllocationEvent, Runway};
 
 /// What a tag's object is asked.
 #[derive(Debug, Serialize, Deserialize)]
@@ -571,6 +572,34 @@ impl TagHistory {
                 })
             })
             .collect()
+    }
+
+    /// The last ID the tag may reach: where allocation stops
+    /// ([`TagKind::last_id`]), whatever the service's layout.
+    pub fn domain_max(&self) -> u64 {
+        // A view never names both kinds; monotonic ends where plain does.
+        self.tag
+            .opaque
+            .map_or(TagKind::Plain, TagKind::Opaque)
+            .last_id()
+    }
+
+    /// The tag's runway at `now_ms`: its remembered rate, and the IDs left
+    /// from `max_id` to [`TagHistory::domain_max`].
+    ///
+    /// # Errors
+    /// [`WireError::Unreadable`] for a `max_id` or bound that is not a number.
+    pub fn runway(&self, now_ms: u64) -> Result<Runway, WireError> {
+        let max_id =
+            self.tag.max_id.parse().map_err(|_| {
+                WireError::Unreadable(format!("history: max_id {:?}", self.tag.max_id))
+            })?;
+        Ok(runway(
+            &self.allocation_events()?,
+            max_id,
+            self.domain_max(),
+            now_ms,
+        ))
     }
 }
 

@@ -20,7 +20,7 @@ use crate::objects::tag_store::stubs as tag_store;
 use crate::scope;
 
 use super::schema::Held;
-use super::{never_held, Crypto, Inner, RETIRE_MIN_WAIT_MS};
+use super::{Crypto, Inner, RETIRE_MIN_WAIT_MS};
 
 impl Inner {
     /// Its view, without writing anything (an allocator never used stays
@@ -54,18 +54,12 @@ impl Inner {
         loop {
             let (next, grant, tag_step) = self.update(tag, region, |h| {
                 let next = h.allocator.serve(step, now_ms(), &mut Crypto);
-                // Written: a range handed on; an ask before it is sent (an
-                // allocator's first, once the root said the tag is one:
-                // `lease_block`). A wait changes nothing kept (the ask in
-                // flight is not).
-                let changed = match &next {
-                    Serve::Range { .. } => {
-                        h.served += 1;
-                        true
-                    }
-                    Serve::Load(_) => !never_held(h),
-                    Serve::Wait => false,
-                };
+                // Written when the core says (an allocator's first ask once
+                // the root said the tag is one: `lease_block`).
+                let changed = h.allocator.persist_first(&next);
+                if matches!(next, Serve::Range { .. }) {
+                    h.served += 1;
+                }
                 Ok(((next, h.grant.clone(), h.allocator.tag_step()), changed))
             })?;
             let ask = match next {
@@ -153,8 +147,7 @@ impl Inner {
         };
         let answer = tag_store::allocate(&self.env, &tag, request).await;
         if let Err(e) = &answer {
-            let not_ours = matches!(e.code, ErrorCode::NotFound | ErrorCode::MonotonicTag);
-            if not_ours && self.forget_if_unused()? {
+            if self.forget_if_unused(e.code)? {
                 // A name that is not a tag, or a monotonic tag (root-only):
                 // nothing kept for it (made-up names cost no storage, here
                 // as at the root).

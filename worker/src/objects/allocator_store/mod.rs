@@ -93,12 +93,6 @@ struct Inner {
     waiters: RefCell<Vec<oneshot::Sender<Option<ApiError>>>>,
 }
 
-/// Whether an allocator never held a block (nothing handed on, nothing to
-/// fence): its first ask waits for the root to say the tag is one.
-fn never_held(h: &Held) -> bool {
-    h.blocks_leased == 0 && h.allocator.served_high() == 0
-}
-
 impl Inner {
     /// Runs `f` on the state (read from storage, or new, at first use),
     /// then writes the state back before anything else happens. A failed

@@ -1,14 +1,14 @@
 //! A regional allocator's storage: its one row (the state, as JSON), read
 //! at first use and written before anything leaves.
 
-use edgeleaf::{block::BlockAllocator, region::Region};
+use edgeleaf::{block::BlockAllocator, code::ErrorCode, region::Region};
 use edgeleaf_rules::wire::tag::OpaqueGrant;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{ApiError, ApiResult};
 use crate::objects::sql::create_tables;
 
-use super::{never_held, Inner};
+use super::Inner;
 
 /// Everything the object keeps, as one row (JSON).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -109,16 +109,23 @@ impl Inner {
         Ok(())
     }
 
-    /// Deletes the state of an allocator that never held a block (nothing
-    /// handed on, nothing to fence): `true` if it did.
-    pub(super) fn forget_if_unused(&self) -> ApiResult<bool> {
+    /// Deletes the state when the core says the root's refusal `code`
+    /// leaves nothing to keep (`BlockAllocator::forgets_after`): `true` if
+    /// it did.
+    pub(super) fn forget_if_unused(&self, code: ErrorCode) -> ApiResult<bool> {
         let mut cell = self.held.borrow_mut();
-        let used = match cell.as_ref() {
-            Some(h) => !never_held(h),
-            // The memory copy dropped (a write failed): as stored.
-            None => self.stored()?.is_some_and(|h| !never_held(&h)),
+        let forgets = match cell.as_ref() {
+            Some(h) => h.allocator.forgets_after(code),
+            // The memory copy dropped (a write failed): as stored, read only
+            // for a code that may forget (what a new allocator forgets).
+            None => {
+                BlockAllocator::new().forgets_after(code)
+                    && self
+                        .stored()?
+                        .is_none_or(|h| h.allocator.forgets_after(code))
+            }
         };
-        if used {
+        if !forgets {
             return Ok(false);
         }
         if self.has_table()? {

@@ -2,10 +2,10 @@
 //! handler reads and writes.
 
 use edgeleaf::{
-    code::ErrorCode, driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep,
-    segment::Allocation, segment::StepPolicy, tag::CreditBack, tag::CreditedAnswer,
+    code::ErrorCode, driver::FillError, driver::IssuedMark, driver::MonotonicIssuer,
+    segment::Allocation, segment::StepPolicy, segment::MAX_SEGMENT_ID, tag::CreditedAnswer,
     tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailBack,
-    tag::TakeBack,
+    tag::TailBackAnswer,
 };
 use edgeleaf_rules::wire::{
     api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
@@ -27,7 +27,16 @@ impl TagStore {
         let max_id = req
             .max_id
             .as_deref()
-            .map(|m| m.parse::<u64>().map_err(|_| ApiError::new(ErrorCode::OutOfRange, format!("maxId: expected a decimal string in 0..=9223372036854775807, found {m:?}"))))
+            .map(|m| {
+                m.parse::<u64>().map_err(|_| {
+                    ApiError::new(
+                        ErrorCode::OutOfRange,
+                        format!(
+                            "maxId: expected a decimal string in 0..={MAX_SEGMENT_ID}, found {m:?}"
+                        ),
+                    )
+                })
+            })
             .transpose()?;
         let change = TagChange {
             step: req.step,
@@ -197,11 +206,9 @@ impl TagStore {
     }
 
     /// A leased range's unused tail, handed back by its asker: the core
-    /// decides — an allocator's returns (`TagRecord::take_back`: nothing
-    /// handed out after it, the end of the range remembered under the
-    /// asker's own request ID); an outside client's becomes its own credit
-    /// (`TagRecord::credit_back`), `max_id` unchanged. The record, credits
-    /// and remembered range change in one synchronous turn (one write).
+    /// decides (`TagRecord::answer_tail`) — an allocator's returns, an
+    /// outside client's becomes its own credit. The record, credits and
+    /// remembered range change in one synchronous turn (one write).
     pub(super) fn take_back(&self, req: &TakeBackRequest) -> ApiResult<Response> {
         let stored = self.live()?;
         let bound = |s: &str| {
@@ -224,64 +231,33 @@ impl TagStore {
             Some(k) => self.remembered(k)?,
             None => None,
         };
-        // An outside client's tail: a credit of its own asker, never
-        // `max_id` moved back (the core's `credit_back`).
-        if let Some(owner) = back.credit_owner() {
-            let credits = self.credits(owner)?;
-            let taken = match stored
-                .record
-                .credit_back(&back, remembered.as_ref(), &credits)?
-            {
-                CreditBack::Credited { credit, remembered } => {
-                    self.add_credit(owner, &credit)?;
-                    if let Some(k) = &key {
-                        self.change_remembered(k, remembered)?;
-                    }
-                    true
-                }
-                CreditBack::Skipped(_) => false,
-            };
-            return json(
-                200,
-                &TakenBack {
-                    taken,
-                    untaken: false,
-                    closed: false,
-                    max_id: stored.record.max_id.to_string(),
-                },
-            );
+        let credits = match back.credit_owner() {
+            Some(owner) => self.credits(owner)?,
+            None => Vec::new(),
+        };
+        let answer = stored
+            .record
+            .answer_tail(&back, remembered.as_ref(), &credits, now_ms())?;
+        match (&answer, back.credit_owner()) {
+            (TailBackAnswer::Returned { record, .. }, _) => self.save(record, false)?,
+            (TailBackAnswer::Credited { credit, .. }, Some(owner)) => {
+                self.add_credit(owner, credit)?
+            }
+            _ => {}
         }
-        let (taken, untaken) =
-            match stored
-                .record
-                .take_back(&back, remembered.as_ref(), now_ms())?
-            {
-                TakeBack::Returned { record, remembered } => {
-                    self.save(&record, false)?;
-                    if let Some(k) = &key {
-                        self.change_remembered(k, remembered)?;
-                    }
-                    (Some(record.max_id), false)
-                }
-                // Refused with proof: closed in the same write (no later
-                // copy of this hand-back can be taken), then answered; the
-                // proof only with the write (no key: no close, no proof).
-                TakeBack::Closed { remembered, .. } => match &key {
-                    Some(k) => {
-                        self.change_remembered(k, remembered)?;
-                        (None, true)
-                    }
-                    None => (None, false),
-                },
-                TakeBack::Skipped(_) => (None, false),
-            };
+        if let (Some(k), Some(change)) = (&key, answer.remembered()) {
+            self.change_remembered(k, change)?;
+        }
+        // A refusal with proof closes the tail (written just above): the
+        // proof only with that write (no key: no close, no proof).
+        let closed = answer.untaken() && key.is_some();
         json(
             200,
             &TakenBack {
-                taken: taken.is_some(),
-                untaken,
-                closed: untaken,
-                max_id: taken.unwrap_or(stored.record.max_id).to_string(),
+                taken: answer.taken(),
+                untaken: closed,
+                closed,
+                max_id: answer.max_id(stored.record.max_id).to_string(),
             },
         )
     }
@@ -342,43 +318,19 @@ impl TagStore {
         };
         issuer.begin(read);
         let mut out = vec![0u64; count];
-        let mut filled = 0;
         let mut record = stored;
-        loop {
-            let poll = issuer.poll(now_ms(), &mut out[filled..]);
-            filled += poll.filled;
-            // The store is this object's own storage: loads are
-            // synchronous, so a prefetch is done at once too.
-            let (step, needed) = match poll.next {
-                SegmentStep::Done { prefetch: None } => break,
-                SegmentStep::Done {
-                    prefetch: Some(step),
-                } => (step, false),
-                SegmentStep::LoadNow { step } => (step, true),
-                SegmentStep::Wait => {
-                    return Err(ApiError::new(
-                        ErrorCode::StoreError,
-                        "monotonic tag: a load marked in flight in a synchronous store",
-                    ))
-                }
-            };
-            match self.allocate(&record, Some(step), "store") {
-                Ok((alloc, next)) => {
-                    record.record = next;
-                    issuer.loaded(alloc, now_ms())?;
-                }
-                Err(e) => {
-                    issuer.load_failed();
-                    // A prefetch that failed (the tag's last IDs are in
-                    // memory) does not fail the answer it follows.
-                    if needed {
-                        return Err(e);
-                    }
-                    break;
-                }
-            }
-        }
-        let mark = issuer.answer(out[count - 1]);
+        let filled = issuer.fill(now_ms(), &mut out, |step| {
+            let (alloc, next) = self.allocate(&record, Some(step), "store")?;
+            record.record = next;
+            Ok(alloc)
+        });
+        let mark = filled.map_err(|e| match e {
+            FillError::Load(e) => e,
+            FillError::InFlight => ApiError::new(
+                ErrorCode::StoreError,
+                "monotonic tag: a load marked in flight in a synchronous store",
+            ),
+        })?;
         if let Err(e) = self.write_issued(issuer.expected(), mark) {
             issuer.write_failed();
             return Err(e);

@@ -107,7 +107,7 @@ pub(super) struct Stored {
 }
 
 fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    edgeleaf::secret::to_hex(bytes)
 }
 
 impl TagStore {
