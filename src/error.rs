@@ -235,9 +235,9 @@ pub enum Error {
         found: OpaqueDomain,
     },
     /// A segment lease's request ID is empty or longer than
-    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) bytes.
+    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) characters.
     InvalidRequestId {
-        /// Its length in bytes.
+        /// Its length in characters.
         len: usize,
         /// The longest allowed.
         max: usize,

@@ -3,7 +3,7 @@
 
 use edgeleaf::code::ErrorCode;
 pub use edgeleaf_rules::status::status;
-use edgeleaf_rules::wire::{api::ErrorBody, WireError};
+use edgeleaf_rules::wire::{api::whole_numbers, api::ErrorBody, WireError};
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use worker::worker_sys::web_sys;
@@ -194,7 +194,8 @@ pub async fn body_within<T: DeserializeOwned>(
     } else {
         &bytes[..]
     };
-    serde_json::from_slice(text).map_err(|e| {
+    // `301.0` is an integer to JSON Schema (worker/openapi.yaml): read as one.
+    serde_json::from_slice(&whole_numbers(text)).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("body: expected JSON of the documented shape, found an error: {e}"),

@@ -113,7 +113,7 @@ pub struct Cx {
     pub env: Env,
     pub ctx: Context,
     pub req: Incoming,
-    /// The path's `{…}` segments, in order.
+    /// The path's `{…}` segments, percent-decoded, in order.
     pub args: Vec<String>,
     /// The settings (read for every route but the `Static` ones).
     config: Option<Config>,
@@ -127,8 +127,8 @@ impl Cx {
         self.args.first().map_or("", String::as_str)
     }
 
-    /// The `{tag}`, checked: tags only have URL-safe characters, so the
-    /// path segment is the tag.
+    /// The `{tag}`, checked (the path segment percent-decoded: `a%3Ab` is
+    /// the tag `a:b`).
     pub fn tag(&self) -> ApiResult<String> {
         check_tag(self.arg())?;
         Ok(self.arg().to_owned())
@@ -215,6 +215,36 @@ fn captures<'a>(pattern: &str, parts: &[&'a str]) -> Option<Vec<&'a str>> {
     Some(args)
 }
 
+/// A path segment percent-decoded, as clients encode it: `encodeURIComponent`
+/// and most HTTP clients send the tag `a:b` as `a%3Ab`. Only after the path
+/// is split, so a `%2F` never adds a segment (it decodes to a `/`, which no
+/// tag or ID has). Bytes that are not UTF-8 stay encoded: every check
+/// refuses the `%`.
+fn decoded(segment: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    }
+    let raw = segment.as_bytes();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let pair = raw.get(i + 1).zip(raw.get(i + 2));
+        match pair.and_then(|(h, l)| Some((hex(*h)? << 4) | hex(*l)?)) {
+            Some(b) if raw[i] == b'%' => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(raw[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+}
+
 /// The methods of the routes at `pattern`.
 fn methods(pattern: &str) -> Vec<String> {
     ROUTES
@@ -249,23 +279,27 @@ async fn route(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
         )));
     };
     let method = req.method();
-    if method == Method::Options {
+    if method == Some(Method::Options) {
         return preflight(&req, &env, pattern);
     }
     let Some(route) = ROUTES
         .iter()
-        .find(|r| r.path == pattern && r.method == method)
+        .find(|r| r.path == pattern && Some(&r.method) == method.as_ref())
     else {
         let allowed = methods(pattern);
         let e = ApiError::new(
             ErrorCode::MethodNotAllowed,
-            format!("{path}: expected {}, found {method}", allowed.join(" or ")),
+            format!(
+                "{path}: expected {}, found {}",
+                allowed.join(" or "),
+                req.inner().method()
+            ),
         );
         let mut res = e.response();
         let _ = res.headers_mut().set("Allow", &allowed.join(", "));
         return Ok(res);
     };
-    let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+    let args: Vec<String> = args.into_iter().map(decoded).collect();
     let mut cx = Cx {
         env,
         ctx,
