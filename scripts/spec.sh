@@ -14,7 +14,7 @@ scripts/setup.sh spec
 NODE22="$PWD/node_modules/.bin/node"
 ST="$PWD/target/schemathesis/bin/st"
 # Cases per operation and phase: about two minutes on a busy 2-core machine.
-SPEC_EXAMPLES=${SPEC_EXAMPLES:-40}
+SPEC_EXAMPLES=${SPEC_EXAMPLES:-300}
 [ -f worker/build/index.js ] || { echo "spec: worker/build/ missing (scripts/worker.sh builds it)" >&2; exit 1; }
 
 work=$(mktemp -d)
