@@ -235,9 +235,9 @@ pub enum Error {
         found: OpaqueDomain,
     },
     /// A segment lease's request ID is empty or longer than
-    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) characters.
+    /// [`MAX_REQUEST_ID_LEN`](crate::tag::MAX_REQUEST_ID_LEN) bytes.
     InvalidRequestId {
-        /// Its length in characters.
+        /// Its length in bytes.
         len: usize,
         /// The longest allowed.
         max: usize,
@@ -493,7 +493,7 @@ impl fmt::Display for Error {
                 write_domain(f, Some(found))
             }
             Error::InvalidRequestId { len, max } => {
-                write!(f, "requestId: expected 1..={max} characters, found {len}")
+                write!(f, "requestId: expected 1..={max} bytes, found {len}")
             }
             Error::RequestIdReused { granted, asked } => write!(
                 f,

@@ -13,11 +13,9 @@ use crate::name::check_tag;
 use crate::opaque::OpaqueDomain;
 use crate::segment::{Allocation, MAX_SEGMENT_ID, MAX_STEP};
 
-/// The longest description kept with a tag, in characters (as JSON
-/// Schema's `maxLength` counts them: worker/openapi.yaml).
+/// The longest description kept with a tag, in bytes.
 pub const MAX_DESCRIPTION_LEN: usize = 256;
-/// The longest request ID of a segment lease, in characters (as
-/// `maxLength` counts them).
+/// The longest request ID of a segment lease, in bytes.
 pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// How long a tag's store remembers a segment lease's request ID (a retry
 /// within it is answered the same segment).
@@ -452,7 +450,7 @@ impl TagRecord {
     /// # Errors
     /// [`Error::InvalidKey`] for a bad tag; [`Error::OutOfRange`] for a step
     /// outside 1..=1,000,000, a `max_id` above 2^63 − 1, or a description over
-    /// 256 characters.
+    /// 256 bytes.
     pub fn new(
         biz_tag: &str,
         step: u64,
@@ -532,7 +530,7 @@ impl TagRecord {
         check_range("max_id", self.max_id, 0, self.last_id())?;
         check_range(
             "description length",
-            self.description.chars().count() as u64,
+            self.description.len() as u64,
             0,
             MAX_DESCRIPTION_LEN as u64,
         )?;
@@ -569,7 +567,7 @@ impl TagRecord {
     /// [`Error::RequestIdNeedsKey`] for a request ID from a caller without a
     /// credential of its own ([`Asker::Shared`]);
     /// [`Error::InvalidRequestId`] for a request ID outside
-    /// 1..=[`MAX_REQUEST_ID_LEN`] characters; [`Error::RequestIdReused`] when the
+    /// 1..=[`MAX_REQUEST_ID_LEN`] bytes; [`Error::RequestIdReused`] when the
     /// request remembered under it was granted another step than this ask
     /// is (not a retry of the same request).
     pub fn lease_segment(
@@ -585,10 +583,9 @@ impl TagRecord {
         if ask.caller == Asker::Shared {
             return Err(Error::RequestIdNeedsKey);
         }
-        let len = id.chars().count();
-        if len == 0 || len > MAX_REQUEST_ID_LEN {
+        if id.is_empty() || id.len() > MAX_REQUEST_ID_LEN {
             return Err(Error::InvalidRequestId {
-                len,
+                len: id.len(),
                 max: MAX_REQUEST_ID_LEN,
             });
         }
@@ -750,7 +747,7 @@ impl TagRecord {
     /// [`Error::MonotonicTag`] or [`Error::OpaqueTag`] as for a lease
     /// ([`TagRecord::lease_segment`]); [`Error::RequestIdNeedsKey`] from a
     /// caller without a credential of its own; [`Error::InvalidRequestId`]
-    /// for a request ID outside 1..=[`MAX_REQUEST_ID_LEN`] characters;
+    /// for a request ID outside 1..=[`MAX_REQUEST_ID_LEN`] bytes;
     /// [`Error::InvalidSegment`] for a malformed tail.
     pub fn take_back(
         &self,

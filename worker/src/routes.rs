@@ -11,7 +11,7 @@ mod views;
 mod workers;
 
 use edgeleaf::{code::ErrorCode, name::check_tag};
-use edgeleaf_rules::{access::Access, access::Scope};
+use edgeleaf_rules::{access::Access, access::Scope, wire::api::percent_decoded};
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::de::DeserializeOwned;
 use worker::{Context, Env, Method, Response};
@@ -215,36 +215,6 @@ fn captures<'a>(pattern: &str, parts: &[&'a str]) -> Option<Vec<&'a str>> {
     Some(args)
 }
 
-/// A path segment percent-decoded, as clients encode it: `encodeURIComponent`
-/// and most HTTP clients send the tag `a:b` as `a%3Ab`. Only after the path
-/// is split, so a `%2F` never adds a segment (it decodes to a `/`, which no
-/// tag or ID has). Bytes that are not UTF-8 stay encoded: every check
-/// refuses the `%`.
-fn decoded(segment: &str) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        char::from(b)
-            .to_digit(16)
-            .and_then(|d| u8::try_from(d).ok())
-    }
-    let raw = segment.as_bytes();
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let pair = raw.get(i + 1).zip(raw.get(i + 2));
-        match pair.and_then(|(h, l)| Some((hex(*h)? << 4) | hex(*l)?)) {
-            Some(b) if raw[i] == b'%' => {
-                out.push(b);
-                i += 3;
-            }
-            _ => {
-                out.push(raw[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
-}
-
 /// The methods of the routes at `pattern`.
 fn methods(pattern: &str) -> Vec<String> {
     ROUTES
@@ -299,7 +269,7 @@ async fn route(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
         let _ = res.headers_mut().set("Allow", &allowed.join(", "));
         return Ok(res);
     };
-    let args: Vec<String> = args.into_iter().map(decoded).collect();
+    let args: Vec<String> = args.into_iter().map(percent_decoded).collect();
     let mut cx = Cx {
         env,
         ctx,

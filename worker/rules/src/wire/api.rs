@@ -3,6 +3,7 @@
 //! health. (Fields in alphabetical order: the order the API has always
 //! answered them in.)
 
+use alloc::borrow::ToOwned;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -253,6 +254,36 @@ pub struct Health {
     pub routes: Vec<String>,
 }
 
+/// A path segment (a route's `{…}`) percent-decoded, as clients encode it:
+/// `encodeURIComponent` and most HTTP clients send the tag `a:b` as `a%3Ab`.
+/// The Worker decodes only after it split the path, so a `%2F` never adds a
+/// segment (it decodes to a `/`, which no tag or ID has). Bytes that are not
+/// UTF-8 stay encoded: every check refuses the `%`.
+pub fn percent_decoded(segment: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    }
+    let raw = segment.as_bytes();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let pair = raw.get(i + 1).zip(raw.get(i + 2));
+        match pair.and_then(|(h, l)| Some((hex(*h)? << 4) | hex(*l)?)) {
+            Some(b) if raw[i] == b'%' => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(raw[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+}
+
 /// The longest integer [`whole_numbers`] writes, in digits: far past
 /// `u64::MAX` (20), so every value an integer field holds is reached.
 const MAX_WHOLE_DIGITS: usize = 40;
@@ -376,6 +407,24 @@ mod tests {
 
     fn rewritten(json: &str) -> String {
         String::from_utf8(whole_numbers(json.as_bytes()).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        for (given, read) in [
+            ("a%3Ab", "a:b"),
+            ("a%3ab%2E", "a:b."),
+            ("order", "order"),
+            ("%31", "1"),
+            ("a%2Fb", "a/b"),
+            ("%E2%80%AE", "\u{202e}"),
+            // Not an escape, or not UTF-8: as it came.
+            ("100%", "100%"),
+            ("%zz%4", "%zz%4"),
+            ("%FF", "%FF"),
+        ] {
+            assert_eq!(percent_decoded(given), read, "{given}");
+        }
     }
 
     #[test]
