@@ -37,6 +37,13 @@ url=${url%/}
 # tests/support/service.mjs (ADMIN) opens every route.
 spec="$PWD/tests/spec"
 cd "$work"
+status=0
 SCHEMATHESIS_HOOKS="$spec/hooks.py" "$ST" --config-file "$spec/schemathesis.toml" run "$OLDPWD/worker/openapi.yaml" \
   --url "$url" --max-examples "$SPEC_EXAMPLES" \
-  --header "Authorization: Bearer test-admin-token" "$@"
+  --header "Authorization: Bearer test-admin-token" "$@" | tee "$work/st.log" || status=$?
+# schemathesis' own last line counts failures and warnings, not cases: one
+# line that says both.
+cases=$(sed -n 's/^ *\([0-9]* generated, .*\)$/\1/p' "$work/st.log" | tail -1)
+failures=$(sed -n 's/^=* \([0-9]*\) failures\{0,1\}[ ,].*/\1/p' "$work/st.log" | tail -1)
+echo "spec: schemathesis $("$ST" --version | awk '{print $NF}'), seed $(sed -n 's/^Seed: //p' "$work/st.log" | tail -1): failures ${failures:-0}; test cases: ${cases:-none}"
+exit "$status"

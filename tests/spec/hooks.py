@@ -32,7 +32,11 @@ OWN_REFUSALS = {
         ("out_of_range", "description length:"),
     },
     "POST /v1/segment/{tag}/lease": TAIL,
-    "POST /v1/segment/{tag}/lease/return": TAIL,
+    "POST /v1/segment/{tag}/lease/return": TAIL
+    | {
+        # start <= end, within 1..=2^63 - 1: one field against another.
+        ("invalid_segment", "segment:"),
+    },
 }
 
 
