@@ -19,7 +19,9 @@ SPEC_EXAMPLES=${SPEC_EXAMPLES:-300}
 
 work=$(mktemp -d)
 # Its own process group (setsid), so that workerd goes with it.
-setsid "$NODE22" tests/support/service.mjs "$work/state" 0 >"$work/service.log" 2>&1 &
+# SPEC_VARS: settings over wrangler.toml's, as JSON ('{"CLIENT_TOKEN":""}':
+# the ids routes open without a token).
+setsid "$NODE22" tests/support/service.mjs "$work/state" 0 "${SPEC_VARS:-{\}}" >"$work/service.log" 2>&1 &
 service=$!
 trap 'kill -- -"$service" 2>/dev/null || true; wait "$service" 2>/dev/null || true; rm -rf "$work"' EXIT
 url=
