@@ -1,5 +1,5 @@
 """What worker/openapi.yaml cannot say, checked instead of skipped (loaded
-by scripts/spec.sh through SCHEMATHESIS_HOOKS).
+by scripts/spec.sh through SCHEMATHESIS_HOOKS), and what a 503 must carry.
 
 Some refusals of a request that JSON Schema calls valid compare a field with
 another, with the state, with the caller, or count bytes rather than
@@ -61,3 +61,17 @@ def positive_data_acceptance_but_what_no_schema_says(ctx, response, case):
     if response.status_code == 400 and any(code == c and message.startswith(m) for c, m in own):
         return None
     raise AssertionError(f"Schema-valid request rejected: {response.status_code} {error}")
+
+
+@schemathesis.check
+def unavailable_says_when(ctx, response, case):
+    """A 503 (which tests/spec/schemathesis.toml lets not_a_server_error
+    pass: storage slower than the request's budget on a loaded machine)
+    carries Retry-After, in whole seconds."""
+    if response.status_code != 503:
+        return None
+    retry = response.headers.get("retry-after")
+    value = retry[0] if isinstance(retry, list) and retry else retry
+    if not (isinstance(value, str) and value.isdigit() and int(value) >= 1):
+        raise AssertionError(f"503 without Retry-After in seconds: {retry!r}")
+    return None
