@@ -5,6 +5,7 @@
 #   worker   worker-build and npm packages (wrangler, workerd)
 #   browser  Debian chromium + chromium-driver
 #   bench    Debian wrk (HTTP load)
+#   spec     schemathesis (PyPI) in target/schemathesis, a venv of its own
 #   matrix   npm packages of the packaging matrix's apps (tests/pkg/matrix/*/)
 # Each part checks before it installs, so a second run costs seconds.
 set -euo pipefail
@@ -90,6 +91,20 @@ bench() {
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null
   fi
+}
+
+spec() {
+  # The API fuzzer of scripts/spec.sh, with every package it needs pinned in
+  # scripts/schemathesis.txt (from `pip freeze`), in a venv of its own: the
+  # machine's Python stays as it was. Reinstalled when the pins change.
+  local venv=target/schemathesis sum
+  sum=$(sha256sum <scripts/schemathesis.txt | cut -d' ' -f1)
+  [ "$(cat "$venv/.edgeleaf-stamp" 2>/dev/null)" = "$sum" ] && return
+  say "pip install schemathesis into $venv (scripts/schemathesis.txt)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/schemathesis.txt
+  echo "$sum" >"$venv/.edgeleaf-stamp"
 }
 
 [ $# -gt 0 ] || set -- core

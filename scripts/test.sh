@@ -8,7 +8,9 @@
 #            matrix (tests/pkg/matrix.test.mjs: the packed package in each
 #            toolchain's app, tests/pkg/matrix/<app>/)          (make test-pkg)
 #   service  the Worker built as `wrangler deploy` builds it (its size against
-#            the Workers limits), tests/service/, tests/chaos/    (make test-service)
+#            the Workers limits), tests/service/, worker/openapi.yaml against
+#            the service (schemathesis, scripts/spec.sh), tests/chaos/
+#                                                                 (make test-service)
 # Usage: scripts/test.sh [core|pkg|service]...; none: all three in that order
 # (`make test`, which CI runs). JS tests are found by folder, not named here.
 set -euo pipefail
@@ -144,7 +146,7 @@ deploy_dry_run() {
 }
 
 service() {
-  scripts/setup.sh worker browser
+  scripts/setup.sh worker browser spec
   if [ -z "${PKG_BUILT:-}" ]; then
     step "npm package: build (the service tests' client is the package)"
     scripts/pkg.sh
@@ -158,6 +160,10 @@ service() {
 
   step "service (tests/service/): every route, API keys × scopes (and across kill -9), lease capabilities (two applications, eviction, reclaim), the upgrade of a store written before lease secrets, history and metrics, opaque tags, an HTTP fuzzer, concurrency, registry, restarts, the JS client, kill -9, two isolates over the same Durable Objects through a kill -9, a user's Worker calling over a service binding (RPC), the dashboard in Chromium, the service's clock stepped under load, the previous release beside this one in every arrangement (Miniflare/workerd; Node $($NODE22 --version))"
   "$NODE22" "${NODE_TEST[@]}" "${SERVICE_TESTS[@]}"
+
+  step "service: worker/openapi.yaml is the service (schemathesis $(sed -n 's/^schemathesis==//p' scripts/schemathesis.txt), every check, seed and settings in tests/spec/: each status, pattern and bound of the spec against the Worker in workerd, auth probes, unlisted methods 405; 0 failures)"
+  # Its summary line (failures or passes, and the time) closes its output.
+  scripts/spec.sh
 
   step "chaos (tests/chaos/), short form (make chaos runs it for CHAOS_SECONDS): kill -9, lapsed leases, client and service clock steps, a hostile registry key, two processes sharing a store, callers without a key reusing request IDs, a key poisoning and squatting worker IDs; every ID checked, every victim served, the service recovers after each fault, every refusal expected"
   "$NODE22" "${NODE_TEST[@]}" "${CHAOS_TESTS[@]}"

@@ -494,7 +494,7 @@ impl fmt::Display for Error {
                 write_domain(f, Some(found))
             }
             Error::InvalidRequestId { len, max } => {
-                write!(f, "requestId: expected 1..={max} characters, found {len}")
+                write!(f, "requestId: expected 1..={max} bytes, found {len}")
             }
             Error::RequestIdReused { granted, asked } => write!(
                 f,

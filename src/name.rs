@@ -1,6 +1,7 @@
 //! Names that cross the wire: `biz_tag`s and registry node keys share one rule,
 //! 1–128 characters of `[A-Za-z0-9._:-]` (Leaf's `varchar(128)`, and safe in a
-//! URL path segment without escaping).
+//! URL path segment without escaping; the Worker also reads one
+//! percent-encoded, as `encodeURIComponent` writes `:`).
 
 use crate::error::Error;
 

@@ -133,6 +133,9 @@ test('bad input answers the documented 4xx with a JSON error', async () => {
     [svc.fetch('/index.htm'), 404, 'not_found'],
     [svc.fetch('/v1/segment/bad', { method: 'POST' }), 405, 'method_not_allowed'],
     [svc.admin('/v1/tags', { method: 'DELETE' }), 405, 'method_not_allowed'],
+    // A method worker::Method does not name (it reads those as GET).
+    [svc.admin('/v1/tags', { method: 'QUERY' }), 405, 'method_not_allowed'],
+    [svc.fetch('/v1/snowflake', { method: 'QUERY' }), 405, 'method_not_allowed'],
     [svc.admin('/v1/workers/lease', body({ nodeKey: 'bad key', nodeTime: Date.now() })), 400, 'invalid_key'],
     [svc.admin('/v1/workers/lease', body({ nodeKey: 'n1' })), 400, 'invalid_json'],
     [svc.admin('/v1/workers/x/renew', body({ generation: 1 })), 400, 'out_of_range'],
@@ -140,6 +143,22 @@ test('bad input answers the documented 4xx with a JSON error', async () => {
   for (const [pending, status, code] of cases) await expectError(await pending, status, code);
   const res = await svc.fetch('/v1/segment/bad', { method: 'PUT' });
   assert.equal(res.headers.get('allow'), 'GET');
+});
+
+test('as worker/openapi.yaml reads them: a percent-encoded tag, a whole number written 10.0, lengths in characters', async () => {
+  // encodeURIComponent writes the tag `enc:oded` as `enc%3Aoded`: the same tag.
+  const res = await svc.admin(`/v1/tags/${encodeURIComponent('enc:oded')}`, { method: 'PUT', body: '{"step":10.0,"maxStep":1e1}' });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.deepEqual([(await res.json()).bizTag, (await (await svc.admin('/v1/tags/enc:oded')).json()).step], ['enc:oded', 10]);
+  const [a] = (await (await svc.fetch('/v1/segment/enc%3Aoded')).json()).ids;
+  const [b] = (await (await svc.fetch('/v1/segment/enc:oded')).json()).ids;
+  assert.ok(BigInt(b) > BigInt(a), `${a} then ${b}: one tag`);
+  await expectError(await svc.admin('/v1/tags/enc%2Foded'), 400, 'invalid_key');
+  await expectError(await svc.admin('/v1/tags/enc', { method: 'PUT', body: '{"step":10.5}' }), 400, 'invalid_json');
+  // 100 characters of two bytes each is a name of 100.
+  const key = (name) => svc.admin('/v1/keys', body({ name, scopes: ['ids'] }));
+  assert.equal((await key('é'.repeat(100))).status, 201);
+  await expectError(await key('é'.repeat(101)), 400, 'invalid_key_spec');
 });
 
 test('16 concurrent clients, 200,000+ IDs across Leaf routes, JSON batches and leases: no duplicates', async () => {

@@ -2,6 +2,7 @@
 //! request's, and a Durable Object's from the Worker).
 
 use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::wire::api::whole_numbers;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use worker::worker_sys::web_sys;
@@ -45,7 +46,8 @@ pub async fn body_within<T: DeserializeOwned>(
     } else {
         &bytes[..]
     };
-    serde_json::from_slice(text).map_err(|e| {
+    // `301.0` is an integer to JSON Schema (worker/openapi.yaml): read as one.
+    serde_json::from_slice(&whole_numbers(text)).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("body: expected JSON of the documented shape, found an error: {e}"),

@@ -15,7 +15,9 @@ use crate::api::{ApiError, ApiResult};
 /// An incoming request of the public API.
 pub struct Incoming {
     inner: web_sys::Request,
-    method: Method,
+    /// `None`: a method outside `worker::Method`'s list (its `From<String>`
+    /// reads those as GET: `QUERY` would reach GET routes).
+    method: Option<Method>,
     path: String,
     headers: Headers,
     url: Url,
@@ -30,7 +32,7 @@ impl Incoming {
             ApiError::not_found(format!("route: expected a URL, found {raw:?} ({e})"))
         })?;
         Ok(Incoming {
-            method: inner.method().into(),
+            method: known_method(&inner.method()),
             path: url.path().into(),
             headers: Headers(inner.headers()),
             url,
@@ -43,7 +45,8 @@ impl Incoming {
         &self.inner
     }
 
-    pub fn method(&self) -> Method {
+    /// The method, if `worker::Method` names it (`None`: answered 405).
+    pub fn method(&self) -> Option<Method> {
         self.method.clone()
     }
 
@@ -71,4 +74,10 @@ impl Incoming {
             None => false,
         }
     }
+}
+
+/// The method of that exact name (methods are case-sensitive; fetch has
+/// already upper-cased the six it normalizes).
+fn known_method(name: &str) -> Option<Method> {
+    Method::all().into_iter().find(|m| m.as_ref() == name)
 }

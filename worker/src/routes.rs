@@ -11,7 +11,7 @@ pub(crate) mod views;
 pub(crate) mod workers;
 
 use edgeleaf::{code::ErrorCode, name::check_tag};
-use edgeleaf_rules::{access::Access, access::Scope};
+use edgeleaf_rules::{access::Access, access::Scope, wire::api::percent_decoded};
 use futures::future::{FutureExt, LocalBoxFuture};
 use serde::de::DeserializeOwned;
 use worker::{Context, Env, Method, Response};
@@ -113,7 +113,7 @@ pub struct Cx {
     pub env: Env,
     pub ctx: Context,
     pub req: Incoming,
-    /// The path's `{…}` segments, in order.
+    /// The path's `{…}` segments, percent-decoded, in order.
     pub args: Vec<String>,
     /// The settings (read for every route but the `Static` ones).
     config: Option<Config>,
@@ -127,8 +127,8 @@ impl Cx {
         self.args.first().map_or("", String::as_str)
     }
 
-    /// The `{tag}`, checked: tags only have URL-safe characters, so the
-    /// path segment is the tag.
+    /// The `{tag}`, checked (the path segment percent-decoded: `a%3Ab` is
+    /// the tag `a:b`).
     pub fn tag(&self) -> ApiResult<String> {
         check_tag(self.arg())?;
         Ok(self.arg().to_owned())
@@ -249,23 +249,27 @@ async fn route(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
         )));
     };
     let method = req.method();
-    if method == Method::Options {
+    if method == Some(Method::Options) {
         return preflight(&req, &env, pattern);
     }
     let Some(route) = ROUTES
         .iter()
-        .find(|r| r.path == pattern && r.method == method)
+        .find(|r| r.path == pattern && Some(&r.method) == method.as_ref())
     else {
         let allowed = methods(pattern);
         let e = ApiError::new(
             ErrorCode::MethodNotAllowed,
-            format!("{path}: expected {}, found {method}", allowed.join(" or ")),
+            format!(
+                "{path}: expected {}, found {}",
+                allowed.join(" or "),
+                req.inner().method()
+            ),
         );
         let mut res = e.response();
         let _ = res.headers_mut().set("Allow", &allowed.join(", "));
         return Ok(res);
     };
-    let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+    let args: Vec<String> = args.into_iter().map(percent_decoded).collect();
     let mut cx = Cx {
         env,
         ctx,

@@ -246,13 +246,14 @@ impl Access {
     }
 }
 
-/// The longest key name, in bytes.
+/// The longest key name, in characters (as JSON Schema's `maxLength`
+/// counts them).
 pub const MAX_KEY_NAME_LEN: usize = 100;
 
 /// A key as asked for: `POST /v1/keys` `{"name", "scopes", "tags"?}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpec {
-    /// A label for people (1..=100 bytes, no control characters).
+    /// A label for people (1..=100 characters, no control characters).
     pub name: String,
     /// What the key may do.
     pub access: Access,
@@ -270,10 +271,11 @@ impl KeySpec {
         scopes: impl IntoIterator<Item = &'a str>,
         tags: Option<&str>,
     ) -> Result<KeySpec, AccessError> {
-        if name.is_empty() || name.len() > MAX_KEY_NAME_LEN || name.chars().any(char::is_control) {
+        let len = name.chars().count();
+        if len == 0 || len > MAX_KEY_NAME_LEN || name.chars().any(char::is_control) {
             return Err(AccessError::InvalidKeySpec {
                 field: "name",
-                expected: "1..=100 bytes without control characters",
+                expected: "1..=100 characters, none of them a control character",
             });
         }
         let scopes = Scopes::parse(scopes)?;

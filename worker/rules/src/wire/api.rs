@@ -3,6 +3,7 @@
 //! health. (Fields in alphabetical order: the order the API has always
 //! answered them in.)
 
+use alloc::borrow::ToOwned;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -251,4 +252,216 @@ pub struct Health {
     pub ok: bool,
     /// `"METHOD /path"`, as the route table lists them.
     pub routes: Vec<String>,
+}
+
+/// A path segment (a route's `{…}`) percent-decoded, as clients encode it:
+/// `encodeURIComponent` and most HTTP clients send the tag `a:b` as `a%3Ab`.
+/// The Worker decodes only after it split the path, so a `%2F` never adds a
+/// segment (it decodes to a `/`, which no tag or ID has). Bytes that are not
+/// UTF-8 stay encoded: every check refuses the `%`.
+pub fn percent_decoded(segment: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    }
+    let raw = segment.as_bytes();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let pair = raw.get(i + 1).zip(raw.get(i + 2));
+        match pair.and_then(|(h, l)| Some((hex(*h)? << 4) | hex(*l)?)) {
+            Some(b) if raw[i] == b'%' => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(raw[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+}
+
+/// The longest integer [`whole_numbers`] writes, in digits: far past
+/// `u64::MAX` (20), so every value an integer field holds is reached.
+const MAX_WHOLE_DIGITS: usize = 40;
+
+/// A body's JSON with every number whose value is whole written as an
+/// integer: `301.0` as `301`, `1.5e3` as `1500`, `1e+16` as
+/// `10000000000000000`. JSON Schema counts those as integers (so
+/// worker/openapi.yaml's `integer` fields allow them, and schemathesis sends
+/// them), while serde reads a number with a fraction or an exponent only
+/// into a float. Exact: the digits are moved, never read as a float, so no
+/// value is rounded into another. Strings are copied as they are; a number
+/// with a fraction that is not zero, or one longer than
+/// [`MAX_WHOLE_DIGITS`] once whole, is left for serde to refuse.
+pub fn whole_numbers(json: &[u8]) -> alloc::borrow::Cow<'_, [u8]> {
+    // Most bodies have no digit before a `.` or an `e`: nothing to rewrite.
+    let fraction_or_exponent =
+        |w: &[u8]| w[0].is_ascii_digit() && matches!(w[1], b'.' | b'e' | b'E');
+    if !json.windows(2).any(fraction_or_exponent) {
+        return alloc::borrow::Cow::Borrowed(json);
+    }
+    let mut out = Vec::with_capacity(json.len());
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            b'"' => {
+                // A string, to its closing quote (an escaped one is not).
+                let start = i;
+                i += 1;
+                while i < json.len() && json[i] != b'"' {
+                    i += if json[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(json.len());
+                out.extend_from_slice(&json[start..i]);
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = i + json[i..]
+                    .iter()
+                    .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    .unwrap_or(json.len() - i);
+                let number = &json[i..end];
+                match whole(number) {
+                    Some(integer) => out.extend_from_slice(integer.as_bytes()),
+                    None => out.extend_from_slice(number),
+                }
+                i = end;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    alloc::borrow::Cow::Owned(out)
+}
+
+/// `number` (a JSON number's text) as an integer's, if it has a fraction
+/// or an exponent and its value is whole; else `None` (left as written).
+fn whole(number: &[u8]) -> Option<String> {
+    let text = core::str::from_utf8(number).ok()?;
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (int, frac) = match mantissa.split_once('.') {
+        Some((int, frac)) => (int, Some(frac)),
+        None => (mantissa, None),
+    };
+    let digits_only = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits_only(int) || frac.is_some_and(|f| !digits_only(f)) {
+        return None;
+    }
+    let exponent: i64 = match exponent {
+        None if frac.is_none() => return None,
+        None => 0,
+        Some(e) => {
+            let unsigned = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if !digits_only(unsigned) || unsigned.len() > 4 {
+                return None;
+            }
+            e.parse().ok()?
+        }
+    };
+    let digits: String = [int, frac.unwrap_or("")].concat();
+    // Where the decimal point falls in `digits`.
+    let point = i64::try_from(int.len()).ok()? + exponent;
+    let whole_digits = if point <= 0 {
+        ""
+    } else {
+        &digits[..usize::try_from(point).ok()?.min(digits.len())]
+    };
+    let fraction = &digits[whole_digits.len()..];
+    if fraction.bytes().any(|b| b != b'0') {
+        return None;
+    }
+    let zeros = usize::try_from(point)
+        .unwrap_or(0)
+        .saturating_sub(digits.len());
+    let significant = whole_digits.trim_start_matches('0');
+    if significant.len() + zeros > MAX_WHOLE_DIGITS {
+        return None;
+    }
+    if significant.is_empty() {
+        return Some("0".into());
+    }
+    let mut integer = String::with_capacity(significant.len() + zeros + 1);
+    if negative {
+        integer.push('-');
+    }
+    integer.push_str(significant);
+    integer.extend(core::iter::repeat_n('0', zeros));
+    Some(integer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(json: &str) -> String {
+        String::from_utf8(whole_numbers(json.as_bytes()).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        for (given, read) in [
+            ("a%3Ab", "a:b"),
+            ("a%3ab%2E", "a:b."),
+            ("order", "order"),
+            ("%31", "1"),
+            ("a%2Fb", "a/b"),
+            ("%E2%80%AE", "\u{202e}"),
+            // Not an escape, or not UTF-8: as it came.
+            ("100%", "100%"),
+            ("%zz%4", "%zz%4"),
+            ("%FF", "%FF"),
+        ] {
+            assert_eq!(percent_decoded(given), read, "{given}");
+        }
+    }
+
+    #[test]
+    fn whole_numbers_become_integers_exactly() {
+        for (given, read) in [
+            (r#"{"step":301.0}"#, r#"{"step":301}"#),
+            (
+                r#"{"a":45330539143683.0,"b":-2.50e1}"#,
+                r#"{"a":45330539143683,"b":-25}"#,
+            ),
+            (
+                r#"[1e+16,1.5E3,0.0,-0.0,0e5,120e-1]"#,
+                r#"[10000000000000000,1500,0,0,0,12]"#,
+            ),
+            ("[18446744073709551615.000]", "[18446744073709551615]"),
+            ("[1.8446744073709552e19]", "[18446744073709552000]"),
+            ("[007.0]", "[7]"),
+        ] {
+            assert_eq!(rewritten(given), read, "{given}");
+        }
+    }
+
+    #[test]
+    fn other_numbers_and_strings_are_left_as_written() {
+        for same in [
+            r#"{"step":301}"#,
+            r#"{"a":1.5,"b":1e-1,"c":9007199254740993.5}"#,
+            r#"{"s":"1.0","t":"say \"2.0\"","u":3.0e}"#,
+            "[1e99999, 1.e3, .5, 1e400]",
+            "[true, false, null]",
+        ] {
+            assert_eq!(rewritten(same), same, "{same}");
+        }
+        assert_eq!(rewritten(r#"{"t":"2.0","n":2.0}"#), r#"{"t":"2.0","n":2}"#);
+        assert!(matches!(
+            whole_numbers(br#"{"step":301}"#),
+            alloc::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
