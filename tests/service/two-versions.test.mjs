@@ -15,7 +15,8 @@
 // keyed leases, handed-back tails, snowflakes), a monotonic tag never answers
 // backwards to one caller, and no route fails for more than 1% of either
 // version's requests (any answer but 200 counts); work was done on every
-// route by both versions.
+// route by both versions; and the views that list tags (`GET /v1/tags`, its
+// pages, `/metrics`) list every tag on both.
 //
 // Miniflare hosts a class in one Worker (`className`) and binds it by script
 // name in the other (`scriptName`), so all objects of a class run one version:
@@ -228,6 +229,29 @@ async function setUp(admin) {
   return { tags, token: (await res.json()).token };
 }
 
+/** The views that list tags answer on both versions, each listing every tag
+ *  (a new isolate on an old catalog lists as before; a page of the new one
+ *  follows `next` either way). */
+async function views(fronts, tags, label) {
+  const names = Object.values(tags).sort();
+  for (const [version, front] of Object.entries(fronts)) {
+    const get = async (path) => {
+      const res = await front(`http://localhost${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      const text = await res.text();
+      assert.equal(res.status, 200, `${label}: ${version} ${path}: ${text.slice(0, 200)}`);
+      return text;
+    };
+    assert.deepEqual(JSON.parse(await get('/v1/tags')).tags.map((t) => t.bizTag).sort(), names, `${label}: ${version} GET /v1/tags`);
+    const metrics = await get('/metrics');
+    for (const tag of names) assert.match(metrics, new RegExp(`^edgeleaf_tag_max_id\\{tag="${tag}"\\}`, 'm'), `${label}: ${version} /metrics`);
+    if (version !== 'new') continue;
+    const first = JSON.parse(await get('/v1/tags?limit=2'));
+    assert.ok(first.next, `${label}: new GET /v1/tags?limit=2: no next`);
+    const rest = JSON.parse(await get(`/v1/tags?limit=2&cursor=${first.next}`));
+    assert.deepEqual([...first.tags, ...rest.tags].map((t) => t.bizTag).sort(), names, `${label}: new, two pages`);
+  }
+}
+
 const fetchOf = (mf, name) => async (url, init) => (await mf.getWorker(name)).fetch(url, init);
 
 const built = existsSync(join(ROOT, 'worker/build/index_bg.wasm'));
@@ -257,6 +281,7 @@ test('the previous release and this one, side by side in every arrangement: no I
         const counts = {};
         await load(fronts, ids, counts, { seconds: SECONDS, token, tags, label });
         verdict(label, ids, counts, ['old', 'new']);
+        await views(fronts, tags, label);
       } finally {
         await mf.dispose();
         rmSync(persist, { recursive: true, force: true });
@@ -288,6 +313,7 @@ test('the previous release and this one, side by side in every arrangement: no I
     try {
       await load({ old: fetchOf(mf, 'old'), new: fetchOf(mf, 'edgeleaf') }, ids, counts, { seconds: SECONDS, ...setup, label });
       verdict(label, ids, counts, ['old', 'new']);
+      await views({ old: fetchOf(mf, 'old'), new: fetchOf(mf, 'edgeleaf') }, setup.tags, label);
     } finally {
       await mf.dispose();
       rmSync(persist, { recursive: true, force: true });

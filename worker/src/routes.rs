@@ -10,6 +10,8 @@ mod tags;
 mod views;
 mod workers;
 
+pub use tags::{ListQuery, MAX_READ_PER_PAGE};
+
 use edgeleaf::{code::ErrorCode, name::check_tag};
 use edgeleaf_rules::{access::Access, access::Scope};
 use futures::future::{FutureExt, LocalBoxFuture};
