@@ -32,8 +32,10 @@ impl TagStore {
     }
 
     async fn arm_at(&self, at: u64) {
-        #[allow(clippy::cast_possible_wrap)] // Unix ms, far below 2^63
-        match self.storage.set_alarm(at as i64).await {
+        // workers-rs reads an integer as an offset from now, not a time.
+        #[allow(clippy::cast_possible_wrap)] // at most a minute
+        let offset_ms = at.saturating_sub(now_ms()).max(1) as i64;
+        match self.storage.set_alarm(offset_ms).await {
             Ok(()) => self.report_armed.set(true),
             // The next change tries again.
             Err(e) => worker::console_warn!("tag: arming its report: {e}"),
