@@ -178,14 +178,23 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
     Ok(Some((rows, page.total)))
 }
 
-/// Every tag's rows from its own history: a catalog of the release before
-/// (during a deploy) holds no summaries.
-async fn every_row(env: &Env, config: &Config, access: &Access) -> ApiResult<(Vec<TagRow>, u64)> {
+/// The rows of the first tags by name (at most `top` and
+/// `MAX_READ_PER_PAGE`), each from its own history, and how many tags
+/// `access` sees: a catalog of the release before (during a deploy) holds
+/// no summaries.
+async fn first_rows(
+    env: &Env,
+    config: &Config,
+    access: &Access,
+    top: u32,
+) -> ApiResult<(Vec<TagRow>, u64)> {
     let now = now_ms();
     let tags = catalog::list(env).await?;
+    let seen: Vec<&String> = tags.iter().filter(|t| access.sees_tag(t)).collect();
+    let total = seen.len() as u64;
     let histories = futures::future::join_all(
-        tags.iter()
-            .filter(|t| access.sees_tag(t))
+        seen.iter()
+            .take((top as usize).min(MAX_READ_PER_PAGE))
             .map(|t| history::load(env, t)),
     )
     .await;
@@ -198,7 +207,6 @@ async fn every_row(env: &Env, config: &Config, access: &Access) -> ApiResult<(Ve
             runway,
         });
     }
-    let total = rows.len() as u64;
     Ok((rows, total))
 }
 
@@ -209,7 +217,7 @@ pub async fn metrics(env: &Env, config: &Config, access: &Access, top: u32) -> A
     let now = now_ms();
     let (rows, total) = match top_rows(env, access, top).await? {
         Some(found) => found,
-        None => every_row(env, config, access).await?,
+        None => first_rows(env, config, access, top).await?,
     };
     let mut t = Text::default();
     t.family("edgeleaf_tags", "gauge", "Tags this credential sees (the per-tag series below are the busiest ?top=N, 100 by default).");

@@ -170,7 +170,9 @@ pub async fn views_of(
 }
 
 /// `GET /v1/tags` from a catalog of the release before (during a deploy):
-/// its names, each tag's view from its object, a page at a time.
+/// its names, each tag's view from its object, a page at a time (of at
+/// most `MAX_READ_PER_PAGE`, so that it too stays within the Free plan's
+/// subrequests).
 async fn list_each(cx: &Cx, access: &Access, query: &ListQuery) -> ApiResult<Response> {
     let tags = catalog::list(&cx.env).await?;
     let mut seen: Vec<&String> = tags
@@ -190,8 +192,9 @@ async fn list_each(cx: &Cx, access: &Access, query: &ListQuery) -> ApiResult<Res
             .as_ref()
             .is_none_or(|c| t.as_str() > c.as_str())
     });
-    let more = seen.len() > query.limit as usize;
-    seen.truncate(query.limit as usize);
+    let limit = (query.limit as usize).min(MAX_READ_PER_PAGE);
+    let more = seen.len() > limit;
+    seen.truncate(limit);
     let next = more.then(|| seen.last().map(|t| (*t).clone())).flatten();
     let views = futures::future::join_all(seen.iter().map(|t| tag_store::get(&cx.env, t))).await;
     let (mut listed, mut unavailable) = (Vec::new(), Vec::new());
