@@ -193,7 +193,16 @@ const COMMANDS = {
     options: { ...SERVICE },
     positionals: [0, 0],
     async run(_, v) {
-      const data = await service(v).request('GET', '/v1/tags');
+      // Every page (the service lists 100 tags a page, `next` the cursor of
+      // the one after; a service before 0.2 lists them all at once).
+      const data = await service(v).request('GET', '/v1/tags?limit=1000');
+      for (let next = data.next; next; ) {
+        const page = await service(v).request('GET', `/v1/tags?limit=1000&cursor=${encodeURIComponent(next)}`);
+        data.tags.push(...page.tags);
+        if (page.unavailable) data.unavailable = [...(data.unavailable ?? []), ...page.unavailable];
+        next = page.next;
+      }
+      delete data.next;
       return { data, text: data.tags.length ? tagRows(data.tags) : 'no tags' };
     },
   },

@@ -15,7 +15,8 @@
 // keyed leases, handed-back tails, snowflakes), a monotonic tag never answers
 // backwards to one caller, and no route fails for more than 1% of either
 // version's requests (any answer but 200 counts); work was done on every
-// route by both versions.
+// route by both versions; and the views that list tags (`GET /v1/tags`, its
+// pages, `/metrics`) list every tag on both.
 //
 // Miniflare hosts a class in one Worker (`className`) and binds it by script
 // name in the other (`scriptName`), so all objects of a class run one version:
@@ -230,6 +231,37 @@ async function setUp(admin) {
   return { tags, token: (await res.json()).token };
 }
 
+/** The views that list tags answer on both versions, each listing every tag
+ *  of `tags` and `more` (a new isolate on an old catalog lists as before; a
+ *  page of the new one — cut short after the 32 tags it read of those
+ *  without a summary — follows `next` either way), and `/metrics` the
+ *  loaded `tags`. */
+async function views(fronts, tags, label, more = []) {
+  const names = [...Object.values(tags), ...more].sort();
+  for (const [version, front] of Object.entries(fronts)) {
+    const get = async (path) => {
+      const res = await front(`http://localhost${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      const text = await res.text();
+      assert.equal(res.status, 200, `${label}: ${version} ${path}: ${text.slice(0, 200)}`);
+      return text;
+    };
+    const every = async (limit) => {
+      const listed = [];
+      for (let next = '', pages = 0; next !== undefined; pages++) {
+        assert.ok(pages < 100, `${label}: ${version}: pages without end`);
+        const page = JSON.parse(await get(`/v1/tags?limit=${limit}${next ? `&cursor=${next}` : ''}`));
+        listed.push(...page.tags.map((t) => t.bizTag));
+        next = page.next;
+      }
+      return listed.sort();
+    };
+    assert.deepEqual(await every(100), names, `${label}: ${version} GET /v1/tags`);
+    const metrics = await get('/metrics');
+    for (const tag of Object.values(tags)) assert.match(metrics, new RegExp(`^edgeleaf_tag_max_id\\{tag="${tag}"\\}`, 'm'), `${label}: ${version} /metrics`);
+    if (version === 'new') assert.deepEqual(await every(2), names, `${label}: new, two at a time`);
+  }
+}
+
 const fetchOf = (mf, name) => async (url, init) => (await mf.getWorker(name)).fetch(url, init);
 
 const built = existsSync(join(ROOT, 'worker/build/index_bg.wasm'));
@@ -259,6 +291,7 @@ test('the previous release and this one, side by side in every arrangement: no I
         const counts = {};
         await load(fronts, ids, counts, { seconds: SECONDS, token, tags, label });
         verdict(label, ids, counts, ['old', 'new']);
+        await views(fronts, tags, label);
       } finally {
         await mf.dispose();
         rmSync(persist, { recursive: true, force: true });
@@ -272,11 +305,17 @@ test('the previous release and this one, side by side in every arrangement: no I
     const all = Object.keys(BINDINGS);
     const ids = ledger();
     const counts = {};
+    const older = Array.from({ length: 40 }, (_, i) => `older-${String(i).padStart(2, '0')}`);
     // The old release alone: its objects hold blocks, leases and segments.
     let mf = await open(persist, [worker('edgeleaf', prev.build, prev.toml, all, 'edgeleaf')]);
     let setup;
     try {
       setup = await setUp(fetchOf(mf, 'edgeleaf'));
+      // More tags than a page reads from their objects, none with a summary.
+      for (const tag of older) {
+        const res = await fetchOf(mf, 'edgeleaf')(`http://localhost/v1/tags/${tag}`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}` }, body: '{"step":10}' });
+        assert.equal(res.status, 200, await res.text());
+      }
       await load({ old: fetchOf(mf, 'edgeleaf') }, ids, counts, { seconds: SECONDS / 2, ...setup, label: `${label} (before)` });
     } finally {
       await mf.dispose();
@@ -290,6 +329,7 @@ test('the previous release and this one, side by side in every arrangement: no I
     try {
       await load({ old: fetchOf(mf, 'old'), new: fetchOf(mf, 'edgeleaf') }, ids, counts, { seconds: SECONDS, ...setup, label });
       verdict(label, ids, counts, ['old', 'new']);
+      await views({ old: fetchOf(mf, 'old'), new: fetchOf(mf, 'edgeleaf') }, setup.tags, label, older);
     } finally {
       await mf.dispose();
       rmSync(persist, { recursive: true, force: true });

@@ -71,6 +71,10 @@ pub struct Config {
     /// before the root answers (a root an ocean away, or struggling); the
     /// isolates' own calls to the root are not delayed.
     pub test_root_delay_ms: u64,
+    /// TESTS ONLY (`TEST_COUNT_CALLS = "1"`, loopback hosts only): each
+    /// answer says in `Edgeleaf-Test-Object-Calls` how many object calls
+    /// its request made (the Free plan allows 50 subrequests a request).
+    pub test_count_calls: bool,
 }
 
 fn var(env: &Env, name: &str) -> Option<String> {
@@ -208,6 +212,7 @@ impl Config {
             return Err(invalid("TEST_ALLOCATOR_DELAY_MS", "at most 60000"));
         }
         let test_bench_floor = flag(env, "TEST_BENCH_FLOOR")?;
+        let test_count_calls = flag(env, "TEST_COUNT_CALLS")?;
         let test_root_delay_ms = number(env, "TEST_ROOT_DELAY_MS", 0)?;
         if test_root_delay_ms > 60_000 {
             return Err(invalid("TEST_ROOT_DELAY_MS", "at most 60000"));
@@ -231,6 +236,7 @@ impl Config {
             test_allocator_delay_ms,
             test_bench_floor,
             test_root_delay_ms,
+            test_count_calls,
         })
     }
 }

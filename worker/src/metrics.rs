@@ -1,6 +1,8 @@
 //! `GET /metrics`: the Prometheus text exposition format (version 0.0.4).
-//! Per tag from its store (every isolate together): `max_id`, step,
-//! allocations, the recent rate and the runway; the registry's worker IDs by
+//! The number of tags, and for the busiest (`?top=N`, 100 by default) from
+//! the summaries their objects report to the catalog (every isolate
+//! together, at most a minute old while busy): `max_id`, step, allocations,
+//! the recent rate and the runway; the registry's worker IDs by
 //! status; and this isolate's counters, labelled with its ID (each isolate
 //! answers for itself: a scrape sees whichever one answered). A key limited
 //! to some tags gets the samples of those tags only, and no registry or
@@ -8,15 +10,20 @@
 
 use std::fmt::Write;
 
+use edgeleaf::code::ErrorCode;
 use edgeleaf_rules::access::Access;
+use edgeleaf_rules::history::Runway;
+use edgeleaf_rules::wire::catalog::{TagStats, TagSummary};
+use edgeleaf_rules::wire::tag::TagView;
 use worker::Env;
 
-use crate::api::ApiResult;
+use crate::api::{ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::history;
 use crate::isolate::{isolate_id, with};
-use crate::objects::catalog::stubs as catalog;
+use crate::objects::catalog::{stubs as catalog, MAX_PAGE};
 use crate::objects::registry_store::stubs as registry_store;
+use crate::routes::{ListQuery, MAX_READ_PER_PAGE};
 
 #[derive(Default)]
 struct Text(String);
@@ -50,23 +57,164 @@ impl Text {
     }
 }
 
-/// The exposition text `access` may see.
-#[allow(clippy::cast_precision_loss)] // Prometheus values are floats
-pub async fn metrics(env: &Env, access: &Access) -> ApiResult<String> {
+/// The per-tag series of a scrape by default: the busiest tags' (`?top=N`,
+/// 0..=1000).
+pub const DEFAULT_TOP: u32 = 100;
+
+/// One tag's series: its view, allocations and runway.
+struct TagRow {
+    tag: TagView,
+    allocations: u64,
+    runway: Runway,
+}
+
+/// `?top=N`.
+pub fn top(url: &worker::Url) -> ApiResult<u32> {
+    let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "top") else {
+        return Ok(DEFAULT_TOP);
+    };
+    raw.parse::<u32>()
+        .ok()
+        .filter(|n| *n <= MAX_PAGE)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::OutOfRange,
+                format!("top: expected 0..={MAX_PAGE}, found {raw:?}"),
+            )
+        })
+}
+
+/// The rows of the `top` busiest tags `access` sees, from the catalog's
+/// summaries (a tag without stats yet read from its history, at most
+/// `MAX_READ_PER_PAGE` a scrape; all of them if that many or fewer), and how many tags it sees in all; `None`
+/// from a catalog of the release before.
+async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec<TagRow>, u64)>> {
+    if top == 0 {
+        let query = ListQuery {
+            cursor: None,
+            limit: 1,
+            contains: None,
+        };
+        return Ok(catalog::page(env, query.page(access, true))
+            .await?
+            .map(|p| (Vec::new(), p.total)));
+    }
+    let query = ListQuery {
+        cursor: None,
+        limit: top,
+        contains: None,
+    };
+    let Some(page) = catalog::page(env, query.page(access, true)).await? else {
+        return Ok(None);
+    };
+    // As few tags as a page reads whole: each from its history (exact).
+    let whole = page.entries.len() <= MAX_READ_PER_PAGE;
+    let unread: Vec<String> = page
+        .entries
+        .iter()
+        .filter(|e| whole || e.summary.as_ref().is_none_or(|s| s.stats.is_none()))
+        .take(MAX_READ_PER_PAGE)
+        .map(|e| e.biz_tag.clone())
+        .collect();
+    let read = futures::future::join_all(unread.iter().map(|t| history::load(env, t))).await;
+    let now = now_ms();
+    let mut found = std::collections::BTreeMap::new();
+    for (name, h) in unread.into_iter().zip(read) {
+        if let Ok(h) = h {
+            let runway = history::tag_runway(&h, now)?;
+            found.insert(name, (h, runway));
+        }
+    }
+    if !found.is_empty() {
+        let summaries = found
+            .values()
+            .map(|(h, r)| TagSummary {
+                tag: h.tag.clone(),
+                stats: Some(TagStats {
+                    allocations: h.allocations,
+                    ids_per_hour: r.ids_per_hour,
+                    remaining: r.remaining.to_string(),
+                    exhausted_at_ms: r.exhausted_at_ms,
+                    at_ms: now,
+                }),
+            })
+            .collect();
+        // Kept for the next scrape; one not kept is read again then.
+        let _ = catalog::report(env, summaries).await;
+    }
+    let mut rows = Vec::new();
+    for e in page.entries {
+        if let Some((h, runway)) = found.remove(&e.biz_tag) {
+            rows.push(TagRow {
+                tag: h.tag,
+                allocations: h.allocations,
+                runway,
+            });
+            continue;
+        }
+        let Some(TagSummary {
+            tag,
+            stats: Some(st),
+        }) = e.summary
+        else {
+            continue;
+        };
+        let remaining = st
+            .remaining
+            .parse()
+            .map_err(|_| ApiError::store_error(format!("catalog: remaining {:?}", st.remaining)))?;
+        rows.push(TagRow {
+            tag,
+            allocations: st.allocations,
+            runway: Runway {
+                ids_per_hour: st.ids_per_hour,
+                remaining,
+                exhausted_at_ms: st.exhausted_at_ms,
+            },
+        });
+    }
+    Ok(Some((rows, page.total)))
+}
+
+/// The rows of the first tags by name (at most `top` and
+/// `MAX_READ_PER_PAGE`), each from its own history, and how many tags
+/// `access` sees: a catalog of the release before (during a deploy) holds
+/// no summaries.
+async fn first_rows(env: &Env, access: &Access, top: u32) -> ApiResult<(Vec<TagRow>, u64)> {
     let now = now_ms();
     let tags = catalog::list(env).await?;
+    let seen: Vec<&String> = tags.iter().filter(|t| access.sees_tag(t)).collect();
+    let total = seen.len() as u64;
     let histories = futures::future::join_all(
-        tags.iter()
-            .filter(|t| access.sees_tag(t))
+        seen.iter()
+            .take((top as usize).min(MAX_READ_PER_PAGE))
             .map(|t| history::load(env, t)),
     )
     .await;
-    let mut t = Text::default();
     let mut rows = Vec::new();
     for h in histories.into_iter().flatten() {
         let runway = history::tag_runway(&h, now)?;
-        rows.push((h, runway));
+        rows.push(TagRow {
+            tag: h.tag,
+            allocations: h.allocations,
+            runway,
+        });
     }
+    Ok((rows, total))
+}
+
+/// The exposition text `access` may see, with the series of the `top`
+/// busiest tags.
+#[allow(clippy::cast_precision_loss)] // Prometheus values are floats
+pub async fn metrics(env: &Env, access: &Access, top: u32) -> ApiResult<String> {
+    let now = now_ms();
+    let (rows, total) = match top_rows(env, access, top).await? {
+        Some(found) => found,
+        None => first_rows(env, access, top).await?,
+    };
+    let mut t = Text::default();
+    t.family("edgeleaf_tags", "gauge", "Tags this credential sees (the per-tag series below are the busiest ?top=N, 100 by default).");
+    t.sample("edgeleaf_tags", &[], total as f64);
     let per_tag: [(&str, &str, &str); 6] = [
         ("edgeleaf_tag_max_id", "gauge", "The tag's max_id: every ID up to it has been allocated (a float: exact below 2^53)."),
         ("edgeleaf_tag_step", "gauge", "The tag's configured step."),
@@ -77,18 +225,23 @@ pub async fn metrics(env: &Env, access: &Access) -> ApiResult<String> {
     ];
     for (i, (name, kind, help)) in per_tag.iter().enumerate() {
         t.family(name, kind, help);
-        for (h, r) in &rows {
+        for TagRow {
+            tag,
+            allocations,
+            runway: r,
+        } in &rows
+        {
             let value = match i {
-                0 => h.tag.max_id.parse::<f64>().unwrap_or(f64::NAN),
-                1 => h.tag.step as f64,
-                2 => h.allocations as f64,
+                0 => tag.max_id.parse::<f64>().unwrap_or(f64::NAN),
+                1 => tag.step as f64,
+                2 => *allocations as f64,
                 3 => r.ids_per_hour as f64,
                 4 => r.remaining as f64,
                 _ => r
                     .exhausted_at_ms
                     .map_or(f64::INFINITY, |at| at.saturating_sub(now) as f64 / 1000.0),
             };
-            t.sample(name, &[("tag", &h.tag.biz_tag)], value);
+            t.sample(name, &[("tag", &tag.biz_tag)], value);
         }
     }
     if !access.sees_fleet() {

@@ -10,6 +10,8 @@ pub(crate) mod tags;
 pub(crate) mod views;
 pub(crate) mod workers;
 
+pub use tags::{ListQuery, MAX_READ_PER_PAGE};
+
 use edgeleaf::{code::ErrorCode, name::check_tag};
 use edgeleaf_rules::{access::Access, access::Scope, wire::api::percent_decoded};
 use futures::future::{FutureExt, LocalBoxFuture};
@@ -228,7 +230,15 @@ fn methods(pattern: &str) -> Vec<String> {
 /// all within the request's one budget (`scope::RequestScope`).
 pub async fn handle(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
     let scope = scope::RequestScope::for_request(&req, &env);
-    scope.run(route(req, env, ctx)).await
+    let calls = scope.calls();
+    let mut handled = scope.run(route(req, env, ctx)).await;
+    if let (Some(calls), Ok(res)) = (calls, handled.as_mut()) {
+        // TESTS ONLY (`Config::test_count_calls`, loopback hosts only).
+        let _ = res
+            .headers_mut()
+            .set(scope::TEST_CALLS_HEADER, &calls.get().to_string());
+    }
+    handled
 }
 
 async fn route(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {

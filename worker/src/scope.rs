@@ -45,6 +45,10 @@ pub(crate) const ROOT_DELAY: &str = "root-delay";
 /// loopback host with `TEST_COLO_HEADER = "1"`, never otherwise).
 pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 
+/// TESTS ONLY: the answer's header that counts its request's object calls
+/// (`Config::test_count_calls`, loopback hosts only).
+pub const TEST_CALLS_HEADER: &str = "Edgeleaf-Test-Object-Calls";
+
 /// What one request to the Worker may still wait, shared by everything its
 /// handling awaits.
 pub struct RequestScope {
@@ -70,6 +74,9 @@ pub struct RequestScope {
     /// TESTS ONLY: the objects this scope calls on its behalf delay their
     /// calls to the root (`Config::test_root_delay_ms`, loopback hosts only).
     pub(crate) root_delay: bool,
+    /// TESTS ONLY: the object calls made so far (`Config::test_count_calls`,
+    /// loopback hosts only), its background's calls included.
+    pub(crate) calls: Option<Rc<Cell<u32>>>,
 }
 
 thread_local! {
@@ -101,7 +108,10 @@ impl RequestScope {
             allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
             allocator_delay_ms: test.as_ref().map_or(0, |c| c.test_allocator_delay_ms),
             root_delay_ms: 0,
-            root_delay: test.is_some_and(|c| c.test_root_delay_ms > 0),
+            root_delay: test.as_ref().is_some_and(|c| c.test_root_delay_ms > 0),
+            calls: test
+                .filter(|c| c.test_count_calls)
+                .map(|_| Rc::new(Cell::new(0))),
         }
     }
 
@@ -119,6 +129,7 @@ impl RequestScope {
             allocator_delay_ms: 0,
             root_delay_ms: 0,
             root_delay: false,
+            calls: None,
         }
     }
 
@@ -147,6 +158,19 @@ impl RequestScope {
                 .filter(|_| named(ROOT_DELAY))
                 .map_or(0, |c| c.test_root_delay_ms),
             root_delay: false,
+            calls: None,
+        }
+    }
+
+    /// TESTS ONLY: the count of this scope's object calls, if it keeps one.
+    pub fn calls(&self) -> Option<Rc<Cell<u32>>> {
+        self.calls.clone()
+    }
+
+    /// Counts one object call (a subrequest), if this scope counts them.
+    pub(crate) fn count_call(&self) {
+        if let Some(c) = &self.calls {
+            c.set(c.get().saturating_add(1));
         }
     }
 
@@ -181,6 +205,7 @@ pub fn budget() -> Budget {
             allocator_delay_ms: 0,
             root_delay_ms: 0,
             root_delay: false,
+            calls: None,
         })
     }))
 }
@@ -275,5 +300,6 @@ pub fn background() -> RequestScope {
         allocator_delay_ms: scope.allocator_delay_ms,
         root_delay_ms: scope.root_delay_ms,
         root_delay: scope.root_delay,
+        calls: scope.calls.clone(),
     }
 }

@@ -27,7 +27,7 @@ use edgeleaf_rules::{
     lease::secret_hash,
     wire::{
         api::{Decoded, ErrorBody, Health, IdList, LayoutView, Ping},
-        catalog::{CatalogRequest, Done, TagList},
+        catalog::{CatalogRequest, Done, PageQuery, TagList, TagStats, TagSummary},
         keys::{
             ApiKeyRequest, CreatedKey, KeyBody, KeyEntry, KeyList, KeyRequest, KeyView, Lookup,
             NewKey, Revoked, StoredKey,
@@ -330,9 +330,42 @@ fn every_catalog_and_minter_request_round_trips() {
         CatalogRequest::Remove {
             biz_tag: "order".into(),
         },
+        CatalogRequest::Report {
+            summaries: vec![
+                TagSummary {
+                    tag: tag_view(),
+                    stats: None,
+                },
+                TagSummary {
+                    tag: tag_view(),
+                    stats: Some(TagStats {
+                        allocations: 3,
+                        ids_per_hour: 3000,
+                        remaining: "9007199254740993".into(),
+                        exhausted_at_ms: Some(1_800_000_000_000),
+                        at_ms: 1_700_000_000_000,
+                    }),
+                },
+            ],
+        },
+        CatalogRequest::Page(PageQuery {
+            after: Some("order".into()),
+            limit: 100,
+            prefix: Some("ord".into()),
+            contains: Some("r".into()),
+            ..PageQuery::default()
+        }),
     ] {
         round_trip(r);
     }
+    // A page query as the catalog reads it.
+    assert_eq!(
+        text(&CatalogRequest::Page(PageQuery {
+            limit: 2,
+            ..PageQuery::default()
+        })),
+        r#"{"page":{"after":null,"limit":2,"exact":null,"prefix":null,"contains":null,"byRate":false}}"#
+    );
     assert_eq!(
         text(&CatalogRequest::Add {
             biz_tag: "a".into()
@@ -529,6 +562,8 @@ fn the_tag_list_and_a_deleted_tag_keep_each_tag_alphabetical() {
     let list = text(&TagViews {
         tags: vec![tag_view()],
         unavailable: vec![],
+        next: None,
+        total: None,
     });
     assert_eq!(list, old_list.to_string());
     assert_eq!(
@@ -539,6 +574,8 @@ fn the_tag_list_and_a_deleted_tag_keep_each_tag_alphabetical() {
     let partial = text(&TagViews {
         tags: vec![],
         unavailable: vec!["order".into()],
+        next: None,
+        total: None,
     });
     assert_eq!(partial, r#"{"tags":[],"unavailable":["order"]}"#);
     assert_eq!(

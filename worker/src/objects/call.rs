@@ -122,6 +122,7 @@ async fn send_within_budget(
         if left_now == 0 {
             return Err(late());
         }
+        budget.scope().count_call();
         let sent = send(env, store, text, budget.scope()).boxed_local();
         let failed = match future::select(sent, sleep_ms(left_now).boxed_local()).await {
             Either::Left((Ok(Ok(answer)), _)) => return Ok(answer),

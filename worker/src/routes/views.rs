@@ -111,9 +111,10 @@ pub async fn monitor(cx: Cx) -> ApiResult<Response> {
     json(200, &monitor::monitor(cx.access()?))
 }
 
-/// `GET /metrics`.
+/// `GET /metrics?top=N`.
 pub async fn metrics(cx: Cx) -> ApiResult<Response> {
-    let text = metrics::metrics(&cx.env, cx.access()?).await?;
+    let top = metrics::top(cx.req.url())?;
+    let text = metrics::metrics(&cx.env, cx.access()?, top).await?;
     let mut res = Response::ok(text)?;
     res.headers_mut()
         .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;

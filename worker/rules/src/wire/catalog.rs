@@ -5,6 +5,8 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
+use super::tag::TagView;
+
 /// What the catalog is asked.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
@@ -21,13 +23,103 @@ pub enum CatalogRequest {
         /// The tag.
         biz_tag: String,
     },
+    /// Tags' summaries, each kept by a tag still listed (a removed tag's
+    /// report is dropped): answers `{}`. New in 0.2: the release before
+    /// refuses it (`400 invalid_json`), and its sender then goes without.
+    Report {
+        /// The summaries.
+        summaries: Vec<TagSummary>,
+    },
+    /// One page of tags with their summaries: answers [`TagPage`]. New in
+    /// 0.2 (refused by the release before: its caller lists as before).
+    Page(PageQuery),
 }
 
 impl super::StoreRequest for CatalogRequest {
     fn repeatable(&self) -> bool {
-        // A set: adding or removing a name twice is once.
+        // A set: adding or removing a name twice is once; a summary kept
+        // twice is kept; a page is a read.
         true
     }
+}
+
+/// What a tag's object last reported of itself (at most once a minute,
+/// never on the ID path), or what a listing read of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagSummary {
+    /// The tag as `GET /v1/tags/{tag}` shows it.
+    pub tag: TagView,
+    /// Its allocations and runway (`None`: only its view is known, from a
+    /// change or a listing; the catalog keeps the last stats reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<TagStats>,
+}
+
+/// A tag's allocations and runway, as its object read them at `at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagStats {
+    /// Every allocation ever made.
+    pub allocations: u64,
+    /// IDs per hour over the last hour.
+    pub ids_per_hour: u64,
+    /// IDs left before the end of the tag's domain, decimal.
+    pub remaining: String,
+    /// When `max_id` reaches that end at that rate, Unix ms.
+    pub exhausted_at_ms: Option<u64>,
+    /// When read, Unix ms.
+    pub at_ms: u64,
+}
+
+/// Which tags a page holds: names after `after` (the cursor), at most
+/// `limit`, those a key's limit allows (`exact`, `prefix`) and containing
+/// `contains`; by name, or (`by_rate`) the busiest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageQuery {
+    /// The cursor: the last name of the page before.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The most entries.
+    pub limit: u32,
+    /// Only this tag.
+    #[serde(default)]
+    pub exact: Option<String>,
+    /// Only tags starting with this.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Only tags whose name contains this.
+    #[serde(default)]
+    pub contains: Option<String>,
+    /// Busiest first (`ids_per_hour`, then by name); `after` is ignored.
+    #[serde(default)]
+    pub by_rate: bool,
+}
+
+/// A page of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagPage {
+    /// The tags, with what the catalog holds of each.
+    pub entries: Vec<TagEntry>,
+    /// How many tags the query's filters match, in every page.
+    pub total: u64,
+    /// The cursor of the next page, if there is one.
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+/// A tag of a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagEntry {
+    /// Its name.
+    pub biz_tag: String,
+    /// Its last summary (`None`: never reported, e.g. a tag made by the
+    /// release before, not read since).
+    #[serde(default)]
+    pub summary: Option<TagSummary>,
 }
 
 /// The catalog's tags, sorted.

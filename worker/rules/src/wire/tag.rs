@@ -236,6 +236,12 @@ pub struct TagViews {
     /// budget: listed by name, so a partial answer says it is partial.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
+    /// The cursor of the next page (`?cursor=`), if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// How many tags every page together lists (the caller's, matching `q`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
 }
 
 /// `DELETE /v1/tags/{tag}`'s answer: the tag as it was, its fields in

@@ -1,9 +1,12 @@
 //! What callers use of the catalog: one function per `CatalogRequest`.
 
-use edgeleaf_rules::wire::catalog::{CatalogRequest, Done, TagList};
+use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::wire::catalog::{
+    CatalogRequest, Done, PageQuery, TagList, TagPage, TagSummary,
+};
 use worker::Env;
 
-use crate::api::ApiResult;
+use crate::api::{ApiError, ApiResult};
 use crate::objects::call::{call, Store};
 
 /// Every tag, sorted.
@@ -24,4 +27,31 @@ pub async fn remove(env: &Env, tag: &str) -> ApiResult<()> {
     let biz_tag = tag.to_owned();
     let _: Done = call(env, Store::Catalog, &CatalogRequest::Remove { biz_tag }).await?;
     Ok(())
+}
+
+/// One page of tags with their summaries; `None` from a catalog of the
+/// release before, which does not know pages (its caller lists as before).
+pub async fn page(env: &Env, query: PageQuery) -> ApiResult<Option<TagPage>> {
+    not_understood(call(env, Store::Catalog, &CatalogRequest::Page(query)).await)
+}
+
+/// Hands tags' summaries to the catalog (nothing done by a catalog of the
+/// release before, which does not keep them).
+pub async fn report(env: &Env, summaries: Vec<TagSummary>) -> ApiResult<()> {
+    let sent: ApiResult<Done> =
+        call(env, Store::Catalog, &CatalogRequest::Report { summaries }).await;
+    not_understood(sent).map(|_| ())
+}
+
+/// An answer, or `None` for a request the catalog refused as one it does
+/// not know (`400 invalid_json`: the release before, during a deploy).
+fn not_understood<T>(answer: ApiResult<T>) -> ApiResult<Option<T>> {
+    match answer {
+        Ok(t) => Ok(Some(t)),
+        Err(ApiError {
+            code: ErrorCode::InvalidJson,
+            ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }

@@ -91,6 +91,11 @@ impl TagStore {
     }
 
     pub(super) fn history(&self) -> ApiResult<Response> {
+        json(200, &self.read_history()?)
+    }
+
+    /// The live tag and its remembered allocations.
+    pub(super) fn read_history(&self) -> ApiResult<TagHistory> {
         let stored = self.live()?;
         let rows: Vec<HistoryRow> = self
             .sql
@@ -114,14 +119,11 @@ impl TagStore {
                 })
             })
             .collect::<ApiResult<Vec<_>>>()?;
-        json(
-            200,
-            &TagHistory {
-                tag: Self::view(&stored),
-                allocations,
-                events,
-            },
-        )
+        Ok(TagHistory {
+            tag: Self::view(&stored),
+            allocations,
+            events,
+        })
     }
 
     pub(super) fn lease(&self, req: AllocateRequest) -> ApiResult<Response> {

@@ -21,10 +21,15 @@
 //! the asker (`credit`, one row per range), leased again only by the same
 //! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
 //!
+//! It reports its summary (its view, allocations and runway) to the catalog
+//! from an alarm, at most once a minute and only after a change (`report`),
+//! so that listings and scrapes never call every tag's object.
+//!
 //! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
 //! below 2^53, and IDs go to 2^63 − 1.
 
 mod handlers;
+mod report;
 mod schema;
 pub mod stubs;
 
@@ -33,7 +38,7 @@ use std::cell::{Cell, RefCell};
 use edgeleaf::driver::MonotonicIssuer;
 use edgeleaf_rules::wire::{tag::TagRequest, tag::TagView};
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State, Storage,
 };
 
 use crate::api::{json, ApiError, ApiResult};
@@ -44,6 +49,12 @@ use schema::Stored;
 #[durable_object]
 pub struct TagStore {
     sql: SqlStorage,
+    storage: Storage,
+    env: Env,
+    /// An alarm to report the summary is set (`report`).
+    report_armed: Cell<bool>,
+    /// When this instance last reported its summary, Unix ms (0: never).
+    reported_ms: Cell<u64>,
     /// The tables are known to exist (made by this instance, or found).
     tables: Cell<bool>,
     /// Monotonic tags only: the IDs this object serves itself.
@@ -66,16 +77,45 @@ impl TagStore {
 }
 
 impl DurableObject for TagStore {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
         TagStore {
             sql: state.storage().sql(),
+            storage: state.storage(),
+            env,
+            report_armed: Cell::new(false),
+            reported_ms: Cell::new(0),
             tables: Cell::new(false),
             issuer: RefCell::new(None),
         }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(None, &req, async |r| match r {
+        let changed = Cell::new(false);
+        let answer = serve(None, &req, async |r| {
+            changed.set(!matches!(
+                r,
+                TagRequest::Get | TagRequest::History | TagRequest::Reveal { .. }
+            ));
+            self.answer(r)
+        })
+        .await;
+        // A change that was made (a refused one, e.g. of a name never
+        // created, writes nothing, not even an alarm).
+        if changed.get() && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
+            self.arm_report().await;
+        }
+        answer
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.report().await;
+        Response::empty()
+    }
+}
+
+impl TagStore {
+    fn answer(&self, r: TagRequest) -> ApiResult<Response> {
+        match r {
             TagRequest::Put(b) => self.upsert(b),
             TagRequest::Get => self.live().and_then(|s| json(200, &Self::view(&s))),
             TagRequest::History => self.history(),
@@ -88,7 +128,6 @@ impl DurableObject for TagStore {
             TagRequest::Reveal { id } => self.reveal(&id),
             TagRequest::Ids { count } => self.ids(count),
             TagRequest::TakeBack(b) => self.take_back(&b),
-        })
-        .await
+        }
     }
 }
