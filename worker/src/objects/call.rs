@@ -216,6 +216,17 @@ impl Store<'_> {
     }
 }
 
+/// What an object that could not read the service's message (another
+/// release's, during a deploy) is answered as: a 503 whose message says so.
+const NOT_UNDERSTOOD: &str = "refused the service's message";
+
+/// Whether `e` is an object's refusal of a message it cannot read (a new
+/// request sent to the release before): the sender may fall back to what
+/// that release understands.
+pub fn not_understood(e: &ApiError) -> bool {
+    e.code == ErrorCode::StoreUnavailable && e.message.contains(NOT_UNDERSTOOD)
+}
+
 /// One call: `text` to the object; the platform's failure (`Err`), or the
 /// object's answer (its text, or the error it answered).
 async fn send(
@@ -279,14 +290,10 @@ async fn send(
         if error.code == ErrorCode::InvalidJson {
             // The Worker wrote the message, so an object that cannot read it
             // runs another release (during a deploy): the service's trouble,
-            // for a while, not the caller's.
+            // for a while, not the caller's (`not_understood` tells it).
             return Ok(Err(ApiError::unavailable(
                 ErrorCode::StoreUnavailable,
-                format!(
-                    "{}: refused the service's message: {}",
-                    store.name(),
-                    error.message
-                ),
+                format!("{}: {NOT_UNDERSTOOD}: {}", store.name(), error.message),
                 RETRY_AFTER_MS,
             )));
         }

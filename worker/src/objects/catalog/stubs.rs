@@ -1,12 +1,11 @@
 //! What callers use of the catalog: one function per `CatalogRequest`.
 
-use edgeleaf::code::ErrorCode;
 use edgeleaf_rules::wire::catalog::{
     CatalogRequest, Done, PageQuery, TagList, TagPage, TagSummary,
 };
 use worker::Env;
 
-use crate::api::{ApiError, ApiResult};
+use crate::api::ApiResult;
 use crate::objects::call::{call, Store};
 
 /// Every tag, sorted.
@@ -44,14 +43,11 @@ pub async fn report(env: &Env, summaries: Vec<TagSummary>) -> ApiResult<()> {
 }
 
 /// An answer, or `None` for a request the catalog refused as one it does
-/// not know (`400 invalid_json`: the release before, during a deploy).
+/// not know (the release before, during a deploy: `call::not_understood`).
 fn not_understood<T>(answer: ApiResult<T>) -> ApiResult<Option<T>> {
     match answer {
         Ok(t) => Ok(Some(t)),
-        Err(ApiError {
-            code: ErrorCode::InvalidJson,
-            ..
-        }) => Ok(None),
+        Err(e) if crate::objects::call::not_understood(&e) => Ok(None),
         Err(e) => Err(e),
     }
 }
