@@ -3,6 +3,7 @@
 //! IDs per minute, the step over time and the runway.
 
 use edgeleaf::code::ErrorCode;
+use edgeleaf_rules::wire::catalog::{TagStats, TagSummary};
 use edgeleaf_rules::wire::tag::TagHistory;
 use edgeleaf_rules::{history::per_minute, history::Runway};
 use serde_json::json;
@@ -23,6 +24,21 @@ pub async fn load(env: &Env, tag: &str) -> ApiResult<TagHistory> {
 /// The runway of a tag from its history.
 pub fn tag_runway(h: &TagHistory, now: u64) -> ApiResult<Runway> {
     Ok(h.runway(now)?)
+}
+
+/// The summary the catalog keeps of a tag, from its history and runway at
+/// `now` (what its object reports, and what a listing reads when none was).
+pub fn summary(h: &TagHistory, r: &Runway, now: u64) -> TagSummary {
+    TagSummary {
+        tag: h.tag.clone(),
+        stats: Some(TagStats {
+            allocations: h.allocations,
+            ids_per_hour: r.ids_per_hour,
+            remaining: r.remaining.to_string(),
+            exhausted_at_ms: r.exhausted_at_ms,
+            at_ms: now,
+        }),
+    }
 }
 
 /// `?minutes=N`, 1..=1440 (default 60).

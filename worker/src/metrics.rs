@@ -13,7 +13,7 @@ use std::fmt::Write;
 use edgeleaf::code::ErrorCode;
 use edgeleaf_rules::access::Access;
 use edgeleaf_rules::history::Runway;
-use edgeleaf_rules::wire::catalog::{TagStats, TagSummary};
+use edgeleaf_rules::wire::catalog::TagSummary;
 use edgeleaf_rules::wire::tag::TagView;
 use worker::Env;
 
@@ -128,16 +128,7 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
     if !found.is_empty() {
         let summaries = found
             .values()
-            .map(|(h, r)| TagSummary {
-                tag: h.tag.clone(),
-                stats: Some(TagStats {
-                    allocations: h.allocations,
-                    ids_per_hour: r.ids_per_hour,
-                    remaining: r.remaining.to_string(),
-                    exhausted_at_ms: r.exhausted_at_ms,
-                    at_ms: now,
-                }),
-            })
+            .map(|(h, r)| history::summary(h, r, now))
             .collect();
         // Kept for the next scrape; one not kept is read again then.
         let _ = catalog::report(env, summaries).await;

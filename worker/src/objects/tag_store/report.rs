@@ -3,11 +3,11 @@
 //! path — and again each minute while the last hour's rate is not 0 (it
 //! falls as allocations age out of the hour).
 
-use edgeleaf_rules::wire::catalog::{TagStats, TagSummary};
+use edgeleaf_rules::wire::catalog::TagSummary;
 
 use crate::api::ApiResult;
 use crate::clock::now_ms;
-use crate::history::tag_runway;
+use crate::history::{summary, tag_runway};
 use crate::objects::catalog::stubs as catalog;
 
 use super::TagStore;
@@ -71,15 +71,6 @@ impl TagStore {
         let h = self.read_history()?;
         let now = now_ms();
         let r = tag_runway(&h, now)?;
-        Ok(Some(TagSummary {
-            tag: h.tag,
-            stats: Some(TagStats {
-                allocations: h.allocations,
-                ids_per_hour: r.ids_per_hour,
-                remaining: r.remaining.to_string(),
-                exhausted_at_ms: r.exhausted_at_ms,
-                at_ms: now,
-            }),
-        }))
+        Ok(Some(summary(&h, &r, now)))
     }
 }
