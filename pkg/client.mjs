@@ -350,6 +350,7 @@ export function makeClient(wasm, { SegmentGenerator, fenceOf }) {
     // (a segment lease): when and how often is the core's
     // (`wait::after_call_failed`, through the bindings' `CallBudget`).
     // No answer, or a 5xx, may mend; anything else is the caller's to see.
+    // A 503 that says when to ask again is asked again no sooner.
     async #retried(call) {
       const budget = new wasm.CallBudget(Date.now());
       for (let attempts = 1; ; attempts++) {
@@ -357,7 +358,7 @@ export function makeClient(wasm, { SegmentGenerator, fenceOf }) {
           return await call();
         } catch (e) {
           const retryable = e.code === 'service_unreachable' || e.status >= 500;
-          const wait = budget.afterFailed(retryable, attempts, Date.now());
+          const wait = budget.afterFailed(retryable, attempts, Date.now(), e.retryAfterMs);
           if (wait < 0) throw e;
           await sleep(wait);
         }

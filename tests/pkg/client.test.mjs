@@ -17,7 +17,7 @@ function service({ fail = () => null } = {}) {
     s.times.push(Date.now());
     const failed = fail(s.calls.length);
     if (failed === 'throw') throw new Error('connection reset');
-    if (failed) return new Response(JSON.stringify({ error: { code: failed.code, message: 'refused' } }), { status: failed.status, headers: { 'retry-after': '1' } });
+    if (failed) return new Response(JSON.stringify({ error: { code: failed.code, message: 'refused' } }), { status: failed.status, headers: failed.retryAfter ? { 'retry-after': failed.retryAfter } : {} });
     if (url.endsWith('/lease/return')) return Response.json({ taken: true });
     const start = s.max + 1n;
     s.max += BigInt(body.step);
@@ -42,13 +42,28 @@ test('a lease that gets no answer (or a 5xx) is asked at most 4 times, from a 25
     assert.equal(new Set(s.calls.map((c) => c.body.requestId)).size, 1);
   }
   // A refusal is the caller's to see at once.
-  const refused = service({ fail: () => ({ status: 403, code: 'forbidden' }) });
+  const refused = service({ fail: () => ({ status: 403, code: 'forbidden', retryAfter: '1' }) });
   await assert.rejects(client(refused).segment('t').next(), { code: 'forbidden' });
   assert.equal(refused.calls.length, 1);
   // An answer after a lost one: served.
   const flaky = service({ fail: (n) => (n < 3 ? 'throw' : null) });
   assert.equal(await client(flaky).segment('t', { step: 10 }).next(), 1n);
   assert.equal(flaky.calls.length, 3);
+});
+
+test('a 503 that says when to ask again (Retry-After) is asked again no sooner, within the budget (wait::after_told_to_wait)', async () => {
+  const s = service({ fail: () => ({ status: 503, code: 'overloaded', retryAfter: '1' }) });
+  const err = await client(s).segment('t', { step: 10 }).next().then(() => null, (e) => e);
+  assert.equal(err?.code, 'overloaded');
+  assert.equal(err.retryAfterMs, 1000, 'the service\'s Retry-After is passed on');
+  assert.equal(s.calls.length, 4, 'MAX_CALL_ATTEMPTS calls: 3 s of waits fit the 10 s budget');
+  const waits = s.times.slice(1).map((t, i) => t - s.times[i]);
+  assert.ok(waits.every((w) => w >= 999), `waits ${waits}: each at least the 1 s the service asked`);
+  // One that mends: served after the wait.
+  const mended = service({ fail: (n) => (n === 1 ? { status: 503, code: 'overloaded', retryAfter: '1' } : null) });
+  const t0 = Date.now();
+  assert.equal(await client(mended).segment('t', { step: 10 }).next(), 1n);
+  assert.ok(Date.now() - t0 >= 999 && mended.calls.length === 2);
 });
 
 test('with an API key, each lease says the generator\'s fence (`after`: the end of its last range); other tokens send neither request IDs nor `after`', async () => {
