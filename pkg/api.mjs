@@ -23,9 +23,9 @@ export { codedError, MAX_IDS_PER_CALL };
 
 export function makeApi(wasm) {
   const { Snowflake, layoutInfo } = makeSnowflake(wasm);
-  const { SegmentGenerator } = makeSegmentGenerator(wasm);
+  const { SegmentGenerator, fenceOf } = makeSegmentGenerator(wasm);
   const { OpaqueIds } = makeOpaque(wasm);
-  const { EdgeleafClient } = makeClient(wasm, { SegmentGenerator });
+  const { EdgeleafClient } = makeClient(wasm, { SegmentGenerator, fenceOf });
   const { continueAfterLeaf } = makeLeaf(wasm);
   return { Snowflake, SegmentGenerator, OpaqueIds, EdgeleafClient, layoutInfo, continueAfterLeaf, codedError, MAX_IDS_PER_CALL };
 }

@@ -62,7 +62,7 @@ function bindingCall(binding, method, path, body) {
   throw codedError('invalid_argument', `${method} ${path}: expected an ID operation of the service binding (segment, snowflake, leases, decode, reveal), found another`);
 }
 
-export function makeClient(wasm, { SegmentGenerator }) {
+export function makeClient(wasm, { SegmentGenerator, fenceOf }) {
   /**
    * A Snowflake under a worker ID leased from the service's registry. It
    * renews the lease when half its TTL has passed and stops issuing (throws
@@ -311,34 +311,26 @@ export function makeClient(wasm, { SegmentGenerator }) {
      */
     segment(tag, opts) {
       // The service binding is shared by every bound Worker of the account,
-      // as the client token is by its holders: no request IDs.
-      const ownKey = typeof this.#token === 'string' && /^elk_[0-9a-f]{12}_[0-9a-f]{64}$/.test(this.#token);
+      // as the client token is by its holders: no request IDs. Which
+      // credential owns its request IDs is the service's rule (an API key:
+      // worker/rules/src/access.rs, through the bindings).
+      const ownKey = typeof this.#token === 'string' && wasm.isKeyToken(this.#token);
       // Each lease's request ID by its range's end (the buffer holds two
       // ranges at most: the last few are kept).
       const leases = new Map();
-      // The highest ID leased so far: the key's credits (tails handed back by
-      // its other clients) at or below it are left for them (this buffer
-      // never loads below what it held).
-      let high = 0n;
+      let generator;
       const fetchSegment = async (t, step) => {
-        const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}`, ...(high > 0n ? { after: String(high) } : {}) } : { step };
-        let last;
-        for (let attempt = 0; attempt < 3; attempt++) {
-          try {
-            const range = await this.request('POST', `/v1/segment/${t}/lease`, body);
-            if (ownKey) {
-              try { if (BigInt(range?.end) > high) high = BigInt(range.end); } catch { /* refused by the generator */ }
-              leases.set(String(range?.end), body.requestId);
-              if (leases.size > 4) leases.delete(leases.keys().next().value);
-            }
-            return range;
-          } catch (e) {
-            last = e;
-            if (e.code !== 'service_unreachable' && !(e.status >= 500)) throw e;
-            await sleep(Math.min(1000, e.retryAfterMs ?? 50 * 2 ** attempt));
-          }
+        // The generator's fence (the core's): the key's credits (tails
+        // handed back by its other clients) at or below it are left for
+        // them, since this generator never loads there.
+        const after = ownKey ? fenceOf(generator) : 0n;
+        const body = ownKey ? { step, requestId: `${t}-${randomHex(12)}`, ...(after > 0n ? { after: String(after) } : {}) } : { step };
+        const range = await this.#retried(() => this.request('POST', `/v1/segment/${t}/lease`, body));
+        if (ownKey) {
+          leases.set(String(range?.end), body.requestId);
+          if (leases.size > 4) leases.delete(leases.keys().next().value);
         }
-        throw last;
+        return range;
       };
       const returnSegment = async (t, { start, end }) => {
         const requestId = leases.get(String(end));
@@ -348,9 +340,29 @@ export function makeClient(wasm, { SegmentGenerator }) {
       };
       // Not an object: handed on as is, for the bindings to refuse.
       const o = opts === undefined ? {} : opts;
-      return new SegmentGenerator(o !== null && typeof o === 'object'
+      generator = new SegmentGenerator(o !== null && typeof o === 'object'
         ? { ...o, tag, fetchSegment, returnSegment: ownKey ? returnSegment : undefined }
         : o);
+      return generator;
+    }
+
+    // The one wait loop of a call to the service that may be made again
+    // (a segment lease): when and how often is the core's
+    // (`wait::after_call_failed`, through the bindings' `CallBudget`).
+    // No answer, or a 5xx, may mend; anything else is the caller's to see.
+    // A 503 that says when to ask again is asked again no sooner.
+    async #retried(call) {
+      const budget = new wasm.CallBudget(Date.now());
+      for (let attempts = 1; ; attempts++) {
+        try {
+          return await call();
+        } catch (e) {
+          const retryable = e.code === 'service_unreachable' || e.status >= 500;
+          const wait = budget.afterFailed(retryable, attempts, Date.now(), e.retryAfterMs);
+          if (wait < 0) throw e;
+          await sleep(wait);
+        }
+      }
     }
 
     /**

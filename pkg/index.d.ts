@@ -192,7 +192,7 @@ export interface SegmentGeneratorOptions {
   now?: () => number;
   /** Hand out opaque IDs: each counter from `fetchSegment` goes through `OpaqueIds` with this key and domain (ranges must stay inside it). */
   opaque?: OpaqueOptions;
-  /** Called by `close()` with each loaded range's unused tail (`end`: the range's end), last first; `{ taken: false }` (or a throw) stops the ones before it. */
+  /** Called by `close()` with each loaded range's unused tail (`end`: the range's end), last first; any answer but `{ taken: true }` (`{ taken: false }`, a throw, or nothing) stops the ones before it. */
   returnSegment?: (tag: string, tail: { start: bigint; end: bigint }) => Promise<{ taken: boolean } | void>;
 }
 

@@ -2,6 +2,15 @@
 // keep the key in their own process (the service keeps its own).
 import { toId } from './args.mjs';
 
+/**
+ * The length of a key, bytes: the core's `opaque::OPAQUE_KEY_BYTES`, written
+ * here because `generateKey()` works before the wasm is loaded
+ * (edgeleaf/slim). tests/pkg/opaque.test.mjs compares it with the core's
+ * (the bindings' `opaqueKeyBytes()`); a wrong length would be refused by the
+ * core when the key is used.
+ */
+export const OPAQUE_KEY_BYTES = 16;
+
 export function makeOpaque(wasm) {
   /** IDs that reveal neither order nor volume: `encode(counter)` / `decode(id)`, both bigint. */
   class OpaqueIds {
@@ -20,10 +29,7 @@ export function makeOpaque(wasm) {
 
     /** A new 128-bit key from crypto.getRandomValues. */
     static generateKey() {
-      // The core's OPAQUE_KEY_BYTES, written here: generateKey works before
-      // the wasm is loaded (edgeleaf/slim), and a wrong length is refused by
-      // the core when the key is used.
-      const key = new Uint8Array(16);
+      const key = new Uint8Array(OPAQUE_KEY_BYTES);
       crypto.getRandomValues(key);
       return key;
     }

@@ -7,6 +7,9 @@ import { count, toId } from './args.mjs';
 const LOAD = 1n << 63n;
 
 export function makeSegmentGenerator(wasm) {
+  // Each generator's core, for the client that feeds it (its fence).
+  const cores = new WeakMap();
+
   function segmentOf(tag, step, value) {
     if (value === null || typeof value !== 'object') {
       throw codedError('invalid_segment', `fetchSegment(${tag}, ${step}): expected { start, end }, found ${describe(value)}`);
@@ -32,6 +35,7 @@ export function makeSegmentGenerator(wasm) {
     constructor(opts) {
       // The bindings check every option (tag, fetchSegment, returnSegment and now included).
       this.#core = new wasm.SegmentCore(opts ?? null);
+      cores.set(this, this.#core);
       this.#tag = opts.tag;
       this.#fetch = opts.fetchSegment;
       this.#return = opts.returnSegment;
@@ -100,36 +104,31 @@ export function makeSegmentGenerator(wasm) {
 
     /**
      * Stops issuing (every later call throws `generator_closed`) and hands
-     * the unused tail of each loaded range back through `returnSegment`, last
-     * first (the service takes a tail back only if nothing was leased after
-     * it; the one before it, only then: after `{ taken: false }` or a throw,
-     * none is offered). A load in flight lands first (its range is the
-     * last). Resolves to the unused ranges, `[{ start, end, taken }]`; a
-     * tail not taken stays a gap, never an ID twice. Idempotent: every call
-     * answers the first one's promise.
+     * the unused tail of each loaded range back through `returnSegment`, in
+     * the core's order and by its rule (`SegmentDriver::hand_back`, the
+     * one a regional allocator follows): last first (a store takes a tail
+     * back only if nothing was leased after it; the one before it, only
+     * then), ending at the first answer that is not `{ taken: true }` — a
+     * refusal, a throw or an answer that says nothing. A load in flight
+     * lands first (its range is the last). Resolves to the unused ranges,
+     * `[{ start, end, taken }]`; a tail not taken stays a gap, never an ID
+     * twice. Idempotent: every call answers the first one's promise.
      */
     close() {
       if (this.#closing) return this.#closing;
       this.#closing = (async () => {
         await this.#inflight?.catch(() => {});
-        const ranges = this.#core.retire();
-        const offered = [];
-        let taking = this.#return !== undefined;
-        for (const { start, end } of ranges) {
-          let taken = false;
-          if (taking) {
-            try {
-              const answer = await this.#return(this.#tag, { start, end });
-              taken = answer?.taken === true;
-              // Not taken: none before it can be (IDs followed it).
-              taking = answer?.taken !== false;
-            } catch {
-              taking = false; // stays a gap, and so do the ones before it
-            }
+        this.#core.handBack();
+        for (let tail; this.#return && (tail = this.#core.tailToSend()) !== undefined;) {
+          let answer;
+          try {
+            answer = await this.#return(this.#tag, tail);
+          } catch {
+            // No answer: it says nothing, as a lost one (the core ends the hand-back).
           }
-          offered.push({ start, end, taken });
+          this.#core.tailAnswered(answer);
         }
-        return offered;
+        return this.#core.handedBack();
       })();
       return this.#closing;
     }
@@ -162,5 +161,12 @@ export function makeSegmentGenerator(wasm) {
     }
   }
 
-  return { SegmentGenerator };
+  /**
+   * The fence of `generator` (the core's `SegmentDriver::fence`): the end
+   * of the last range it loaded, 0n for none. It never loads at or below
+   * it. For `EdgeleafClient`, whose leases tell the service (`after`).
+   */
+  const fenceOf = (generator) => cores.get(generator)?.fence ?? 0n;
+
+  return { SegmentGenerator, fenceOf };
 }

@@ -21,6 +21,8 @@
 //! instance of the store still running beside its replacement never answers
 //! an ID twice nor one below an ID already answered.
 
+#[cfg(feature = "alloc")]
+use crate::block::HandBack;
 use crate::error::Error;
 use crate::segment::{Allocation, SegmentBuffer, SegmentSnapshot, StepPolicy};
 use crate::wait::{InFlight, DEFAULT_TAKE_OVER_MS};
@@ -188,6 +190,22 @@ impl SegmentDriver {
     pub fn retire(&mut self) -> [Option<Allocation>; 2] {
         self.loading_since.done();
         self.buf.retire()
+    }
+
+    /// Closes the client: gives up both halves ([`retire`](SegmentDriver::retire))
+    /// and returns their hand-back to the tag's store, last first, stopping
+    /// at the first tail not taken or not answered (the core's one rule,
+    /// [`HandBack`]). The host sends each [`HandBack::to_send`] and reports
+    /// the answer; what is not taken stays a gap, never an ID twice.
+    #[cfg(feature = "alloc")]
+    pub fn hand_back(&mut self) -> HandBack<Allocation> {
+        HandBack::new(self.retire().into_iter().flatten().collect())
+    }
+
+    /// The fence ([`SegmentBuffer::fence`]): the end of the last segment
+    /// loaded (0: none); no segment at or below it is loaded again.
+    pub fn fence(&self) -> u64 {
+        self.buf.fence()
     }
 
     /// The buffer's state for monitoring.

@@ -26,6 +26,12 @@ pub struct Allocation {
     pub step: u64,
 }
 
+impl AsRef<Allocation> for Allocation {
+    fn as_ref(&self) -> &Allocation {
+        self
+    }
+}
+
 impl Allocation {
     /// A checked range.
     ///
@@ -250,6 +256,15 @@ impl SegmentBuffer {
     pub fn starting_above(mut self, floor: u64) -> Self {
         self.high_water = self.high_water.max(floor);
         self
+    }
+
+    /// The fence: the end of the last segment loaded (0: none, or the floor
+    /// of [`starting_above`](SegmentBuffer::starting_above)). Nothing at or
+    /// below it is ever loaded again, so a client may tell its store it
+    /// holds nothing there (the service's lease `after`: the credits of
+    /// other clients of the same key, at or below it, are left for them).
+    pub fn fence(&self) -> u64 {
+        self.high_water
     }
 
     /// The step to ask the store for now, by Leaf's dynamic rule from how long

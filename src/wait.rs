@@ -179,6 +179,24 @@ pub fn after_call_failed(
     }
 }
 
+/// After the `attempts`-th call (1 for the first) to the service was
+/// answered "not now, ask again in `retry_after_ms`" (a 503 with
+/// `Retry-After`), with `remaining_ms` of the caller's budget left: wait what
+/// the service asked — never less, so that callers turned away do not come
+/// back sooner than the service can take them — and call again, if fewer
+/// than [`MAX_CALL_ATTEMPTS`] calls were made and at least [`MIN_CALL_MS`] of
+/// the budget is left after the wait; else give up, passing the service's
+/// `Retry-After` on.
+pub fn after_told_to_wait(retry_after_ms: u64, attempts: u32, remaining_ms: u64) -> AfterFailure {
+    if attempts < MAX_CALL_ATTEMPTS && retry_after_ms.saturating_add(MIN_CALL_MS) <= remaining_ms {
+        AfterFailure::Retry {
+            after_ms: retry_after_ms,
+        }
+    } else {
+        AfterFailure::GiveUp { retry_after_ms }
+    }
+}
+
 /// The longest backoff after the `attempts`-th call failed (1 for the
 /// first): `RETRY_BACKOFF_MS · 2^(attempts−1)`.
 pub fn retry_backoff_ceiling_ms(attempts: u32) -> u64 {

@@ -13,9 +13,10 @@
 
 use edgeleaf::{
     holder::HolderNext, holder::LeaseAsk, minted::minter_step, minted::MinterStep, snowflake::Wait,
-    wait::after_call_failed, wait::retry_backoff_ceiling_ms, wait::AfterFailure, wait::CallFailure,
-    wait::InFlight, wait::WaitBudget, wait::MAX_CALL_ATTEMPTS, wait::MAX_WAIT_MS,
-    wait::MIN_CALL_MS, wait::RETRY_AFTER_MS,
+    wait::after_call_failed, wait::after_told_to_wait, wait::retry_backoff_ceiling_ms,
+    wait::AfterFailure, wait::CallFailure, wait::InFlight, wait::WaitBudget,
+    wait::MAX_BACKGROUND_WAIT_MS, wait::MAX_CALL_ATTEMPTS, wait::MAX_WAIT_MS, wait::MIN_CALL_MS,
+    wait::RETRY_AFTER_MS,
 };
 use proptest::prelude::*;
 
@@ -125,6 +126,27 @@ proptest! {
                     && attempts < MAX_CALL_ATTEMPTS
                     && retry_backoff_ceiling_ms(attempts) + MIN_CALL_MS <= remaining;
                 prop_assert!(failure != CallFailure::Retryable || !fits, "gave up with {} left after {} calls", remaining, attempts);
+            }
+        }
+    }
+
+    #[test]
+    fn a_caller_told_to_wait_waits_at_least_that_and_within_its_budget(
+        retry_after in prop_oneof![0u64..100, 0u64..=3 * RETRY_AFTER_MS, any::<u64>()],
+        attempts in 1u32..8,
+        remaining in prop_oneof![0u64..200, 0u64..=MAX_BACKGROUND_WAIT_MS],
+    ) {
+        match after_told_to_wait(retry_after, attempts, remaining) {
+            AfterFailure::Retry { after_ms } => {
+                prop_assert_eq!(after_ms, retry_after, "back sooner (or later) than the service asked");
+                prop_assert!(attempts < MAX_CALL_ATTEMPTS);
+                prop_assert!(after_ms + MIN_CALL_MS <= remaining, "waits {} with {} left", after_ms, remaining);
+            }
+            AfterFailure::GiveUp { retry_after_ms } => {
+                prop_assert_eq!(retry_after_ms, retry_after, "the service's Retry-After is passed on");
+                // Liveness: called again whenever that fits.
+                let fits = attempts < MAX_CALL_ATTEMPTS && retry_after.saturating_add(MIN_CALL_MS) <= remaining;
+                prop_assert!(!fits, "gave up with {} left after {} calls", remaining, attempts);
             }
         }
     }

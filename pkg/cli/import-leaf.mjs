@@ -10,9 +10,12 @@
 // from in between is refused (409 `tag_changed`), never raised over IDs it
 // handed out.
 import { continueAfterLeaf } from 'edgeleaf';
+// The bindings themselves, made ready by the import of 'edgeleaf' above (the
+// same module: index.mjs imports it and compiles the wasm).
+import { leafMaxStep } from '../web/edgeleaf.js';
 
-/** Leaf's largest dynamic step (`SegmentIDGenImpl.MAX_STEP`), for the help text. */
-export const LEAF_MAX_STEP = 1_000_000;
+/** Leaf's largest dynamic step (`SegmentIDGenImpl.MAX_STEP`; the core's `leaf::LEAF_MAX_STEP`), for the help text. */
+export const LEAF_MAX_STEP = leafMaxStep();
 
 /**
  * What to do with each row: `{ tag, leafMaxId, step, tagStep, description,

@@ -62,27 +62,35 @@ pub enum TailAnswer {
     Lost,
 }
 
-/// One retirement's tails on their way back to the root, last first (only
-/// the last range handed out can return, then the one before it): the host
-/// sends each [`to_send`](HandBack::to_send) and reports its answer, then
-/// [`finish`](HandBack::finish)es. A refusal or a lost answer ends it: the
-/// earlier tails cannot come back once a later one did not, so they are
-/// not sent, and stay this allocator's.
+/// Tails on their way back to the tag's root, last first (only the last
+/// range handed out can return, then the one before it): the host sends
+/// each [`to_send`](HandBack::to_send) and reports its answer. A refusal or
+/// a lost answer ends it: the earlier tails cannot come back once a later
+/// one did not (and after an answer that says nothing, the root may or may
+/// not have taken it), so they are not sent.
+///
+/// One rule for every holder of ranges: a regional allocator's retirement
+/// (`HandBack<Tail>`, then [`finish`](HandBack::finish): what was not sent
+/// stays the allocator's) and a segment client closing
+/// (`HandBack<Allocation>`, from
+/// [`SegmentDriver::hand_back`](crate::driver::SegmentDriver::hand_back):
+/// the npm `SegmentGenerator.close()`; what is not taken stays a gap).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandBack {
+pub struct HandBack<T = Tail> {
     /// Not sent yet, the next last.
-    unsent: Vec<Tail>,
-    /// Still this allocator's alone: served again at the end.
-    kept: Vec<Tail>,
+    unsent: Vec<T>,
+    /// Still this holder's alone (refused with proof).
+    kept: Vec<T>,
     /// IDs the root took back.
     taken: u64,
     done: bool,
 }
 
-impl HandBack {
-    /// The tails of [`BlockAllocator::retire`] (last first), to hand back
-    /// once its state without them is persisted.
-    pub fn new(mut tails: Vec<Tail>) -> Self {
+impl<T: AsRef<Allocation>> HandBack<T> {
+    /// The tails (last first, as [`BlockAllocator::retire`] and
+    /// [`SegmentBuffer::retire`] give them), to hand back once the state
+    /// without them is persisted.
+    pub fn new(mut tails: Vec<T>) -> Self {
         tails.reverse();
         HandBack {
             unsent: tails,
@@ -92,8 +100,8 @@ impl HandBack {
         }
     }
 
-    /// The tail to send now, or `None`: [`finish`](HandBack::finish).
-    pub fn to_send(&mut self) -> Option<Tail> {
+    /// The tail to send now, or `None`: the hand-back is over.
+    pub fn to_send(&mut self) -> Option<T> {
         if self.done {
             return None;
         }
@@ -101,9 +109,9 @@ impl HandBack {
     }
 
     /// The root's answer to `tail` (the last [`to_send`](HandBack::to_send)).
-    pub fn answered(&mut self, tail: Tail, answer: TailAnswer) {
+    pub fn answered(&mut self, tail: T, answer: TailAnswer) {
         match answer {
-            TailAnswer::Taken => self.taken += tail.range.step,
+            TailAnswer::Taken => self.taken += tail.as_ref().step,
             TailAnswer::Refused { untaken } => {
                 if untaken {
                     self.kept.push(tail);
@@ -114,6 +122,18 @@ impl HandBack {
         }
     }
 
+    /// The tails not sent yet, the next first.
+    pub fn pending(&self) -> impl Iterator<Item = &T> {
+        self.unsent.iter().rev()
+    }
+
+    /// IDs the root took back so far.
+    pub fn taken(&self) -> u64 {
+        self.taken
+    }
+}
+
+impl HandBack<Tail> {
     /// Ends the hand-back: the tails still this allocator's (refused with
     /// proof, or never sent) served again by `allocator`
     /// ([`BlockAllocator::keep`]; persist its state after). Returns the IDs
@@ -126,6 +146,12 @@ impl HandBack {
             allocator.keep(self.kept, now_ms)
         };
         (self.taken, kept)
+    }
+}
+
+impl AsRef<Allocation> for Tail {
+    fn as_ref(&self) -> &Allocation {
+        &self.range
     }
 }
 

@@ -3,6 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpaqueIds, SegmentGenerator } from 'edgeleaf';
+// The bindings, ready once 'edgeleaf' is imported (the same module): the
+// core's constants, to compare the package's JS copies with.
+import { opaqueKeyBytes } from '../../pkg/web/edgeleaf.js';
 
 const KEY = Uint8Array.from({ length: 16 }, (_, i) => i);
 
@@ -22,6 +25,12 @@ test('the same permutation as the core: its known answers, both ways', () => {
   }
   assert.equal(seen.size, 10_000);
   assert.equal(OpaqueIds.generateKey().length, 16);
+});
+
+test('generateKey() makes keys of the core\'s length (its JS copy of OPAQUE_KEY_BYTES, for edgeleaf/slim before init)', () => {
+  assert.equal(OpaqueIds.generateKey().length, opaqueKeyBytes(), 'pkg/opaque.mjs OPAQUE_KEY_BYTES == src/opaque.rs OPAQUE_KEY_BYTES');
+  // And a key of that length is one the core takes.
+  assert.equal(new OpaqueIds({ key: OpaqueIds.generateKey(), bits: 40 }).maxId, 2n ** 40n - 1n);
 });
 
 test('a SegmentGenerator with `opaque` hands out opaque IDs of its counters', async () => {

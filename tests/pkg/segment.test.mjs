@@ -175,6 +175,28 @@ test('close(): stops issuing, hands each unused tail back last first (the load i
   assert.equal(st.calls, 2, 'no load after close');
 });
 
+test('close(): an answer that says nothing ends the hand-back, as a lost one does (the core\'s rule)', async () => {
+  // Changed on purpose (issue 32): a `returnSegment` that answered nothing
+  // (no `{ taken }`) used to count as "not taken" and the generator went on
+  // offering the range before it. The order and the stopping rule are now
+  // the core's one rule (`SegmentDriver::hand_back`, the `HandBack` the
+  // service's regional allocators follow): an answer that says nothing is
+  // a lost one (the store may have taken the tail or not), and ends the
+  // hand-back; the ranges before it stay a gap, never an ID twice.
+  for (const answer of [undefined, {}, { taken: 'yes' }, null]) {
+    const two = returningStore();
+    const sent = [];
+    const h = new SegmentGenerator({
+      tag: 'void', step: 10, prefetchPercent: 0, fetchSegment: two.fetch,
+      returnSegment: async (tag, tail) => { sent.push(tail); return answer; },
+    });
+    await h.next(); // prefetches at once: 11..=30
+    await h.warmUp(); // waits for it
+    assert.deepEqual(await h.close(), [{ start: 11n, end: 30n, taken: false }, { start: 2n, end: 10n, taken: false }], String(answer));
+    assert.deepEqual(sent, [{ start: 11n, end: 30n }], `after ${JSON.stringify(answer)} the earlier range is not offered`);
+  }
+});
+
 test('close(): a tail not taken stops the ones before it; without returnSegment nothing is sent; a throwing one is a gap', async () => {
   const st = returningStore();
   const g = new SegmentGenerator({ tag: 'gap', step: 10, prefetchPercent: 100, fetchSegment: st.fetch, returnSegment: st.returnSegment });

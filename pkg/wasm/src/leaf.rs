@@ -52,3 +52,11 @@ pub fn leaf_continuation(
     }
     Ok(out)
 }
+
+/// Leaf's largest dynamic step (the core's `leaf::LEAF_MAX_STEP`), for the
+/// command line's help.
+#[wasm_bindgen(js_name = leafMaxStep)]
+#[allow(clippy::cast_precision_loss)] // 1,000,000
+pub fn leaf_max_step() -> f64 {
+    edgeleaf::leaf::LEAF_MAX_STEP as f64
+}

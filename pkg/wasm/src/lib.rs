@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+mod client;
 mod error;
 mod holder;
 mod layout;

@@ -78,3 +78,13 @@ impl OpaqueCore {
         self.ids.domain().max_id()
     }
 }
+
+/// The length of an opaque tag's key, bytes (the core's
+/// `opaque::OPAQUE_KEY_BYTES`): `OpaqueIds.generateKey()` writes it in JS so
+/// that it works before the wasm is loaded (edgeleaf/slim), and the
+/// package's tests compare the two.
+#[wasm_bindgen(js_name = opaqueKeyBytes)]
+#[allow(clippy::cast_precision_loss)] // 16
+pub fn opaque_key_bytes() -> f64 {
+    edgeleaf::opaque::OPAQUE_KEY_BYTES as f64
+}

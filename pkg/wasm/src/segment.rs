@@ -7,8 +7,8 @@ use wasm_bindgen::prelude::*;
 use super::error::{from_core, ms};
 use super::options::{set, Options};
 use edgeleaf::{
-    driver::SegmentDriver, driver::SegmentStep, segment::Allocation, segment::SegmentBuffer,
-    segment::SegmentView, segment::StepPolicy,
+    block::HandBack, block::TailAnswer, driver::SegmentDriver, driver::SegmentStep,
+    segment::Allocation, segment::SegmentBuffer, segment::SegmentView, segment::StepPolicy,
 };
 
 /// Bit 63 of `nextId()`'s answer: "start loading the next segment" (with
@@ -23,6 +23,16 @@ pub struct SegmentCore {
     opaque: Option<edgeleaf::opaque::OpaqueIds>,
     /// The step of the load the last call asked for; 0: none.
     load_step: u64,
+    /// After `handBack()`: the core's hand-back, the tail sent and not yet
+    /// answered, and every range offered with whether it was taken.
+    closing: Option<Closing>,
+}
+
+/// A generator's hand-back under way (`close()`).
+struct Closing {
+    back: HandBack<Allocation>,
+    sent: Option<Allocation>,
+    report: Vec<(Allocation, bool)>,
 }
 
 #[wasm_bindgen]
@@ -89,6 +99,7 @@ impl SegmentCore {
             driver: SegmentDriver::with_buffer(buf),
             opaque,
             load_step: 0,
+            closing: None,
         })
     }
 
@@ -168,20 +179,95 @@ impl SegmentCore {
         self.driver.loaded(alloc, now).map_err(|e| from_core(&e))
     }
 
-    /// Gives up both halves (the generator closes): their unused ranges,
-    /// last first (the order a tag's store can take them back), as
-    /// `[{ start, end }]` (bigints: the store's own numbers, also for an
-    /// opaque generator). Nothing is handed out from them afterwards.
-    pub fn retire(&mut self) -> js_sys::Array {
+    /// Gives up both halves (the generator closes) and starts the core's
+    /// hand-back of their unused ranges (`SegmentDriver::hand_back`: last
+    /// first, ending at the first tail not taken). Nothing is handed out
+    /// from them afterwards. Only the first call starts one.
+    #[wasm_bindgen(js_name = handBack)]
+    pub fn hand_back(&mut self) {
+        if self.closing.is_some() {
+            return;
+        }
+        let back = self.driver.hand_back();
+        let report = back.pending().map(|r| (*r, false)).collect();
+        self.load_step = 0;
+        self.closing = Some(Closing {
+            back,
+            sent: None,
+            report,
+        });
+    }
+
+    /// The tail to send now, `{ start, end }` (bigints: the store's own
+    /// numbers, also for an opaque generator), or `undefined`: the
+    /// hand-back is over.
+    #[wasm_bindgen(js_name = tailToSend)]
+    pub fn tail_to_send(&mut self) -> JsValue {
+        let Some(closing) = &mut self.closing else {
+            return JsValue::UNDEFINED;
+        };
+        let Some(tail) = closing.back.to_send() else {
+            return JsValue::UNDEFINED;
+        };
+        closing.sent = Some(tail);
+        let obj = js_sys::Object::new();
+        set(&obj, "start", tail.start);
+        set(&obj, "end", tail.end);
+        obj.into()
+    }
+
+    /// `returnSegment`'s answer to the last tail sent: `{ taken: true }`
+    /// took it, `{ taken: false }` refused it; anything else (nothing, a
+    /// throw, which the caller passes as `undefined`) says nothing, as a
+    /// lost answer does. Both of the last end the hand-back.
+    #[wasm_bindgen(js_name = tailAnswered)]
+    pub fn tail_answered(&mut self, answer: &JsValue) {
+        let Some(closing) = &mut self.closing else {
+            return;
+        };
+        let Some(tail) = closing.sent.take() else {
+            return;
+        };
+        let taken = if answer.is_object() {
+            js_sys::Reflect::get(answer, &JsValue::from_str("taken"))
+                .ok()
+                .and_then(|v| v.as_bool())
+        } else {
+            None
+        };
+        let answer = match taken {
+            Some(true) => TailAnswer::Taken,
+            Some(false) => TailAnswer::Refused { untaken: false },
+            None => TailAnswer::Lost,
+        };
+        if answer == TailAnswer::Taken {
+            if let Some(entry) = closing.report.iter_mut().find(|(r, _)| *r == tail) {
+                entry.1 = true;
+            }
+        }
+        closing.back.answered(tail, answer);
+    }
+
+    /// The ranges handed back, last first, as `[{ start, end, taken }]`.
+    #[wasm_bindgen(js_name = handedBack)]
+    pub fn handed_back(&self) -> js_sys::Array {
         let out = js_sys::Array::new();
-        for range in self.driver.retire().into_iter().flatten() {
+        for (range, taken) in self.closing.iter().flat_map(|c| &c.report) {
             let obj = js_sys::Object::new();
             set(&obj, "start", range.start);
             set(&obj, "end", range.end);
+            set(&obj, "taken", *taken);
             out.push(&obj);
         }
-        self.load_step = 0;
         out
+    }
+
+    /// The fence: the end of the last range loaded (0n: none). The
+    /// generator never loads at or below it, so its client tells the store
+    /// (the service's lease `after`).
+    #[wasm_bindgen(getter)]
+    pub fn fence(&self) -> u64 {
+        self.driver.fence()
     }
 
     /// The load in flight failed.
