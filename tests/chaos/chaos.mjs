@@ -95,7 +95,9 @@
 // the generations compared), no-reuse (no generations compared; with
 // requireReuse), hostile-own (the hostile also renews its own lease, with its
 // secret: a 200), hostile-evicts (the attacked nodes are evicted by root
-// during the attack), no-kill (kill dropped from the schedule).
+// during the attack), no-kill (kill dropped from the schedule), hidden-skew
+// (client 0's clock 1.5 s ahead for 3 s after the first fault, an offset the
+// run does not record: its clock_skew refusals are larger than it explains).
 //
 // CHAOS_ONLY (comma-separated fault kinds) runs only those faults (a tool for
 // looking at one; the run then proves only what they check).
@@ -999,6 +1001,10 @@ export async function runChaos({
       faultActive = false;
       stats.faults[f.kind]++;
       if (planted.has('5xx') && f.n === 0) front.answerOnce(502, 'store_unavailable');
+      if (planted.has('hidden-skew') && f.n === 0) {
+        procs[0].child.send({ t: 'hidden', offset: 1500 });
+        setTimeout(() => procs[0].child.send({ t: 'hidden', offset: 0 }), 3000);
+      }
       log(`fault ${f.n}: ${what} (${stats.idsChecked} IDs so far)`);
     }
   }

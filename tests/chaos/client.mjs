@@ -32,8 +32,10 @@ import { EdgeleafClient } from 'edgeleaf';
 
 const [url, token, tag, mode, sharedKey, sharedFile, sharedUntil] = process.argv.slice(2);
 let offset = 0;
+// CHAOS_PLANT=hidden-skew: an offset the harness does not record.
+let hidden = 0;
 let stopping = false;
-const now = () => Date.now() + offset;
+const now = () => Date.now() + offset + hidden;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // The registry's answers, watched (see the top): `skews` the clock_skew
@@ -236,6 +238,7 @@ async function victim(nodeKey) {
 
 process.on('message', (m) => {
   if (m.t === 'clock') offset = m.offset;
+  if (m.t === 'hidden') hidden = m.offset;
   if (m.t === 'stop') stopping = true;
 });
 
