@@ -70,6 +70,11 @@
 //   client kind, either always (the workload's own) or under a fault whose
 //   window (its start to LINGER_MS after its end) it fell in; any other
 //   code, an untyped error, or a 5xx other than a 503 with Retry-After fails;
+// - a refusal a slow machine can cause is judged by its size, whatever the
+//   faults: every clock_skew the registry answered a client (a lease's or a
+//   renewal's, watched at the client's fetch) no larger than the delays and
+//   clock offsets the run recorded explain (`judgeSkew`); a lease expired
+//   while its renewal was late; a store_unavailable after half the budget;
 // - every hostile attempt is refused (403 not_lease_holder, or 409
 //   lease_not_held once the generation moved on, or 409 reserved_worker_id
 //   for a release or reclaim of a minter's grant; a reclaim may be refused
@@ -86,7 +91,10 @@
 //   409 clock_skew, 503 no_free_worker_id), kept at most its share of worker IDs from the
 //   others, and reached that share at least once in the run; every victim
 //   minted under a lease granted during every attack (`poison.attacks`);
-// - every fault kind was injected at least once.
+// - every fault kind was injected at least once; a fault a check needs
+//   exercised (`exercised`: the poisoning key capped, a node attacked, a
+//   key answered a range, two processes side by side) is injected again
+//   after the schedule, up to MAX_EXTRA more, before its check fails.
 //
 // CHAOS_PLANT (comma-separated) breaks one thing on purpose, to see the check
 // that names it fail: refuse-after-kill (the front door answers 503 to
