@@ -911,12 +911,16 @@ export async function runChaos({
     }
     if (f.kind === 'sharedStore') {
       // Two processes from one config: one node key, one store file; the
-      // second starts from the file while the first mints.
-      const until = Date.now() + f.holdMs;
-      const args = ['shared', `chaos-shared-${f.n}`, join(stores, `shared-${f.n}.json`), String(until)];
-      const first = forkClient(args);
+      // second starts from the file while the first mints. Both mint until
+      // holdMs after the first started (on a loaded machine a process takes
+      // seconds to start: a time set before it forked left the second too
+      // little to wait out the first's reservation).
+      const args = (until) => ['shared', `chaos-shared-${f.n}`, join(stores, `shared-${f.n}.json`), String(until)];
+      const first = forkClient(args(Date.now() + HANG_MS + f.holdMs));
       await first.started;
-      const second = forkClient(args);
+      const until = Date.now() + f.holdMs;
+      if (first.child.connected) first.child.send({ t: 'until', at: until }, () => {}); // gone: nothing to move
+      const second = forkClient(args(until));
       await second.started;
       const before = first.minted;
       await Promise.all([first.exited, second.exited]);

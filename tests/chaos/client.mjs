@@ -11,8 +11,8 @@
 // instead, one node of a deployment that shares a store (the sharedStore
 // fault): a leased snowflake on `nodeKey` whose store is the JSON file
 // `file`, written as a user writes one (read and written whole), minting
-// until `untilMs` (Unix ms), its refusals those of kind clientShared; it
-// sends `{ t: 'started' }` with its first IDs.
+// until `untilMs` (Unix ms; `{ t: 'until', at }` moves it), its refusals
+// those of kind clientShared; it sends `{ t: 'started' }` with its first IDs.
 //
 // `node client.mjs <url> <token> <tag> victims <nodeKey,...>`: instead, the
 // victims of the poison fault (forked with a registry key of their own): one
@@ -176,6 +176,9 @@ async function leased(churn) {
 // One node of two sharing a store (mode `shared`). `ended`: why it stopped
 // before its time (sent to the harness at the end).
 let ended = null;
+// When it stops minting (Unix ms): from the command line, moved by the
+// harness (`{ t: 'until' }`) once the first of the two has started.
+let until = Number(sharedUntil);
 async function shared() {
   const store = {
     async load() {
@@ -183,7 +186,6 @@ async function shared() {
     },
     async save(state) { await writeFile(sharedFile, JSON.stringify(state)); },
   };
-  const until = Number(sharedUntil);
   let holder;
   try {
     holder = await client.snowflake({ nodeKey: sharedKey, store, now });
@@ -239,6 +241,7 @@ async function victim(nodeKey) {
 process.on('message', (m) => {
   if (m.t === 'clock') offset = m.offset;
   if (m.t === 'hidden') hidden = m.offset;
+  if (m.t === 'until') until = m.at;
   if (m.t === 'stop') stopping = true;
 });
 
