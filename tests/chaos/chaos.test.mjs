@@ -1,9 +1,11 @@
 // The chaos run's short form (tests/chaos/chaos.mjs; `make chaos` runs it longer).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runChaos, faultSchedule, phaseTable, FAULT_KINDS } from './chaos.mjs';
+import { runChaos, faultSchedule, phaseTable, chaosSeed, FAULT_KINDS } from './chaos.mjs';
 
-const SEED = Number(process.env.CHAOS_SEED ?? 20261122);
+// A fixed seed in make test; CHAOS_SEED=<n> replays one, CHAOS_SEED=random draws one.
+const SEED = chaosSeed(process.env.CHAOS_SEED, 20261122);
+console.log(`chaos (short form): seed ${SEED} (replay: CHAOS_SEED=${SEED} node --test tests/chaos/chaos.test.mjs)`);
 
 test('the fault schedule comes from the seed alone, and starts with one fault of each kind', () => {
   const kinds = [...FAULT_KINDS, 'serviceClock'];
@@ -20,7 +22,8 @@ test('chaos, short: kill -9, pauses past the TTL, client and service clock steps
   console.log(phaseTable(stats));
   console.log(`chaos: ${stats.idsChecked} IDs checked, faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
     `hostile ${JSON.stringify(stats.hostile)}, request IDs ${JSON.stringify(stats.requestIds)}, poison ${JSON.stringify(stats.poison)}, ` +
-    `allocators ${JSON.stringify(stats.allocators)}, ${stats.duplicates} duplicates`);
+    `allocators ${JSON.stringify(stats.allocators)}, clock_skew judged ${JSON.stringify(stats.skews)}, faults added to exercise a check ${JSON.stringify(stats.extraFaults)}, ` +
+    `${stats.duplicates} duplicates, seed ${SEED}`);
   assert.deepEqual(stats.failures, []);
   // It proved something: IDs of every kind, and faults of every kind.
   assert.ok(stats.segmentIds > 10_000 && stats.snowflakes > 10_000 && stats.leaseRanges > 10, JSON.stringify(stats));

@@ -56,14 +56,17 @@ async function draw(svc, isolate, record) {
   }
 }
 
+/** Every answer of 200 holds the COUNT IDs asked; no ID twice. Returns the distinct IDs. */
 function checkUnique(all, failures) {
   const seen = new Map();
   for (const r of all) {
+    if (r.status === 200 && r.ids.length !== COUNT) failures.push(`isolate ${r.isolate}: ${r.ids.length} IDs for count=${COUNT}`);
     for (const id of r.ids) {
       if (seen.has(id)) failures.push(`${id} issued twice (isolates ${seen.get(id)} and ${r.isolate})`);
       else seen.set(id, r.isolate);
     }
   }
+  return seen.size;
 }
 
 test('each colo is served by its own region\'s minters; a region down, by another\'s; no ID twice', async () => {
@@ -136,10 +139,15 @@ test('each colo is served by its own region\'s minters; a region down, by anothe
     } finally {
       await svc.dispose();
     }
-    checkUnique(all, failures);
+    const distinct = checkUnique(all, failures);
     const ids = all.reduce((n, r) => n + r.ids.length, 0);
-    console.log(`minters-regions: ${ids} IDs through LHR and ORD, ${failures.length} failures`);
+    const answered = all.filter((r) => r.status === 200).length;
+    console.log(`minters-regions: ${ids} IDs (${distinct} distinct) in ${answered} answers through LHR and ORD, ${failures.length} failures`);
     assert.deepEqual(failures.slice(0, 10), []);
+    // The IDs themselves counted, not only the answers: every answer whole,
+    // every ID once.
+    assert.equal(ids, answered * COUNT, `${ids} IDs in ${answered} answers of ${COUNT}`);
+    assert.equal(distinct, ids, `${ids - distinct} IDs issued twice`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -126,6 +126,14 @@ function duplicates(...lists) {
   return dups;
 }
 
+/** An ID's worker ID and timestamp (in the layout's units), by the service's layout. */
+async function decoder() {
+  const { layout } = await (await fetch(`${service.url}/v1/health`)).json();
+  const seq = BigInt(layout.sequenceBits);
+  const mask = (1n << BigInt(layout.workerBits)) - 1n;
+  return (id) => ({ worker: Number((id >> seq) & mask), ts: id >> (seq + BigInt(layout.workerBits)) });
+}
+
 test('two processes, one node key, one user-written store file: no ID twice, and both keep minting', async () => {
   const path = join(dir, 'user-store.json');
   // Both mint until the same instant; the second starts from the same file
@@ -146,6 +154,19 @@ test('two processes, one node key, one user-written store file: no ID twice, and
     `${JSON.stringify(a.lines.at(-1))} ${JSON.stringify(b.lines.at(-1))}`);
   assert.equal(dups, 0, `${dups} IDs minted twice (workers ${first.workerId} and ${second.workerId})`);
   assert.ok(aIds.length > 20_000 && bIds.length > 20_000, `both minted: ${aIds.length} and ${bIds.length}`);
+  // Side by side, each under a worker ID of its own: every ID of each
+  // under the one it started with, the two different, and the first still
+  // minting once the second had begun (by the IDs' own timestamps).
+  const decode = await decoder();
+  const workers = (ids) => new Set(Array.from(ids, (id) => decode(id).worker));
+  assert.deepEqual([...workers(aIds)], [first.workerId], 'the first minted under its one worker ID');
+  assert.deepEqual([...workers(bIds)], [second.workerId], 'the second minted under its one worker ID');
+  assert.notEqual(first.workerId, second.workerId, 'the two processes minted under one worker ID');
+  let bBegan = decode(bIds[0]).ts;
+  for (const id of bIds) { const { ts } = decode(id); if (ts < bBegan) bBegan = ts; }
+  const aAfter = aIds.filter((id) => decode(id).ts > bBegan).length;
+  console.log(`the first minted ${aAfter} IDs after the second's first`);
+  assert.ok(aAfter > 1_000, `the first minted ${aAfter} IDs after the second began: they must overlap in time`);
 });
 
 test('edgeleaf/file-store: a second live process is refused (store_locked); after a kill -9 of the first, the next one starts from the file', async () => {
