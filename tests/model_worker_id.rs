@@ -1,0 +1,1196 @@
+//! The worker-ID protocol, model-checked: every state reachable within
+//! bounds, over the core's real `Registry`, `SnowflakeHolder`s and minter
+//! policy (`minter_holder_config`, `minter_step`, `batch_ranges`). The model
+//! plays only the world: it delivers, loses and duplicates messages in any
+//! order, crashes processes (they restart from what they saved), steps clocks
+//! and lets time pass. Every decision is a core call, made as the hosts make
+//! it (the npm client's holder, `worker/src/objects/minter_store` and
+//! `registry_store`).
+//!
+//! Two worlds, each explored exhaustively (breadth first, states hashed) by
+//! stateright:
+//!
+//! - **nodes**: two processes started from one config (one owner, one node
+//!   key) sharing one store, each restoring what the other saved, racing for
+//!   two worker IDs (plus a minter's reserved one);
+//! - **minters**: the minter of before regions (`minter-0`) and its regional
+//!   successor, which takes its state over by a hand-over at its first
+//!   request, both under the one worker ID reserved for minter 0.
+//!
+//! Invariants, in every reachable state: no ID issued twice; no worker ID
+//! issuing in one millisecond for two holders (a process after a restart is
+//! another holder: it must never mint into its previous life's time).
+//!
+//! Liveness, checked from every reachable state: once the network delivers
+//! (every message in flight arrives, then every answer at once), clocks agree
+//! and move on, and a supervisor restarts what is down, every node mints
+//! within `CALM_DEADLINE` rounds and in every round after (its lease kept:
+//! renewals work), and the regional minter answers a whole batch (it borrows)
+//! within the deadline.
+//!
+//! Planted faults (`Fault`, in the model's hosts, at the boundary of a core
+//! call): each must be found, deterministically (one thread, breadth first,
+//! deeper and deeper), with a shortest counterexample printed one step a
+//! line — but for `BEYOND_THE_BOUNDS`, whose histories are longer than the
+//! bounds (docs/proof.md says why; `MODEL_BEYOND=1` searches them anyway).
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use edgeleaf::{
+    code::ErrorCode,
+    holder::{Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Renewal, SnowflakeHolder},
+    layout::LayoutSpec,
+    minted::{batch_ranges, minter_holder_config, minter_step, MinterStep},
+    registry::{GrantRequest, Lease, Registry, RegistryConfig},
+    secret::{Claim, LeaseSecret, Proof, SecretHash},
+    Error, Layout,
+};
+use sha2::{Digest, Sha256};
+use stateright::{Checker, Model, Property};
+
+/// The registry's host hashes the lease secrets it is given.
+fn sha256(s: &LeaseSecret) -> SecretHash {
+    SecretHash(Sha256::digest(s.as_bytes()).into())
+}
+
+/// The start of time (2025-01-01), and the layout: 2 worker bits, 1
+/// sequence bit (two IDs a millisecond), so that a batch is a few IDs.
+const T0: u64 = 1_735_689_600_000;
+fn layout() -> Layout {
+    Layout::new(LayoutSpec {
+        timestamp_bits: 40,
+        worker_bits: 2,
+        sequence_bits: 1,
+        epoch_ms: T0 - 1_000_000,
+        unit_ms: 1,
+    })
+    .expect("layout")
+}
+
+/// Time passes in ticks of this much.
+const TICK_MS: u64 = 500;
+/// A long pause: a lease's time to live and its grace.
+const PAUSE_MS: u64 = 1_500;
+/// A clock steps back this much: past a lease and its grace, what only the
+/// registry's fence (`issue_after_ms`) and the holders' floors stand against.
+const BACK_MS: u64 = 1_500;
+/// The registry: worker ID 0 reserved for minter 0, 1 and 2 for nodes.
+fn registry_config() -> RegistryConfig {
+    RegistryConfig {
+        capacity: 3,
+        ttl_ms: 1_000,
+        grace_ms: 500,
+        max_skew_ms: 200,
+        minters: 1,
+        per_owner: None,
+    }
+}
+/// A node's holder, as the npm client runs it with a store.
+fn node_config() -> HolderConfig {
+    HolderConfig {
+        lease_again: true,
+        reserve_ms: 3_000,
+        ..HolderConfig::default()
+    }
+}
+const OWNER: &str = "app";
+const NODE_KEY: &str = "node-a";
+/// The bounds: ticks of time (besides one pause), and the steps explored
+/// from each start (the start counts as one) — without a fault, and when
+/// searching for one.
+const TICKS: u8 = 3;
+const DEPTH: usize = 8;
+const FAULT_DEPTH: usize = 9;
+/// The planted faults that lie beyond these bounds (docs/proof.md says why):
+/// not searched in `make test` (each costs the whole bounded space).
+const BEYOND_THE_BOUNDS: [Fault; 1] = [Fault::HandedOverKeepsMinting];
+/// What an isolate asks a minter for.
+const BATCH: usize = 8;
+/// Calm: rounds, a tick each, and the round by which each must be serving.
+const CALM_STEP_MS: u64 = 500;
+const CALM_ROUNDS: usize = 14;
+/// A process restarted from a store the other one wrote waits out its
+/// reservation (3 s) first.
+const CALM_DEADLINE: usize = (3_000 / CALM_STEP_MS) as usize + 2;
+
+/// A fault planted in the model's hosts. Each stands for a fault once planted
+/// in the core or the hosts to show a property test red (docs/proof.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    None,
+    /// The registry's answer without its fence (`issue_after_ms` 0): the
+    /// chaos run's "fence removed".
+    FenceDropped,
+    /// A poll that fills nothing (holder_props' liveness).
+    PollFillsNothing,
+    /// A registry refusing every lease (holder_props' liveness).
+    RegistryRefusesLeases,
+    /// A restore floor 2 s later (holder_props' liveness).
+    RestoreFloorLater,
+    /// Renewals never sent (holder_props' liveness).
+    RenewalsNeverSent,
+    /// The minter of before regions keeps minting after handing its state
+    /// over (minted_props' hand-over).
+    HandedOverKeepsMinting,
+    /// A minter's lease reclaims its live grant without proof: the registry's
+    /// host forges the proof from its own record (minted_props' upgrade).
+    MinterReclaimWithoutProof,
+    /// A minter that does not borrow (`MINTER_BORROW_MS` 0:
+    /// minter_batch_props' calm phase).
+    MinterDoesNotBorrow,
+}
+
+/// Who acts: a node process, or a minter (0: `minter-0`, of before
+/// regions; 1: its regional successor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Who {
+    Node(u8),
+    Minter(u8),
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Who::Node(n) => write!(f, "node {n}"),
+            Who::Minter(0) => write!(f, "minter-0"),
+            Who::Minter(_) => write!(f, "minter-wnam-0"),
+        }
+    }
+}
+
+/// A handed-over state: its last timestamp and its lease (worker ID,
+/// generation, expiry); the secret is drawn from the generation.
+type Handed = Option<(u64, Option<(u32, u64, u64)>)>;
+
+/// A message in flight. Requests carry the asker's incarnation: an answer to
+/// a process that died since is dropped on arrival.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Msg {
+    Lease(Who, u8, u64, Option<(u32, u64)>),
+    Renew(Who, u8, u32, u64, u64, u64),
+    Granted(Who, u8, Result<(u32, u64, u64, u64), ErrorCode>),
+    Renewed(Who, u8, u64, Result<(u32, u64, u64, u64), ErrorCode>),
+    HandOver,
+    HandedOver(Handed),
+}
+
+/// One process: its holder (`None`: down), its incarnation, its clock's
+/// offset from the registry's.
+#[derive(Debug, Clone)]
+pub struct Proc {
+    holder: Option<SnowflakeHolder>,
+    incarnation: u8,
+    behind: bool,
+}
+
+/// A minter's durable storage, as minter_store keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MinterStore {
+    holder: Option<HolderState>,
+    handed: bool,
+    took_over: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Budget {
+    ticks: u8,
+    pauses: u8,
+    nudges: u8,
+    crashes: u8,
+    copies: u8,
+    steps: u8,
+}
+
+#[derive(Debug, Clone)]
+pub struct World {
+    /// The registry's clock, ms since T0.
+    now: u64,
+    reg: Registry,
+    procs: Vec<Proc>,
+    /// The nodes' one store.
+    store: HolderState,
+    minter_stores: Vec<MinterStore>,
+    /// A regional minter's hand-over is in flight (in memory).
+    taking_over: bool,
+    net: Vec<Msg>,
+    /// (worker ID, ms) → (holder, sequence bits issued).
+    issued: BTreeMap<(u32, u64), (Who, u8, u8)>,
+    left: Budget,
+    twice: Option<String>,
+    shared: Option<String>,
+}
+
+impl Hash for World {
+    // The core's types implement neither Hash nor Eq: a state is its Debug
+    // text (secrets print as `..`, but each grant's secret is drawn from its
+    // generation, which does print).
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // Straight into the hasher: no string is built.
+        struct Feed<'a, H: Hasher>(&'a mut H);
+        impl<H: Hasher> fmt::Write for Feed<'_, H> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        fmt::Write::write_fmt(&mut Feed(h), format_args!("{self:?}")).expect("debug");
+    }
+}
+
+impl PartialEq for World {
+    fn eq(&self, other: &Self) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Time passes for every clock.
+    Tick,
+    /// A long pause: a lease's time to live and its grace pass.
+    Pause,
+    /// One millisecond passes (within a minter's borrow).
+    Nudge,
+    /// A node process is asked for an ID (or a down one restarted).
+    Poll(u8),
+    /// A minter is asked for a batch.
+    Mint(u8),
+    /// The i-th message in flight arrives (`true`: a copy stays in flight).
+    Deliver(usize, bool),
+    /// The i-th message in flight is lost (the asker's call fails).
+    Lose(usize),
+    /// A process dies and restarts from what it saved.
+    Crash(Who),
+    /// A process's clock steps back, or forward again.
+    Step(Who),
+}
+
+#[derive(Clone)]
+pub struct WorkerIdModel {
+    /// Steps explored from the start (0: until no new state).
+    pub depth: usize,
+    pub nodes: u8,
+    pub minters: u8,
+    pub fault: Fault,
+    pub budget: Budget,
+}
+
+fn proc_index(m: &WorkerIdModel, who: Who) -> usize {
+    match who {
+        Who::Node(n) => n as usize,
+        Who::Minter(i) => m.nodes as usize + i as usize,
+    }
+}
+
+fn grant_of(l: &Lease) -> (u32, u64, u64, u64) {
+    (l.worker_id, l.generation, l.expires_at_ms, l.issue_after_ms)
+}
+
+fn lease_of((worker_id, generation, expires_at_ms, issue_after_ms): (u32, u64, u64, u64)) -> Lease {
+    Lease {
+        worker_id,
+        generation,
+        node_key: String::new(),
+        expires_at_ms,
+        issue_after_ms,
+        ttl_ms: registry_config().ttl_ms,
+    }
+}
+
+/// Each grant's secret is drawn from its generation.
+fn secret_for(generation: u64) -> LeaseSecret {
+    LeaseSecret::from_random([generation as u8; 16])
+}
+
+impl WorkerIdModel {
+    fn holder_config(&self, who: Who) -> HolderConfig {
+        match who {
+            Who::Node(_) => node_config(),
+            Who::Minter(_) => {
+                let mut c = minter_holder_config(5);
+                if self.fault == Fault::MinterDoesNotBorrow {
+                    c.max_borrow_ms = 0;
+                }
+                c
+            }
+        }
+    }
+
+    fn clock(&self, w: &World, who: Who) -> u64 {
+        let p = &w.procs[proc_index(self, who)];
+        T0 + w.now - if p.behind { BACK_MS } else { 0 }
+    }
+
+    fn owner(who: Who) -> &'static str {
+        match who {
+            Who::Node(_) => OWNER,
+            Who::Minter(_) => "",
+        }
+    }
+
+    /// What the holder's host does with a refusal: `store_unavailable` is no
+    /// answer (retry).
+    fn refusal(code: ErrorCode) -> Option<ErrorCode> {
+        (code != ErrorCode::StoreUnavailable).then_some(code)
+    }
+
+    /// IDs minted by `who`: checked against everything issued.
+    fn record(&self, w: &mut World, who: Who, ids: &[u64]) {
+        let inc = w.procs[proc_index(self, who)].incarnation;
+        for &id in ids {
+            let p = layout().decompose(id).expect("an ID of the layout");
+            let ms = p.timestamp_ms - T0;
+            let bit = 1u8 << p.sequence;
+            let e = w.issued.entry((p.worker_id, ms)).or_insert((who, inc, 0));
+            if (e.0, e.1) != (who, inc) && w.shared.is_none() {
+                w.shared = Some(format!(
+                    "worker ID {} at T0+{} ms: minted by {} (life {}) and by {} (life {})",
+                    p.worker_id, ms, e.0, e.1, who, inc
+                ));
+            }
+            if e.2 & bit != 0 && w.twice.is_none() {
+                w.twice = Some(format!(
+                    "ID {id} (worker {}, T0+{} ms, sequence {}) issued twice, by {}",
+                    p.worker_id, ms, p.sequence, who
+                ));
+            }
+            e.2 |= bit;
+        }
+    }
+
+    /// A process's holder, restored from its store when it is missing (a
+    /// refused restore leaves it down).
+    fn ensure_up(&self, w: &mut World, who: Who) -> bool {
+        let i = proc_index(self, who);
+        if w.procs[i].holder.is_some() {
+            return true;
+        }
+        let now = self.clock(w, who);
+        let saved = match who {
+            Who::Node(_) => Some(w.store),
+            Who::Minter(m) => w.minter_stores[m as usize].holder,
+        };
+        let cfg = self.holder_config(who);
+        let restored = match saved {
+            Some(mut s) => {
+                if self.fault == Fault::RestoreFloorLater {
+                    s.last_timestamp_ms += 2_000;
+                }
+                SnowflakeHolder::restore(cfg, edgeleaf::rand::NoRandom, s, now)
+            }
+            None => SnowflakeHolder::new(cfg),
+        };
+        match restored {
+            Ok(h) => {
+                w.procs[i].holder = Some(h);
+                true
+            }
+            Err(Error::ClockBehindLastReport { .. }) => false,
+            Err(e) => panic!("{who}: restore: {e}"),
+        }
+    }
+
+    /// A save the holder asks for, written to its store.
+    fn save(&self, w: &mut World, who: Who, force: bool) {
+        let i = proc_index(self, who);
+        let now = self.clock(w, who);
+        let Some(h) = w.procs[i].holder.as_mut() else {
+            return;
+        };
+        if !force && h.save_due_in(now) != Some(0) {
+            return;
+        }
+        if let Some(state) = h.save_request(now) {
+            match who {
+                Who::Node(_) => w.store = state,
+                Who::Minter(m) => w.minter_stores[m as usize].holder = Some(state),
+            }
+            h.saved(&state);
+        }
+    }
+
+    fn send_asks(&self, w: &mut World, who: Who, renew: Option<Renewal>, lease: Option<LeaseAsk>) {
+        let inc = w.procs[proc_index(self, who)].incarnation;
+        if let Some(r) = renew {
+            if self.fault != Fault::RenewalsNeverSent {
+                w.net.push(Msg::Renew(
+                    who,
+                    inc,
+                    r.claim.worker_id,
+                    r.claim.generation,
+                    r.node_now_ms,
+                    r.last_timestamp_ms,
+                ));
+            }
+        }
+        if let Some(ask) = lease {
+            let prev = ask.previous.map(|c| (c.worker_id, c.generation));
+            w.net.push(Msg::Lease(who, inc, ask.node_now_ms, prev));
+        }
+    }
+
+    /// A node process is asked for one ID.
+    fn poll_node(&self, w: &mut World, n: u8) -> usize {
+        let who = Who::Node(n);
+        if !self.ensure_up(w, who) {
+            return 0;
+        }
+        self.save(w, who, false);
+        let now = self.clock(w, who);
+        let i = proc_index(self, who);
+        let h = w.procs[i].holder.as_mut().expect("up");
+        let mut out = [0u64; 1];
+        let k = if self.fault == Fault::PollFillsNothing {
+            0
+        } else {
+            1
+        };
+        let Ok(poll) = h.poll(now, &mut out[..k]) else {
+            return 0;
+        };
+        let lease = match poll.next {
+            HolderNext::Lease(ask) => Some(ask),
+            _ => None,
+        };
+        self.record(w, who, &out[..poll.filled]);
+        self.send_asks(w, who, poll.renew, lease);
+        poll.filled
+    }
+
+    /// A minter is asked for a batch, as minter_store's `mint` answers it.
+    fn mint(&self, w: &mut World, m: u8) -> usize {
+        let who = Who::Minter(m);
+        let store = &w.minter_stores[m as usize];
+        if store.handed && self.fault != Fault::HandedOverKeepsMinting {
+            return 0;
+        }
+        if m == 1
+            && !store.took_over
+            && store.holder.is_none()
+            && w.procs[proc_index(self, who)].holder.is_none()
+        {
+            // The regional minter's first request: take the state over.
+            if !w.taking_over {
+                w.taking_over = true;
+                w.net.push(Msg::HandOver);
+            }
+            return 0;
+        }
+        if !self.ensure_up(w, who) {
+            return 0;
+        }
+        let mut out = [0u64; BATCH];
+        self.save(w, who, false);
+        let now = self.clock(w, who);
+        let h = w.procs[proc_index(self, who)].holder.as_mut().expect("up");
+        // minter_store's loop polls again after leasing; here the lease's
+        // answer arrives as a message of its own, and this request answers
+        // what it minted (nothing: a 503).
+        let filled = match h.poll(now, &mut out) {
+            Ok(poll) => {
+                self.send_asks(w, who, poll.renew, None);
+                if let MinterStep::Lease(ask) = minter_step(poll.filled, poll.next, false) {
+                    self.send_asks(w, who, None, Some(ask));
+                }
+                poll.filled
+            }
+            Err(_) => 0,
+        };
+        let ids = &out[..filled];
+        // The batch as it leaves: its ranges.
+        let ranges = batch_ranges(&layout(), ids);
+        assert_eq!(
+            ranges.iter().map(|(s, e)| e - s).sum::<u64>() as usize,
+            filled
+        );
+        self.record(w, who, ids);
+        filled
+    }
+
+    /// The registry (or an old minter) receives a request; an answer (or
+    /// a holder's report) arrives.
+    fn deliver(&self, w: &mut World, msg: Msg) {
+        let reg_now = T0 + w.now;
+        match msg {
+            Msg::Lease(who, inc, node_now_ms, prev) => {
+                let generation = w.reg.next_generation();
+                let secret = secret_for(generation);
+                let previous = prev.map(|(worker_id, generation)| Claim {
+                    worker_id,
+                    generation,
+                    secret: Some(secret_for(generation)),
+                });
+                let answer = if self.fault == Fault::RegistryRefusesLeases {
+                    Err(ErrorCode::NoFreeWorkerId)
+                } else {
+                    let r = match who {
+                        Who::Node(_) => {
+                            let ask = LeaseAsk {
+                                node_now_ms,
+                                previous,
+                            };
+                            w.reg.lease(
+                                GrantRequest::from_ask(&ask, OWNER, NODE_KEY, &secret, sha256),
+                                reg_now,
+                            )
+                        }
+                        Who::Minter(_) => {
+                            let mut proof = previous.map(|c| c.proof(sha256));
+                            if self.fault == Fault::MinterReclaimWithoutProof {
+                                proof = w.reg.slot(0).map(|s| Proof {
+                                    worker_id: 0,
+                                    generation: s.generation,
+                                    secret_hash: s.secret,
+                                });
+                            }
+                            w.reg
+                                .lease_minter(0, node_now_ms, proof, sha256(&secret), reg_now)
+                        }
+                    };
+                    r.map(|l| {
+                        let mut g = grant_of(&l);
+                        if self.fault == Fault::FenceDropped {
+                            g.3 = 0;
+                        }
+                        g
+                    })
+                    .map_err(|e| e.error_code())
+                };
+                w.reg.take_events();
+                w.net.push(Msg::Granted(who, inc, answer));
+            }
+            Msg::Renew(who, inc, worker_id, generation, node_now_ms, last_timestamp_ms) => {
+                let r = Renewal {
+                    claim: Claim {
+                        worker_id,
+                        generation,
+                        secret: Some(secret_for(generation)),
+                    },
+                    node_now_ms,
+                    last_timestamp_ms,
+                };
+                let answer = w
+                    .reg
+                    .renew(Self::owner(who), &r.proof(sha256), reg_now)
+                    .map(|l| grant_of(&l))
+                    .map_err(|e| e.error_code());
+                w.reg.take_events();
+                w.net.push(Msg::Renewed(who, inc, generation, answer));
+            }
+            Msg::Granted(who, inc, answer) => {
+                let i = proc_index(self, who);
+                if w.procs[i].incarnation != inc || w.procs[i].holder.is_none() {
+                    return;
+                }
+                let now = self.clock(w, who);
+                let h = w.procs[i].holder.as_mut().expect("up");
+                match answer {
+                    Ok(g) => {
+                        let l = lease_of(g);
+                        let grant = Grant::from_lease(&l, Some(secret_for(g.1)), layout());
+                        let _ = h.granted(grant, now);
+                        if let Who::Minter(_) = who {
+                            // The grant is proof after a restart: saved now.
+                            self.save(w, who, true);
+                        }
+                    }
+                    Err(code) => h.lease_failed(Self::refusal(code), now),
+                }
+            }
+            Msg::Renewed(who, inc, generation, answer) => {
+                let i = proc_index(self, who);
+                if w.procs[i].incarnation != inc {
+                    return;
+                }
+                let now = self.clock(w, who);
+                let Some(h) = w.procs[i].holder.as_mut() else {
+                    return;
+                };
+                match answer {
+                    Ok(g) => h.renewed(Grant::from_lease(&lease_of(g), None, layout()), now),
+                    Err(code) => h.renewal_failed(generation, Self::refusal(code), now),
+                }
+            }
+            Msg::HandOver => {
+                // minter-0 hands its saved state over, once, durably first.
+                let s = &mut w.minter_stores[0];
+                let state = if s.handed { None } else { s.holder };
+                if self.fault != Fault::HandedOverKeepsMinting {
+                    s.handed = true;
+                    w.procs[proc_index(self, Who::Minter(0))].holder = None;
+                }
+                let text = state.map(|s| {
+                    (
+                        s.last_timestamp_ms,
+                        s.lease
+                            .map(|l| (l.worker_id, l.generation, l.expires_at_ms)),
+                    )
+                });
+                w.net.push(Msg::HandedOver(text));
+            }
+            Msg::HandedOver(state) => {
+                let s = &mut w.minter_stores[1];
+                if s.took_over || s.holder.is_some() {
+                    return;
+                }
+                w.taking_over = false;
+                let state = state.map(|(last_timestamp_ms, lease)| HolderState {
+                    last_timestamp_ms,
+                    lease: lease.map(|(worker_id, generation, expires_at_ms)| {
+                        edgeleaf::holder::SavedLease {
+                            worker_id,
+                            generation,
+                            expires_at_ms,
+                            ttl_ms: registry_config().ttl_ms,
+                            layout: Some(layout()),
+                            secret: Some(secret_for(generation)),
+                        }
+                    }),
+                });
+                s.holder = state;
+                s.took_over = true;
+            }
+        }
+    }
+
+    /// The asker of a message that is lost hears its call fail (as the
+    /// Worker's call and the npm client's fetch do).
+    fn lost(&self, w: &mut World, msg: &Msg) {
+        let (who, inc, renewing) = match *msg {
+            Msg::Lease(who, inc, ..) | Msg::Granted(who, inc, _) => (who, inc, None),
+            Msg::Renew(who, inc, _, g, ..) | Msg::Renewed(who, inc, g, _) => (who, inc, Some(g)),
+            Msg::HandOver | Msg::HandedOver(_) => {
+                w.taking_over = false;
+                return;
+            }
+        };
+        let i = proc_index(self, who);
+        if w.procs[i].incarnation != inc {
+            return;
+        }
+        let now = self.clock(w, who);
+        if let Some(h) = w.procs[i].holder.as_mut() {
+            match renewing {
+                None => h.lease_failed(None, now),
+                Some(g) => h.renewal_failed(g, None, now),
+            }
+        }
+    }
+
+    fn whos(&self) -> Vec<Who> {
+        (0..self.nodes)
+            .map(Who::Node)
+            .chain((0..self.minters).map(Who::Minter))
+            .collect()
+    }
+
+    /// Every message in flight arrives, first first (as `Deliver(0)` does).
+    fn deliver_all(&self, w: &mut World) {
+        while !w.net.is_empty() {
+            let msg = w.net.remove(0);
+            self.deliver(w, msg);
+            w.net.sort();
+        }
+    }
+
+    /// Liveness from `w`: the network delivers, clocks agree and move on, a
+    /// supervisor restarts what is down. `Err`: what did not happen.
+    pub fn calm(&self, w: &World) -> Result<(), String> {
+        let mut w = w.clone();
+        self.deliver_all(&mut w);
+        for p in &mut w.procs {
+            p.behind = false;
+        }
+        // Past everything reserved, every lease's end and grace.
+        let cfg = registry_config();
+        w.now += 3_000 + cfg.ttl_ms + cfg.max_skew_ms + cfg.grace_ms;
+        let mut first = vec![None; self.nodes as usize];
+        let mut minted = vec![0usize; self.nodes as usize];
+        let mut generation = vec![None; self.nodes as usize];
+        let mut batch = None;
+        for round in 0..CALM_ROUNDS {
+            w.now += CALM_STEP_MS;
+            for n in 0..self.nodes {
+                let k = self.poll_node(&mut w, n);
+                self.deliver_all(&mut w);
+                let k = k + self.poll_node(&mut w, n);
+                if k > 0 {
+                    first[n as usize].get_or_insert(round);
+                    minted[n as usize] += 1;
+                    let g = w.procs[n as usize]
+                        .holder
+                        .as_ref()
+                        .and_then(|h| h.lease())
+                        .map(|g| g.generation);
+                    if *generation[n as usize].get_or_insert(g) != g {
+                        return Err(format!("calm round {round}: node {n} lost its lease (generation {:?} then {g:?})", generation[n as usize].unwrap()));
+                    }
+                }
+            }
+            if self.minters == 2 {
+                for _ in 0..3 {
+                    let k = self.mint(&mut w, 1);
+                    self.deliver_all(&mut w);
+                    if k == BATCH {
+                        batch.get_or_insert(round);
+                    }
+                }
+            }
+        }
+        if let Some(e) = w.twice.clone().or(w.shared.clone()) {
+            return Err(format!("in the calm: {e}"));
+        }
+        for n in 0..self.nodes as usize {
+            match first[n] {
+                Some(f) if f <= CALM_DEADLINE && minted[n] == CALM_ROUNDS - f => {}
+                f => {
+                    if std::env::var("CALM_DEBUG").is_ok() {
+                        eprintln!("{:#?}", w);
+                    }
+                    return Err(format!(
+                        "calm: node {n} first minted in round {f:?}, then in {} rounds (deadline {CALM_DEADLINE}, {CALM_ROUNDS} rounds)",
+                        minted[n]
+                    ));
+                }
+            }
+        }
+        if self.minters == 2 && batch.is_none_or(|r| r > CALM_DEADLINE) {
+            return Err(format!(
+                "calm: the regional minter answered no batch of {BATCH} by round {CALM_DEADLINE} (first: {batch:?})"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl WorkerIdModel {
+    fn fresh(&self) -> World {
+        let procs = self
+            .whos()
+            .into_iter()
+            .map(|who| Proc {
+                // A minter restores its holder at its first request.
+                holder: match who {
+                    Who::Node(_) => {
+                        Some(SnowflakeHolder::new(self.holder_config(who)).expect("config"))
+                    }
+                    Who::Minter(_) => None,
+                },
+                incarnation: 0,
+                behind: false,
+            })
+            .collect();
+        World {
+            now: 5_000,
+            reg: Registry::new(registry_config()).expect("registry"),
+            procs,
+            store: HolderState::default(),
+            minter_stores: vec![MinterStore::default(); self.minters as usize],
+            taking_over: false,
+            net: Vec::new(),
+            issued: BTreeMap::new(),
+            left: self.budget,
+            twice: None,
+            shared: None,
+        }
+    }
+
+    /// The steps from the start to each warm start: the first holder leased
+    /// and minted; in the minters world also, after that, the regional
+    /// minter's hand-over whose answer was lost, asked again and answered
+    /// nothing (it is left without proof).
+    fn warm_ups(&self) -> Vec<Vec<Action>> {
+        let ask = if self.nodes > 0 {
+            Action::Poll(0)
+        } else {
+            Action::Mint(0)
+        };
+        let first = vec![
+            ask.clone(),
+            Action::Deliver(0, false),
+            Action::Deliver(0, false),
+            ask,
+        ];
+        if self.nodes > 0 {
+            return vec![first];
+        }
+        let mut lost = first.clone();
+        lost.extend([
+            Action::Mint(1),
+            Action::Deliver(0, false),
+            Action::Lose(0),
+            Action::Mint(1),
+            Action::Deliver(0, false),
+            Action::Deliver(0, false),
+        ]);
+        vec![first, lost]
+    }
+}
+
+impl Model for WorkerIdModel {
+    type State = World;
+    type Action = Action;
+
+    /// The start, and a warm start reached from it: in the nodes world node 0
+    /// holds worker ID 1 and minted; in the minters world `minter-0` holds
+    /// worker ID 0 and minted a batch (its reservation saved).
+    fn init_states(&self) -> Vec<World> {
+        let fresh = self.fresh();
+        let mut starts = vec![fresh.clone()];
+        for steps in self.warm_ups() {
+            let mut warm = fresh.clone();
+            for a in steps {
+                warm = self.next_state(&warm, a).expect("a step");
+            }
+            starts.push(warm);
+        }
+        starts
+    }
+
+    fn actions(&self, w: &World, actions: &mut Vec<Action>) {
+        if w.twice.is_some() || w.shared.is_some() {
+            return;
+        }
+        if w.left.ticks > 0 {
+            actions.push(Action::Tick);
+        }
+        if w.left.pauses > 0 {
+            actions.push(Action::Pause);
+        }
+        if w.left.nudges > 0 {
+            actions.push(Action::Nudge);
+        }
+        for n in 0..self.nodes {
+            actions.push(Action::Poll(n));
+        }
+        for m in 0..self.minters {
+            actions.push(Action::Mint(m));
+        }
+        for (i, msg) in w.net.iter().enumerate() {
+            if i > 0 && w.net[i - 1] == *msg {
+                continue;
+            }
+            actions.push(Action::Deliver(i, false));
+            if w.left.copies > 0 {
+                actions.push(Action::Deliver(i, true));
+            }
+            actions.push(Action::Lose(i));
+        }
+        for who in self.whos() {
+            if w.left.crashes > 0 {
+                actions.push(Action::Crash(who));
+            }
+            if w.left.steps > 0 {
+                actions.push(Action::Step(who));
+            }
+        }
+    }
+
+    fn next_state(&self, w: &World, action: Action) -> Option<World> {
+        let mut w = w.clone();
+        match action {
+            Action::Tick => {
+                w.left.ticks -= 1;
+                w.now += TICK_MS;
+            }
+            Action::Pause => {
+                w.left.pauses -= 1;
+                w.now += PAUSE_MS;
+            }
+            Action::Nudge => {
+                w.left.nudges -= 1;
+                w.now += 1;
+            }
+            Action::Poll(n) => {
+                self.poll_node(&mut w, n);
+            }
+            Action::Mint(m) => {
+                self.mint(&mut w, m);
+            }
+            Action::Deliver(i, keep) => {
+                let msg = if keep {
+                    w.left.copies -= 1;
+                    w.net[i].clone()
+                } else {
+                    w.net.remove(i)
+                };
+                self.deliver(&mut w, msg);
+            }
+            Action::Lose(i) => {
+                let msg = w.net.remove(i);
+                self.lost(&mut w, &msg);
+            }
+            Action::Crash(who) => {
+                w.left.crashes -= 1;
+                let p = &mut w.procs[proc_index(self, who)];
+                p.holder = None;
+                p.incarnation += 1;
+                if who == Who::Minter(1) {
+                    w.taking_over = false;
+                }
+            }
+            Action::Step(who) => {
+                w.left.steps -= 1;
+                let p = &mut w.procs[proc_index(self, who)];
+                p.behind = !p.behind;
+            }
+        }
+        w.net.sort();
+        Some(w)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always("no ID twice", |_, w: &World| w.twice.is_none()),
+            Property::always(
+                "no worker ID minting one ms for two holders",
+                |_, w: &World| w.shared.is_none(),
+            ),
+            // Checked where nothing is in flight: calm from any other state
+            // first delivers in the order `Deliver(0)` does, reaching one.
+            Property::always(
+                "calm: every holder mints, the minter answers a batch",
+                |m: &WorkerIdModel, w: &World| !w.net.is_empty() || m.calm(w).is_ok(),
+            ),
+        ]
+    }
+
+    fn format_action(&self, a: &Action) -> String {
+        format!("{a:?}")
+    }
+}
+
+/// A step of a counterexample, on one line.
+fn step_line(m: &WorkerIdModel, w: &World, a: &Action) -> String {
+    let what = match a {
+        Action::Deliver(i, keep) => format!(
+            "deliver{} {:?}",
+            if *keep { " (a copy stays)" } else { "" },
+            w.net[*i]
+        ),
+        Action::Lose(i) => format!("lose {:?}", w.net[*i]),
+        Action::Poll(n) => format!("node {n} asked for an ID"),
+        Action::Mint(i) => format!("{} asked for a batch", Who::Minter(*i)),
+        Action::Crash(who) => format!("{who} crashes (restarts from its store)"),
+        Action::Step(who) => format!(
+            "{who}'s clock steps {}",
+            if w.procs[proc_index(m, *who)].behind {
+                "forward again"
+            } else {
+                "back 1.5 s"
+            }
+        ),
+        Action::Tick => format!("{TICK_MS} ms pass"),
+        Action::Pause => format!("{PAUSE_MS} ms pass"),
+        Action::Nudge => "1 ms passes".to_string(),
+    };
+    format!("T0+{:>4} ms  {what}", w.now)
+}
+
+/// Explores every state of `m` within its bounds; the properties it breaks,
+/// each with its counterexample's length and trace.
+fn explore(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, usize, f64) {
+    if m.fault == Fault::None {
+        return explore_to(m);
+    }
+    // A fault: deeper and deeper, so that its counterexample is a shortest
+    // one (the checker keeps the last it found at a depth, not the first).
+    let started = Instant::now();
+    let mut states = 0;
+    for depth in 2..=m.depth {
+        let (found, n, d, _) = explore_to(WorkerIdModel { depth, ..m.clone() });
+        states += n;
+        if !found.is_empty() || depth == m.depth {
+            return (found, states, d, started.elapsed().as_secs_f64());
+        }
+    }
+    unreachable!()
+}
+
+fn explore_to(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, usize, f64) {
+    let started = Instant::now();
+    let any = m.fault != Fault::None;
+    let mut checker = m.clone().checker();
+    if any {
+        checker = checker.finish_when(stateright::HasDiscoveries::Any);
+    }
+    if m.depth > 0 {
+        checker = checker.target_max_depth(m.depth);
+    }
+    let checker = checker.spawn_bfs().join();
+    let secs = started.elapsed().as_secs_f64();
+    let mut found = Vec::new();
+    for p in m.properties() {
+        if let Some(path) = checker.discovery(p.name) {
+            let steps = path.clone().into_vec();
+            let starts = m.init_states();
+            let i = starts.iter().position(|s| *s == steps[0].0).unwrap_or(0);
+            let mut trace = match i {
+                0 => String::from("  from the start\n"),
+                i => format!("  from warm start {i} ({:?})\n", m.warm_ups()[i - 1]),
+            };
+            for (i, (w, a)) in steps.iter().enumerate() {
+                if let Some(a) = a {
+                    trace += &format!("  {:>2}. {}\n", i + 1, step_line(&m, w, a));
+                }
+            }
+            let last = path.last_state();
+            let why = last
+                .twice
+                .clone()
+                .or(last.shared.clone())
+                .unwrap_or_else(|| m.calm(last).err().unwrap_or_default());
+            trace += &format!("  => {why}\n");
+            found.push((p.name, steps.len() - 1, trace));
+        }
+    }
+    (
+        found,
+        checker.unique_state_count(),
+        checker.max_depth(),
+        secs,
+    )
+}
+
+fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
+    WorkerIdModel {
+        depth: if fault == Fault::None {
+            DEPTH
+        } else {
+            FAULT_DEPTH
+        },
+        nodes: 2,
+        minters: 0,
+        fault,
+        budget: Budget {
+            ticks,
+            pauses: 1,
+            nudges: 0,
+            crashes: 1,
+            copies: 1,
+            steps: 1,
+        },
+    }
+}
+
+fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
+    WorkerIdModel {
+        depth: if fault == Fault::None {
+            DEPTH
+        } else {
+            FAULT_DEPTH
+        },
+        nodes: 0,
+        minters: 2,
+        fault,
+        budget: Budget {
+            ticks,
+            pauses: 1,
+            nudges: 1,
+            crashes: 1,
+            copies: 1,
+            steps: 1,
+        },
+    }
+}
+
+/// This process's CPU time (user + system), s: the machine is shared.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+/// Every planted fault, the world it is planted in.
+fn planted() -> Vec<(Fault, WorkerIdModel)> {
+    vec![
+        (Fault::FenceDropped, nodes(Fault::FenceDropped, TICKS)),
+        (
+            Fault::PollFillsNothing,
+            nodes(Fault::PollFillsNothing, TICKS),
+        ),
+        (
+            Fault::RegistryRefusesLeases,
+            nodes(Fault::RegistryRefusesLeases, TICKS),
+        ),
+        (
+            Fault::RestoreFloorLater,
+            nodes(Fault::RestoreFloorLater, TICKS),
+        ),
+        (
+            Fault::RenewalsNeverSent,
+            nodes(Fault::RenewalsNeverSent, TICKS),
+        ),
+        (
+            Fault::HandedOverKeepsMinting,
+            minters(Fault::HandedOverKeepsMinting, TICKS),
+        ),
+        (
+            Fault::MinterReclaimWithoutProof,
+            minters(Fault::MinterReclaimWithoutProof, TICKS),
+        ),
+        (
+            Fault::MinterDoesNotBorrow,
+            minters(Fault::MinterDoesNotBorrow, TICKS),
+        ),
+    ]
+}
+
+/// Every state of each world within its bounds holds every property.
+#[test]
+fn the_worker_id_protocol_holds_within_its_bounds() {
+    for (name, m) in [
+        ("nodes", nodes(Fault::None, TICKS)),
+        ("minters", minters(Fault::None, TICKS)),
+    ] {
+        let (found, states, depth, secs) = explore(m);
+        println!(
+            "{name}: {states} states to depth {depth}, {secs:.1} s (CPU so far {:.1} s)",
+            cpu_secs()
+        );
+        for (property, len, trace) in &found {
+            println!("  {property}: broken in {len} steps\n{trace}");
+        }
+        assert!(found.is_empty(), "{name}: a property broken (above)");
+    }
+}
+
+/// Each planted fault breaks a property within the bounds, found by the same
+/// search every run (one thread, breadth first, deeper and deeper).
+#[test]
+fn each_planted_fault_is_caught() {
+    let mut missed = Vec::new();
+    for (fault, m) in planted() {
+        if BEYOND_THE_BOUNDS.contains(&fault) && std::env::var("MODEL_BEYOND").is_err() {
+            println!("{fault:?}: beyond the bounds, not searched (MODEL_BEYOND=1 searches it)");
+            continue;
+        }
+        let depth = m.depth;
+        let (found, states, _, secs) = explore(m);
+        match found.iter().min_by_key(|f| f.1) {
+            Some((property, len, trace)) => println!(
+                "{fault:?}: \"{property}\" broken in {len} steps ({states} states, {secs:.1} s)\n{trace}"
+            ),
+            None => {
+                println!("{fault:?}: not found within depth {depth} ({states} states, {secs:.1} s)");
+                missed.push(fault);
+            }
+        }
+    }
+    assert!(
+        missed.iter().all(|f| BEYOND_THE_BOUNDS.contains(f)),
+        "planted faults not found: {missed:?}"
+    );
+}
