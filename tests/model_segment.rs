@@ -27,8 +27,8 @@
 //!
 //! Each planted fault of `tests/block_props.rs` (`Fault`, the same seven,
 //! planted the same way: in the model's root and hosts) is found by the
-//! checker, breadth first, so its counterexample is a shortest one and the
-//! same every run; it is printed one step a line.
+//! checker, breadth first on one thread, so its counterexample is short and
+//! the same every run; it is printed one step a line.
 
 #![cfg(not(target_arch = "wasm32"))]
 // The model's match arms read as the hosts' steps.
