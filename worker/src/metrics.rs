@@ -242,6 +242,8 @@ async fn named_rows(
 ) -> ApiResult<Vec<TagRow>> {
     let wanted: Vec<&String> = named
         .iter()
+        // A name no tag can have is not asked of any object.
+        .filter(|t| edgeleaf::name::check_tag(t).is_ok())
         .filter(|t| access.sees_tag(t) && !rows.iter().any(|r| r.tag.biz_tag == **t))
         .collect();
     let read = futures::future::join_all(wanted.iter().map(|t| history::load(env, t))).await;
