@@ -31,6 +31,7 @@ const ROUTES = [
   ['GET', '/v1/workers', 'monitor'],
   ['GET', '/v1/tags', 'monitor'],
   ['GET', '/v1/tags/{tag}', 'monitor'],
+  ['GET', '/v1/fleet', 'monitor'],
   ['GET', '/v1/monitor', 'monitor'],
   ['GET', '/v1/tags/{tag}/history', 'monitor'],
   ['GET', '/v1/tags/{tag}/allocators', 'monitor'],
@@ -180,8 +181,11 @@ test('a tag-limited monitor key sees only its tags in listings, and nothing flee
     const tags = JSON.parse((await get('/v1/tags')).text).tags.map((t) => t.bizTag).sort();
     const monitor = JSON.parse((await get('/v1/monitor')).text);
     const metrics = (await get('/metrics')).text;
+    const named = (await get('/metrics?tag=other-lim&tag=lim-a')).text;
     return {
       tags,
+      fleet: JSON.parse((await get('/v1/fleet?top=32')).text).tags.map((t) => t.bizTag).sort(),
+      metricsNamed: [...new Set([...named.matchAll(/^edgeleaf_tag_\w+\{tag="([^"]*)"\}/gm)].map((m) => m[1]))].sort(),
       buffers: Object.keys(monitor.buffers).sort(),
       monitorFields: Object.keys(monitor).sort(),
       metricsTags: [...new Set([...metrics.matchAll(/^edgeleaf_tag_\w+\{tag="([^"]*)"\}/gm)].map((m) => m[1]))].sort(),
@@ -195,14 +199,15 @@ test('a tag-limited monitor key sees only its tags in listings, and nothing flee
     'edgeleaf_isolate_start_time_seconds', 'edgeleaf_isolate_store_calls_total', 'edgeleaf_workers'];
   // Every surface compared at once, so that a leak names each place it shows.
   assert.deepEqual(await view(prefix), {
-    tags: inside, buffers: inside, monitorFields: ['buffers'], metricsTags: inside, metricsFleet: [], workers: 403, events: 403,
+    tags: inside, fleet: inside, metricsNamed: ['lim-a'], buffers: inside, monitorFields: ['buffers'], metricsTags: inside, metricsFleet: [], workers: 403, events: 403,
   });
   assert.deepEqual(await view(exact), {
-    tags: ['lim-a'], buffers: ['lim-a'], monitorFields: ['buffers'], metricsTags: ['lim-a'], metricsFleet: [], workers: 403, events: 403,
+    tags: ['lim-a'], fleet: ['lim-a'], metricsNamed: ['lim-a'], buffers: ['lim-a'], monitorFields: ['buffers'], metricsTags: ['lim-a'], metricsFleet: [], workers: 403, events: 403,
   });
   // Without a tag limit: every tag, the isolate's state and the registry.
   const all = await view(whole);
   assert.ok([...inside, outside].every((t) => all.tags.includes(t) && all.metricsTags.includes(t)), JSON.stringify(all));
+  assert.deepEqual(all.metricsNamed.filter((t) => t === 'lim-a' || t === 'other-lim'), ['lim-a', 'other-lim']);
   assert.ok([...inside, outside].every((t) => all.buffers.includes(t)), JSON.stringify(all));
   assert.deepEqual(all.monitorFields, ['buffers', 'counters', 'isolateSinceMs', 'minted', 'snowflake']);
   assert.deepEqual(all.metricsFleet, fleetFamilies);

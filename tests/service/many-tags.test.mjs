@@ -81,7 +81,7 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
     assert.equal(seen.size, all, `${pages} pages listed ${seen.size} tags`);
     // Now that every tag has a summary: one page, the views.
     const timed = [];
-    for (const path of ['/v1/tags', '/metrics', '/v1/monitor', '/v1/tags?q=t0000', `/v1/tags/${name(7)}/history`]) {
+    for (const path of ['/v1/tags', '/metrics', '/v1/monitor', '/v1/fleet', '/v1/tags?q=t0000', `/v1/tags/${name(7)}/history`]) {
       const { calls, ms, body } = await measure(path);
       assert.ok(calls <= MAX_CALLS, `${path}: ${calls} object calls`);
       timed.push([path, ms]);
@@ -96,7 +96,31 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
         assert.deepEqual(rates.slice(0, 3).map((m) => m[1]).sort(), busy.sort());
         assert.ok(rates.slice(0, 3).every((m) => Number(m[2]) > 0), JSON.stringify(rates.slice(0, 4)));
       }
+      if (path === '/v1/fleet') {
+        // The dashboard's charts: the busiest tags (by the summaries), each
+        // from its history: the catalog and 8 tags.
+        const fleet = JSON.parse(body);
+        assert.equal(fleet.total, all);
+        assert.deepEqual(fleet.tags.slice(0, 3).map((t) => t.bizTag).sort(), busy.sort());
+        assert.ok(fleet.tags.slice(0, 3).every((t) => t.ids.reduce((a, b) => a + b, 0) > 0), body.slice(0, 300));
+        assert.equal(fleet.tags.length, 8);
+        assert.ok(calls <= 9, `/v1/fleet: ${calls} object calls`);
+      }
       if (path === '/v1/tags?q=t0000') assert.deepEqual(JSON.parse(body).tags.map((t) => t.bizTag), Array.from({ length: 10 }, (_, i) => name(i)));
+    }
+    // Opt-in series: the tags named (each from its object, bounded), with
+    // or without the busiest; more than 10 named is refused.
+    const seriesOf = (body) => [...body.matchAll(/^edgeleaf_tag_max_id\{tag="([^"]+)"\}/gm)].map((m) => m[1]);
+    {
+      const { calls, body } = await measure(`/metrics?tag=${name(7)}&tag=${name(N - 1)}&tag=no-such-tag`);
+      assert.deepEqual(seriesOf(body), [name(7), name(N - 1)]);
+      assert.ok(calls <= MAX_CALLS, `/metrics?tag=: ${calls} object calls`);
+      const both = await measure(`/metrics?top=3&tag=${name(7)}`);
+      assert.deepEqual(seriesOf(both.body).sort(), [...busy, name(7)].sort());
+      const eleven = Array.from({ length: 11 }, (_, i) => `tag=${name(i)}`).join('&');
+      const res = await call(`/metrics?${eleven}`);
+      assert.equal(res.status, 400);
+      assert.equal((await res.json()).error.code, 'out_of_range');
     }
     // The dashboard: every panel drawn (a page of tags, their count, the
     // charts, the worker IDs, this isolate's buffers), then a search.
@@ -105,6 +129,9 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const errors = [];
       page.on('pageerror', (e) => errors.push(e.message));
+      // What the page asks the service: no aggregate over per-tag requests.
+      const asked = [];
+      page.on('request', (r) => asked.push(new URL(r.url()).pathname));
       await page.goto(`${url}/`);
       await page.evaluate((token) => localStorage.setItem('edgeleaf-token', token), ADMIN);
       const t0 = Date.now();
@@ -116,6 +143,9 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
       const drawn = Date.now() - t0;
       console.log(`dashboard: every panel drawn in ${drawn} ms`);
       timed.push(['dashboard', drawn, 2000]);
+      const histories = asked.filter((p) => p.endsWith('/history'));
+      assert.deepEqual(histories, [], 'the charts come from /v1/fleet, not from each tag');
+      assert.ok(asked.includes('/v1/fleet'), asked.join(' '));
       await page.fill('#tag-q', name(N - 1));
       await page.waitForFunction((t) => document.getElementById('tags').textContent.includes(t) && document.querySelectorAll('#tags tr').length === 1, name(N - 1));
       assert.deepEqual(errors, []);

@@ -43,8 +43,13 @@ pub fn summary(h: &TagHistory, r: &Runway, now: u64) -> TagSummary {
 
 /// `?minutes=N`, 1..=1440 (default 60).
 pub fn minutes(url: &worker::Url) -> ApiResult<u64> {
+    minutes_or(url, 60)
+}
+
+/// `?minutes=N`, 1..=1440 (default `default`).
+pub fn minutes_or(url: &worker::Url, default: u64) -> ApiResult<u64> {
     let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "minutes") else {
-        return Ok(60);
+        return Ok(default);
     };
     raw.parse::<u64>()
         .ok()

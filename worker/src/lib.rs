@@ -16,6 +16,7 @@ mod binding;
 mod body;
 mod clock;
 mod config;
+mod fleet;
 mod history;
 mod incoming;
 mod isolate;

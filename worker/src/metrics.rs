@@ -1,5 +1,6 @@
 //! `GET /metrics`: the Prometheus text exposition format (version 0.0.4).
-//! The number of tags, and for the busiest (`?top=N`, 100 by default) from
+//! The number of tags, and for the busiest (`?top=N`, 100 by default) and
+//! those named (`?tag=a&tag=b`, at most `MAX_NAMED`), from
 //! the summaries their objects report to the catalog (every isolate
 //! together, at most a minute old while busy): `max_id`, step, allocations,
 //! the recent rate and the runway; the registry's worker IDs by
@@ -61,6 +62,43 @@ impl Text {
 /// 0..=1000).
 pub const DEFAULT_TOP: u32 = 100;
 
+/// The most tags a scrape may name (`?tag=`): each is read from its own
+/// object (exact), so a scrape stays within 50 object calls with the
+/// busiest tags' (catalog, 32 tags, catalog, registry: 35).
+pub const MAX_NAMED: usize = 10;
+
+/// Which tags' series a scrape shows.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Query {
+    /// The busiest: `?top=N` (`DEFAULT_TOP` unless tags are named, then 0).
+    pub top: u32,
+    /// The named ones (`?tag=`, each once), besides the busiest.
+    pub tags: Vec<String>,
+}
+
+/// `?top=N&tag=a&tag=b`.
+pub fn query(url: &worker::Url) -> ApiResult<Query> {
+    let named = url.query_pairs().filter(|(k, _)| k == "tag").count();
+    if named > MAX_NAMED {
+        return Err(ApiError::new(
+            ErrorCode::OutOfRange,
+            format!("tag: expected at most {MAX_NAMED} tags, found {named}"),
+        ));
+    }
+    let mut tags: Vec<String> = Vec::new();
+    for (k, v) in url.query_pairs() {
+        if k == "tag" && !tags.iter().any(|t| *t == v) {
+            tags.push(v.into_owned());
+        }
+    }
+    let named_top = url.query_pairs().any(|(k, _)| k == "top");
+    let top = match top(url)? {
+        n if named_top || tags.is_empty() => n,
+        _ => 0,
+    };
+    Ok(Query { top, tags })
+}
+
 /// One tag's series: its view, allocations and runway.
 struct TagRow {
     tag: TagView,
@@ -69,7 +107,7 @@ struct TagRow {
 }
 
 /// `?top=N`.
-pub fn top(url: &worker::Url) -> ApiResult<u32> {
+fn top(url: &worker::Url) -> ApiResult<u32> {
     let Some((_, raw)) = url.query_pairs().find(|(k, _)| k == "top") else {
         return Ok(DEFAULT_TOP);
     };
@@ -194,17 +232,48 @@ async fn first_rows(env: &Env, access: &Access, top: u32) -> ApiResult<(Vec<TagR
     Ok((rows, total))
 }
 
-/// The exposition text `access` may see, with the series of the `top`
-/// busiest tags.
-#[allow(clippy::cast_precision_loss)] // Prometheus values are floats
-pub async fn metrics(env: &Env, access: &Access, top: u32) -> ApiResult<String> {
+/// The rows of the tags `named` that `access` sees and `rows` lacks, each
+/// from its history (exact); a name that is no tag has none.
+async fn named_rows(
+    env: &Env,
+    access: &Access,
+    named: &[String],
+    rows: &[TagRow],
+) -> ApiResult<Vec<TagRow>> {
+    let wanted: Vec<&String> = named
+        .iter()
+        // A name no tag can have is not asked of any object.
+        .filter(|t| edgeleaf::name::check_tag(t).is_ok())
+        .filter(|t| access.sees_tag(t) && !rows.iter().any(|r| r.tag.biz_tag == **t))
+        .collect();
+    let read = futures::future::join_all(wanted.iter().map(|t| history::load(env, t))).await;
     let now = now_ms();
-    let (rows, total) = match top_rows(env, access, top).await? {
+    let mut found = Vec::new();
+    for h in read.into_iter().flatten() {
+        let runway = history::tag_runway(&h, now)?;
+        found.push(TagRow {
+            tag: h.tag,
+            allocations: h.allocations,
+            runway,
+        });
+    }
+    Ok(found)
+}
+
+/// The exposition text `access` may see, with the series of the
+/// `query.top` busiest tags and of those it names.
+#[allow(clippy::cast_precision_loss)] // Prometheus values are floats
+pub async fn metrics(env: &Env, access: &Access, query: &Query) -> ApiResult<String> {
+    let now = now_ms();
+    let top = query.top;
+    let (mut rows, total) = match top_rows(env, access, top).await? {
         Some(found) => found,
         None => first_rows(env, access, top).await?,
     };
+    let named = named_rows(env, access, &query.tags, &rows).await?;
+    rows.extend(named);
     let mut t = Text::default();
-    t.family("edgeleaf_tags", "gauge", "Tags this credential sees (the per-tag series below are the busiest ?top=N, 100 by default).");
+    t.family("edgeleaf_tags", "gauge", "Tags this credential sees (the per-tag series below are the busiest ?top=N, 100 by default, and those named by ?tag=).");
     t.sample("edgeleaf_tags", &[], total as f64);
     let per_tag: [(&str, &str, &str); 6] = [
         ("edgeleaf_tag_max_id", "gauge", "The tag's max_id: every ID up to it has been allocated (a float: exact below 2^53)."),

@@ -103,6 +103,7 @@ pub const ROUTES: &[Route] = &[
     route!(Get    "/v1/tags/{tag}/history",   MONITOR,  views::history),
     route!(Get    "/v1/tags/{tag}/allocators", MONITOR, tags::allocators),
     route!(Post   "/v1/tags/{tag}/allocators/{region}/retire", ADMIN, tags::retire_allocator),
+    route!(Get    "/v1/fleet",                MONITOR,  views::fleet),
     route!(Get    "/v1/monitor",              MONITOR,  views::monitor),
     route!(Get    "/metrics",                 MONITOR,  views::metrics),
     route!(Post   "/v1/keys",                 ADMIN,    keys::create),

@@ -170,12 +170,14 @@ fn every_tag_request_round_trips() {
             id: GivenId::Not("\"ten\"".into()),
         },
         TagRequest::Ids { count: 1000 },
+        TagRequest::Report,
     ];
     for r in &requests {
         round_trip(r);
     }
     // The variants as they travel: camelCase names, camelCase fields.
     assert_eq!(text(&TagRequest::Get), r#""get""#);
+    assert_eq!(text(&TagRequest::Report), r#""report""#);
     assert_eq!(
         text(&TagRequest::Ids { count: 3 }),
         r#"{"ids":{"count":3}}"#

@@ -8,6 +8,7 @@ use worker::Response;
 
 use super::{Cx, ROUTES};
 use crate::api::{json, ApiError, ApiResult};
+use crate::fleet;
 use crate::history;
 use crate::metrics;
 use crate::monitor;
@@ -111,14 +112,24 @@ pub async fn monitor(cx: Cx) -> ApiResult<Response> {
     json(200, &monitor::monitor(cx.access()?))
 }
 
-/// `GET /metrics?top=N`.
+/// `GET /metrics?top=N&tag=a&tag=b`.
 pub async fn metrics(cx: Cx) -> ApiResult<Response> {
-    let top = metrics::top(cx.req.url())?;
-    let text = metrics::metrics(&cx.env, cx.access()?, top).await?;
+    let query = metrics::query(cx.req.url())?;
+    let text = metrics::metrics(&cx.env, cx.access()?, &query).await?;
     let mut res = Response::ok(text)?;
     res.headers_mut()
         .set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
     Ok(res)
+}
+
+/// `GET /v1/fleet?minutes=N&top=K`: the dashboard's charts.
+pub async fn fleet(cx: Cx) -> ApiResult<Response> {
+    let minutes = history::minutes_or(cx.req.url(), fleet::DEFAULT_MINUTES)?;
+    let top = fleet::top(cx.req.url())?;
+    json(
+        200,
+        &fleet::answer(&cx.env, cx.access()?, minutes, top).await?,
+    )
 }
 
 /// `GET /v1/tags/{tag}/history?minutes=N`.

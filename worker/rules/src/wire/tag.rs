@@ -43,6 +43,13 @@ pub enum TagRequest {
     /// A leased range's unused tail, handed back by the asker that leased
     /// it (under the lease's request ID): answers [`TakenBack`].
     TakeBack(TakeBackRequest),
+    /// Reports the tag's summary to the catalog now: answers
+    /// [`Done`](super::catalog::Done). Sent by the tag's object to itself,
+    /// from a timer a change starts, not from an alarm: an alarm stays in
+    /// storage, and after a rollback it fires on the release before, whose
+    /// `TagStore` has no alarm handler and panics (design.md, "Two releases
+    /// at once"). New in 0.2; the release before refuses it.
+    Report,
 }
 
 impl super::StoreRequest for TagRequest {
@@ -55,7 +62,9 @@ impl super::StoreRequest for TagRequest {
             | TagRequest::History
             | TagRequest::Reveal { .. }
             | TagRequest::Allocate(_)
-            | TagRequest::Ids { .. } => true,
+            | TagRequest::Ids { .. }
+            // A summary reported twice is kept once.
+            | TagRequest::Report => true,
             // A conditional write run twice refuses itself; a delete run
             // twice answers not_found; a hand-back run twice finds its
             // range shortened already and takes nothing.

@@ -22,8 +22,10 @@
 //! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
 //!
 //! It reports its summary (its view, allocations and runway) to the catalog
-//! from an alarm, at most once a minute and only after a change (`report`),
-//! so that listings and scrapes never call every tag's object.
+//! at most once a minute and only after a change (`report`), so that
+//! listings and scrapes never call every tag's object — from a timer in
+//! memory, not an alarm, which the release before could not handle after a
+//! rollback (`report.rs`).
 //!
 //! `max_id` is stored as TEXT: SQLite integers reach JS as numbers, exact only
 //! below 2^53, and IDs go to 2^63 − 1.
@@ -34,11 +36,12 @@ mod schema;
 pub mod stubs;
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use edgeleaf::driver::MonotonicIssuer;
-use edgeleaf_rules::wire::{tag::TagRequest, tag::TagView};
+use edgeleaf_rules::wire::{catalog::Done, tag::TagRequest, tag::TagView};
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State, Storage,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
 };
 
 use crate::api::{json, ApiError, ApiResult};
@@ -49,10 +52,10 @@ use schema::Stored;
 #[durable_object]
 pub struct TagStore {
     sql: SqlStorage,
-    storage: Storage,
     env: Env,
-    /// An alarm to report the summary is set (`report`).
-    report_armed: Cell<bool>,
+    /// A timer to report the summary is running (`report`); shared with it,
+    /// which clears it if its report could not be asked for.
+    report_armed: Rc<Cell<bool>>,
     /// When this instance last reported its summary, Unix ms (0: never).
     reported_ms: Cell<u64>,
     /// The tables are known to exist (made by this instance, or found).
@@ -80,9 +83,8 @@ impl DurableObject for TagStore {
     fn new(state: State, env: Env) -> Self {
         TagStore {
             sql: state.storage().sql(),
-            storage: state.storage(),
             env,
-            report_armed: Cell::new(false),
+            report_armed: Rc::new(Cell::new(false)),
             reported_ms: Cell::new(0),
             tables: Cell::new(false),
             issuer: RefCell::new(None),
@@ -92,6 +94,10 @@ impl DurableObject for TagStore {
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         let changed = Cell::new(false);
         let answer = serve(None, &req, async |r| {
+            if matches!(r, TagRequest::Report) {
+                self.report().await;
+                return json(200, &Done {});
+            }
             changed.set(!matches!(
                 r,
                 TagRequest::Get | TagRequest::History | TagRequest::Reveal { .. }
@@ -107,6 +113,9 @@ impl DurableObject for TagStore {
         answer
     }
 
+    // No release arms an alarm here yet: this handler is for the release
+    // after, which may arm one once the release it rolls back to (this one)
+    // handles it.
     async fn alarm(&self) -> worker::Result<Response> {
         self.report().await;
         Response::empty()
@@ -128,6 +137,8 @@ impl TagStore {
             TagRequest::Reveal { id } => self.reveal(&id),
             TagRequest::Ids { count } => self.ids(count),
             TagRequest::TakeBack(b) => self.take_back(&b),
+            // Answered in `fetch` (it awaits the catalog).
+            TagRequest::Report => json(200, &Done {}),
         }
     }
 }

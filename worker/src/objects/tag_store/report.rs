@@ -1,14 +1,26 @@
 //! A tag's summary for the catalog: its view, allocations and runway, sent
-//! from an alarm after a change — at most once a minute, never on the ID
-//! path — and again each minute while the last hour's rate is not 0 (it
-//! falls as allocations age out of the hour).
+//! after a change — at most once a minute, never on the ID path — and again
+//! each minute while the last hour's rate is not 0 (it falls as allocations
+//! age out of the hour).
+//!
+//! The wake-up is a timer in this instance's memory that asks the object
+//! itself (`TagRequest::Report`), not an alarm: an alarm is kept in storage,
+//! and storage is read by the release before after a rollback (design.md,
+//! "Two releases at once"), whose `TagStore` has no alarm handler — it
+//! panics, and the runtime retries the alarm, each time failing every
+//! request in flight in that isolate (tests/service/two-versions.test.mjs,
+//! "rolling back"). A timer dies with its instance: an object evicted with a
+//! report due keeps its last summary until its next change (the object
+//! lives while busy, and each report is a request that keeps it so).
 
 use edgeleaf_rules::wire::catalog::TagSummary;
 
 use crate::api::ApiResult;
-use crate::clock::now_ms;
+use crate::clock::{now_ms, sleep_ms};
 use crate::history::{summary, tag_runway};
 use crate::objects::catalog::stubs as catalog;
+
+use super::stubs;
 
 use super::TagStore;
 
@@ -31,17 +43,27 @@ impl TagStore {
     }
 
     async fn arm_at(&self, at: u64) {
-        // workers-rs reads an integer as an offset from now, not a time.
-        #[allow(clippy::cast_possible_wrap)] // at most a minute
-        let offset_ms = at.saturating_sub(now_ms()).max(1) as i64;
-        match self.storage.set_alarm(offset_ms).await {
-            Ok(()) => self.report_armed.set(true),
-            // The next change tries again.
-            Err(e) => worker::console_warn!("tag: arming its report: {e}"),
-        }
+        let tag = match self.load() {
+            Ok(Some(s)) => s.record.biz_tag,
+            // Nothing to report (no tag), or the next change tries again.
+            _ => return,
+        };
+        let wait_ms = at.saturating_sub(now_ms()).max(1);
+        let env = self.env.clone();
+        let armed = self.report_armed.clone();
+        armed.set(true);
+        wasm_bindgen_futures::spawn_local(async move {
+            sleep_ms(wait_ms).await;
+            if let Err(e) = stubs::report(&env, &tag).await {
+                // Not asked (this instance replaced, or the object busy):
+                // the next change arms again.
+                armed.set(false);
+                worker::console_warn!("tag: asking for its report: {}", e.message);
+            }
+        });
     }
 
-    /// The alarm: reports the summary (none for a deleted tag); while the
+    /// The timer's request (or an alarm): reports the summary (none for a deleted tag); while the
     /// last hour's rate is not 0, once more a minute later.
     pub(super) async fn report(&self) {
         self.report_armed.set(false);

@@ -7,6 +7,8 @@ use edgeleaf_rules::wire::{
 };
 use worker::Env;
 
+use edgeleaf_rules::wire::catalog::Done;
+
 use crate::api::ApiResult;
 use crate::objects::call::{call, Store};
 
@@ -52,4 +54,9 @@ pub async fn ids(env: &Env, tag: &str, count: usize) -> ApiResult<Vec<u64>> {
     let count = count as u64;
     let list: IdList = call(env, Store::Tag(tag), &TagRequest::Ids { count }).await?;
     Ok(list.numbers()?)
+}
+
+/// Asks `tag`'s object to report its summary to the catalog (its own timer).
+pub async fn report(env: &Env, tag: &str) -> ApiResult<Done> {
+    call(env, Store::Tag(tag), &TagRequest::Report).await
 }
