@@ -803,8 +803,8 @@ fn the_services_minters_are_split_over_the_hosting_regions() {
     expected.sort_unstable();
     assert_eq!(hosting, expected, "every region where objects live, once");
     // By share (enam, weur, apac, wnam, eeur, oc): one each, the rest by
-    // MINTER_SHARES. 32, as shipped (worker/wrangler.toml, sized by make
-    // sim): apac 15. 16 (the release before: 3, 3, 3, 3, 2, 2 evenly).
+    // MINTER_SHARES. 36, as shipped (worker/wrangler.toml, sized by make
+    // sim): apac 17. 16 (the release before: 3, 3, 3, 3, 2, 2 evenly).
     let sizes = |n| {
         let p = MinterPools::over_regions(n);
         MINTER_REGIONS
@@ -812,6 +812,7 @@ fn the_services_minters_are_split_over_the_hosting_regions() {
             .map(|r| p.region_pool(*r).len())
             .collect::<Vec<usize>>()
     };
+    assert_eq!(sizes(36), [5, 7, 17, 2, 4, 1]);
     assert_eq!(sizes(32), [4, 6, 15, 2, 4, 1]);
     assert_eq!(sizes(16), [2, 3, 7, 1, 2, 1]);
     assert_eq!(sizes(6), [1; 6]);
