@@ -6,8 +6,13 @@
 # a region's objects unreachable for a minute. Prints the tables of
 # docs/benchmarks.md#the-world-simulation; exits 1 on a duplicate (either
 # design) or a violation of the regional design's targets.
+# It runs the service as shipped: SNOWFLAKE_MINTERS and SNOWFLAKE_STALENESS_MS
+# from worker/wrangler.toml, the minters placed and chosen by the core's own
+# rules (MinterPools::over_regions, MintConfig::for_region, MintTries).
 # Arguments go to the simulation: scripts/sim.sh --short (what make test
-# runs), --seed N, --isolates N, --minutes N, --fault serve-before-persist|no-fallback
+# runs), --seed N, --isolates N, --minutes N, --minters N (to size them),
+# --scenario steady|storm|outage (one alone),
+# --fault serve-before-persist|no-fallback|ignore-budget
 # (a planted bug: the run must exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -23,6 +23,11 @@
 /// `Retry-After`.
 pub const MAX_WAIT_MS: u64 = 1_000;
 
+/// How often a request waiting on something another request sent (a
+/// segment load, a batch fetch, a lease), or told to ask again after a
+/// moment (a minter's time unit used up), looks again.
+pub const POLL_MS: u64 = 2;
+
 /// The longest a call made outside any request to the service waits (an
 /// object's own call to another, a background load): nobody is waiting on
 /// it within a second, and cutting it short would lose what the callee did

@@ -802,13 +802,30 @@ fn the_services_minters_are_split_over_the_hosting_regions() {
     let mut expected = Region::HOSTING.to_vec();
     expected.sort_unstable();
     assert_eq!(hosting, expected, "every region where objects live, once");
-    // 16 minters (the default) over 6 regions: 3, 3, 3, 3, 2, 2.
-    let p = MinterPools::over_regions(16);
-    let sizes: Vec<usize> = MINTER_REGIONS
-        .iter()
-        .map(|r| p.region_pool(*r).len())
-        .collect();
-    assert_eq!(sizes, [3, 3, 3, 3, 2, 2]);
+    // By share (enam, weur, apac, wnam, eeur, oc): one each, the rest by
+    // MINTER_SHARES. 36, as shipped (worker/wrangler.toml, sized by make
+    // sim): apac 17. 16 (the release before: 3, 3, 3, 3, 2, 2 evenly).
+    let sizes = |n| {
+        let p = MinterPools::over_regions(n);
+        MINTER_REGIONS
+            .iter()
+            .map(|r| p.region_pool(*r).len())
+            .collect::<Vec<usize>>()
+    };
+    assert_eq!(sizes(36), [5, 7, 17, 2, 4, 1]);
+    assert_eq!(sizes(32), [4, 6, 15, 2, 4, 1]);
+    assert_eq!(sizes(16), [2, 3, 7, 1, 2, 1]);
+    assert_eq!(sizes(6), [1; 6]);
+    assert_eq!(edgeleaf::minted::MINTER_SHARES.iter().sum::<u32>(), 100);
+    // More minters never shrink a region's pool.
+    for minters in 6..=512 {
+        let (a, b) = (sizes(minters), sizes(minters + 1));
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x <= y),
+            "{minters}: {a:?} -> {b:?}"
+        );
+        assert_eq!(b.iter().sum::<usize>(), minters as usize + 1);
+    }
     for minters in 0..=64 {
         let p = MinterPools::over_regions(minters);
         for i in 0..minters {

@@ -145,6 +145,28 @@ impl MintConfig {
         }
     }
 
+    /// The settings of one of the service's isolates in `region` (`None`:
+    /// unknown): `minters` split as the service places them
+    /// ([`MinterPools::over_regions`](super::MinterPools::over_regions)),
+    /// its region's pool asked first ([`MintConfig::in_pool`]), from one
+    /// chosen by `home`. The Worker's isolates and the world simulation
+    /// both take their settings from here.
+    pub fn for_region(
+        minters: u32,
+        region: Option<crate::region::Region>,
+        home: u64,
+    ) -> MintConfig {
+        let pools = super::MinterPools::over_regions(minters);
+        let pool = region.map_or(minters..minters, |r| pools.region_pool(r));
+        MintConfig::in_pool(minters, pool, home)
+    }
+
+    /// Whether minter `i` is of this isolate's region's pool (`false`
+    /// without one).
+    pub fn in_own_pool(&self, i: u32) -> bool {
+        (self.pool_start..self.pool_start + self.pool_len).contains(&i)
+    }
+
     /// The minter asked at position `pos` of this isolate's order (taken
     /// modulo the minters): up to [`MINTERS_PER_REQUEST`] of its region's
     /// pool from `home` on, then one other region's minter (so that one

@@ -33,6 +33,32 @@ pub enum Refused {
     },
 }
 
+/// One request's account of the minters it asked that failed it
+/// ([`Refused::Next`]): each failure is an answer, not a wait, and a request
+/// asks at most [`MintConfig::tries_per_request`](super::MintConfig::tries_per_request)
+/// minters before it answers 503, so that one request never fans out over
+/// every minter (each may lease from the one registry).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MintTries {
+    failed: u32,
+}
+
+impl MintTries {
+    /// A minter this request asked failed it: `true` if it asks the next
+    /// one (the buffer's [`MintedBuffer::minter`]), `false` if it answers
+    /// now.
+    #[must_use]
+    pub fn failed(&mut self, buffer: &MintedBuffer) -> bool {
+        self.failed += 1;
+        self.failed < buffer.config().tries_per_request()
+    }
+
+    /// How many failed it so far.
+    pub fn count(&self) -> u32 {
+        self.failed
+    }
+}
+
 impl MintedBuffer {
     /// A minter answered `ranges` (`[start, end)` each) at `now_ms`: kept,
     /// or, when every ID of a batch is already older than the staleness

@@ -45,13 +45,15 @@ pub use config::{
     MAX_MINT_BATCH_BEFORE_BORROW, MINTERS_PER_REQUEST, MINTER_BORROW_MS, MIN_MINT_BATCH,
     RETURN_HOME_MS,
 };
-pub use fetch::{Fetched, Refused};
+pub use fetch::{Fetched, MintTries, Refused};
 pub use histogram::StalenessHistogram;
 pub use minter::{
     batch_ranges, minter_holder_config, minter_lease_refused, minter_restore_refused, minter_step,
     MinterStep,
 };
-pub use placement::{MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT};
+pub use placement::{
+    MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT, MINTER_SHARES,
+};
 
 use crate::error::Error;
 use crate::layout::Layout;
@@ -234,7 +236,10 @@ impl MintedBuffer {
         if claimed {
             // Away from its region's pool: back to it after a while (its
             // minters may be back), never stuck on another region's.
-            if self.pos < self.config.pool_len || self.config.pool_len == 0 {
+            // (The whole order's position: the early other region's minter
+            // of a large pool is away too.)
+            let at = self.config.minter_at(self.pos);
+            if self.config.pool_len == 0 || self.config.in_own_pool(at) {
                 self.away_since_ms = None;
             } else {
                 let since = *self.away_since_ms.get_or_insert(now_ms);

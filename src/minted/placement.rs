@@ -34,6 +34,9 @@ pub const MAX_MINTER_REGIONS: u32 = 64;
 pub struct MinterPools {
     minters: u32,
     regions: u32,
+    /// The service's split ([`MinterPools::over_regions`]): the regions'
+    /// shares of the minters beyond one each; `None`: even.
+    shares: Option<[u32; MINTER_REGION_COUNT as usize]>,
 }
 
 impl MinterPools {
@@ -45,7 +48,11 @@ impl MinterPools {
     pub fn new(minters: u32, regions: u32) -> Result<MinterPools, Error> {
         check_range("minters", minters.into(), 0, 1 << 16)?;
         check_range("regions", regions.into(), 1, MAX_MINTER_REGIONS.into())?;
-        Ok(MinterPools { minters, regions })
+        Ok(MinterPools {
+            minters,
+            regions,
+            shares: None,
+        })
     }
 
     /// How many regions host minters: `min(minters, regions)`.
@@ -60,9 +67,34 @@ impl MinterPools {
         if k >= h {
             return self.minters..self.minters;
         }
-        let (base, extra) = (self.minters / h, self.minters % h);
-        let start = k * base + k.min(extra);
-        start..start + base + u32::from(k < extra)
+        let start = (0..k).map(|j| self.size(j)).sum::<u32>();
+        start..start + self.size(k)
+    }
+
+    /// How many minters hosting region `k` (< [`hosting`](Self::hosting)) has.
+    fn size(&self, k: u32) -> u32 {
+        let h = self.hosting();
+        let Some(shares) = self.shares.filter(|_| self.minters > h) else {
+            let (base, extra) = (self.minters / h, self.minters % h);
+            return base + u32::from(k < extra);
+        };
+        // One each, then each further minter to the region whose share per
+        // minter beyond the first is the largest (Sainte-Laguë's divisors
+        // 1, 3, 5, ...; the earlier region on a tie): one more minter never
+        // takes one from a region.
+        let mut extra = [0u64; MINTER_REGION_COUNT as usize];
+        for _ in h..self.minters {
+            let mut best = 0;
+            for j in 1..extra.len() {
+                let ahead = u64::from(shares[j]) * (2 * extra[best] + 1)
+                    > u64::from(shares[best]) * (2 * extra[j] + 1);
+                if ahead {
+                    best = j;
+                }
+            }
+            extra[best] += 1;
+        }
+        1 + u32::try_from(extra[k as usize]).unwrap_or(0)
     }
 
     /// The region hosting minter `i`; `None` beyond the minters.
@@ -71,11 +103,24 @@ impl MinterPools {
     }
 
     /// The service's split: `minters` over [`MINTER_REGIONS`], in that
-    /// order.
+    /// order, by [`MINTER_SHARES`]: with 6 or more, one each and the rest
+    /// by share (Sainte-Laguë, so that one minter more never takes one from
+    /// a region); with fewer, one each to the first `minters` regions.
+    ///
+    /// ```
+    /// use edgeleaf::minted::MinterPools;
+    /// use edgeleaf::region::Region;
+    /// let p = MinterPools::over_regions(32);
+    /// // enam, weur, apac, wnam, eeur, oc
+    /// assert_eq!(p.region_pool(Region::Apac), 10..25);
+    /// assert_eq!(p.region_pool(Region::Oc), 31..32);
+    /// assert_eq!(p.region_pool(Region::Afr), p.region_pool(Region::Weur));
+    /// ```
     pub fn over_regions(minters: u32) -> MinterPools {
         MinterPools {
             minters: minters.min(1 << 16),
             regions: MINTER_REGION_COUNT,
+            shares: Some(MINTER_SHARES),
         }
     }
 
@@ -114,3 +159,12 @@ pub const MINTER_REGIONS: [Region; MINTER_REGION_COUNT as usize] = [
     Region::Eeur,
     Region::Oc,
 ];
+
+/// Each region's share of the minters (of [`MINTER_REGIONS`], in that
+/// order; percent): its share of the snowflake requests in the world
+/// simulation (`tests/sim/world_sim.rs`: traffic in proportion to each
+/// continent's Internet users, a colo's isolates asking the minters of its
+/// nearest region's hosting region). `apac` carries half the world's
+/// requests: split evenly, its minters were the first past their limit
+/// (docs/benchmarks.md, "The world simulation").
+pub const MINTER_SHARES: [u32; MINTER_REGION_COUNT as usize] = [13, 21, 53, 2, 10, 1];

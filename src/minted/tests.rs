@@ -244,6 +244,68 @@ fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
 }
 
 #[test]
+fn a_large_pools_early_other_region_minter_is_away_too() {
+    // 16 minters, this region's pool 0..6 (first asked: 0): the order asks
+    // 0, 1, 2, then another region's (position 3), then the pool's rest.
+    let config = MintConfig::in_pool(16, 0..6, 0);
+    let mut b = MintedBuffer::new(Layout::LEAF, config).unwrap();
+    let mut out = [0u64; 1];
+    for _ in 0..3 {
+        let _ = b.poll(T, &mut out);
+        b.fetch_failed();
+    }
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert!(!config.in_own_pool(ask.minter), "another region's");
+    b.fetched(&[(id(T, ask.minter, 0), id(T, ask.minter, 1))], T)
+        .unwrap();
+    assert_eq!(b.poll(T, &mut out).filled, 1);
+    // (Its prefetch finds the time unit used up: asked again later.)
+    assert_eq!(
+        b.fetch_refused(ErrorCode::SequenceExhausted, T, 0),
+        Refused::Again
+    );
+    // Served there, it still comes home RETURN_HOME_MS after it left.
+    let MintStep::FetchNow(ask) = b.poll(T + RETURN_HOME_MS, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(ask.minter, 0, "its region's again");
+}
+
+#[test]
+fn a_request_tries_at_most_its_share_of_minters() {
+    // A pool of 6 of 16: three of it and one other region's, then 503.
+    let b = MintedBuffer::new(Layout::LEAF, MintConfig::in_pool(16, 0..6, 0)).unwrap();
+    let mut tries = MintTries::default();
+    assert_eq!(b.config().tries_per_request(), 4);
+    assert!(tries.failed(&b));
+    assert!(tries.failed(&b));
+    assert!(tries.failed(&b));
+    assert!(!tries.failed(&b), "the fourth failure answers");
+    assert_eq!(tries.count(), 4);
+    // A single minter: its failure answers at once.
+    let one = MintedBuffer::new(Layout::LEAF, MintConfig::new(1, 0)).unwrap();
+    assert!(!MintTries::default().failed(&one));
+}
+
+#[test]
+fn an_isolates_settings_follow_the_services_split() {
+    use crate::region::Region;
+    let pools = MinterPools::over_regions(32);
+    for r in Region::ALL {
+        let c = MintConfig::for_region(32, Some(r), 7);
+        let pool = pools.region_pool(r);
+        assert_eq!(
+            (c.pool_start, c.pool_len),
+            (pool.start, pool.end - pool.start)
+        );
+        assert!(pool.contains(&c.home));
+    }
+    assert_eq!(MintConfig::for_region(32, None, 7), MintConfig::new(32, 7));
+}
+
+#[test]
 fn a_batch_stale_on_arrival_is_a_failed_fetch() {
     let mut b = buf();
     let mut out = [0u64; 1];

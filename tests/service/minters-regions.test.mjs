@@ -2,9 +2,9 @@
 // (isolates of their own, the same Durable Objects), one for a colo in
 // western Europe (LHR → weur), one for a colo in eastern North America (ORD →
 // enam), set by the test colo header (TEST_COLO_HEADER = "1", loopback only).
-// With the default 16 minters, split over the six regions where objects live
-// (enam 0..3, weur 3..6, apac 6..9, wnam 9..12, eeur 12..14, oc 14..16:
-// MinterPools::over_regions), each isolate is served by its own region's
+// With 16 minters, split over the six regions where objects live by their
+// shares (enam 0..2, weur 2..5, apac 5..12, wnam 12..13, eeur 13..15, oc
+// 15..16: MinterPools::over_regions), each isolate is served by its own region's
 // minters: every ID's worker ID lies in its region's slice. With enam's
 // minters unavailable (their worker IDs held by ordinary nodes that leased
 // them before the IDs were reserved: a minter without proof waits for such
@@ -21,7 +21,7 @@ import { v4Options, ADMIN, CLIENT } from '../support/service.mjs';
 
 const COLOS = { a: 'LHR', b: 'ORD' };
 // Worker IDs of each region's minters (16 minters over the six regions).
-const SLICE = { a: [3, 6], b: [0, 3] };
+const SLICE = { a: [2, 5], b: [0, 2] };
 const ROUNDS = 12;
 const PARALLEL = 4;
 const COUNT = 100;
@@ -74,12 +74,12 @@ test('each colo is served by its own region\'s minters; a region down, by anothe
   const failures = [];
   const all = [];
   try {
-    // Before minters: three ordinary nodes lease worker IDs 0, 1 and 2,
-    // which then become enam's minters' (reserved, but held until released).
+    // Before minters: ordinary nodes lease worker IDs 0 and 1, which then
+    // become enam's minters' (reserved, but held until released).
     const before = await serveTwo(dir, { SNOWFLAKE_MINTERS: '0' });
     const held = [];
     try {
-      for (let k = 0; k < 3; k++) {
+      for (let k = 0; k < SLICE.b[1]; k++) {
         const res = await before.call('a', '/v1/workers/lease', { method: 'POST', body: JSON.stringify({ nodeKey: `holder-${k}`, nodeTime: Date.now() }) }, ADMIN);
         const lease = await res.json();
         assert.equal(res.status, 200, JSON.stringify(lease));
@@ -88,7 +88,7 @@ test('each colo is served by its own region\'s minters; a region down, by anothe
     } finally {
       await before.dispose();
     }
-    assert.deepEqual(held.map((l) => l.workerId), [0, 1, 2]);
+    assert.deepEqual(held.map((l) => l.workerId), [0, 1]);
 
     const svc = await serveTwo(dir, { SNOWFLAKE_MINTERS: '16', TEST_COLO_HEADER: '1' });
     try {

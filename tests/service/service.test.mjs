@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { start, ADMIN } from '../support/service.mjs';
+import { start, ADMIN, wranglerVars } from '../support/service.mjs';
 
 let svc;
 const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-svc-'));
@@ -376,11 +376,12 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
   try {
     const lease = async (nodeKey) => short.admin('/v1/workers/lease', body({ nodeKey, nodeTime: Date.now() }));
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-    // Worker IDs 0..16 are the minters' (SNOWFLAKE_MINTERS in wrangler.toml):
-    // others fill the remaining 112 of the jsSafe layout; node-0 holds 16.
+    // Worker IDs 0..M are the minters' (SNOWFLAKE_MINTERS in wrangler.toml):
+    // others fill the rest of the jsSafe layout's 128; node-0 holds M.
+    const M = Number(wranglerVars().SNOWFLAKE_MINTERS);
     const first = await (await lease('node-0')).json();
-    assert.equal(first.workerId, 16);
-    for (let n = 1; n < 128 - 16; n++) assert.equal((await lease(`node-${n}`)).status, 200);
+    assert.equal(first.workerId, M);
+    for (let n = 1; n < 128 - M; n++) assert.equal((await lease(`node-${n}`)).status, 200);
     await expectError(await lease('late'), 503, 'no_free_worker_id');
     await expectError(await lease('minter:0'), 400, 'reserved_node_key');
     // The snowflake routes do not care: their IDs come from the minters.
@@ -388,16 +389,16 @@ test('registry in workerd: a lapsed lease is refused on renew and recycled only 
     assert.equal(new Set(ids).size, 100);
     for (const id of [ids[0], ids.at(-1)]) {
       const { workerId } = await (await short.fetch(`/v1/snowflake/${id}`)).json();
-      assert.ok(workerId < 16, `minted under reserved worker ID ${workerId}`);
+      assert.ok(workerId < M, `minted under reserved worker ID ${workerId}`);
     }
     await sleep(first.expiresAtMs - Date.now() + 50);
     // Lapsed: renewal refused, the node must stop.
-    await expectError(await short.admin('/v1/workers/16/renew', body({ generation: first.generation, secret: first.secret, nodeTime: Date.now() })), 409, 'lease_expired');
+    await expectError(await short.admin(`/v1/workers/${M}/renew`, body({ generation: first.generation, secret: first.secret, nodeTime: Date.now() })), 409, 'lease_expired');
     // Within the grace period nobody gets it.
     await expectError(await lease('late'), 503, 'no_free_worker_id');
     await sleep(first.expiresAtMs + GRACE_MS - Date.now() + 50);
     const recycled = await (await lease('late')).json();
-    assert.equal(recycled.workerId, 16, 'the lapsed worker ID is the one recycled');
+    assert.equal(recycled.workerId, M, 'the lapsed worker ID is the one recycled');
     assert.ok(recycled.generation > first.generation);
     assert.ok(recycled.issueAfterMs >= first.expiresAtMs, 'the new holder issues after the old lease ended');
   } finally {

@@ -20,6 +20,7 @@ mod minted;
 mod segments;
 mod state;
 
+use edgeleaf::wait::POLL_MS;
 use worker::{Context, Env};
 
 use crate::api::{ApiError, ApiResult};
@@ -29,9 +30,6 @@ use crate::scope;
 
 pub use segments::segment_ids;
 pub(crate) use state::{count_error, forget_tag, isolate_id, with, Isolate};
-
-/// How often a waiting request looks again.
-const POLL_MS: u64 = 2;
 
 /// What a buffer's poll asks of the request that polled it.
 enum Turn<A> {

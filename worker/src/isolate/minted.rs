@@ -4,8 +4,8 @@
 use std::cell::Cell;
 
 use edgeleaf::{
-    code::ErrorCode, minted::BatchAsk, minted::Fetched, minted::MintStep, minted::Refused,
-    wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
+    code::ErrorCode, minted::BatchAsk, minted::Fetched, minted::MintStep, minted::MintTries,
+    minted::Refused, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
 use futures::future::FutureExt;
 use worker::{Context, Env};
@@ -43,7 +43,7 @@ pub(super) async fn ids(
         Ok((poll.filled, turn))
     };
     let last_error = Cell::new(None);
-    let mut failures = 0;
+    let mut tries = MintTries::default();
     let send = async |ask: BatchAsk, left| {
         let (error, then) = match fetch_batch(env.clone(), ask, left).await {
             Ok(()) => return Ok(Then::Poll),
@@ -52,12 +52,11 @@ pub(super) async fn ids(
         let then = match then {
             Refused::Again => Then::Wait(POLL_MS),
             Refused::Next => {
-                failures += 1;
-                let tries = with(|i| i.minted.as_ref().map(|b| b.config().tries_per_request()));
-                if failures >= tries.unwrap_or(1) {
-                    Then::Late
-                } else {
+                let next = with(|i| i.minted.as_ref().is_some_and(|b| tries.failed(b)));
+                if next {
                     Then::Poll
+                } else {
+                    Then::Late
                 }
             }
             Refused::GiveUp {

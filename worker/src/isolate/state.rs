@@ -92,11 +92,10 @@ impl Isolate {
 /// bound, its region's minters first (the region of the request that made
 /// it: an isolate runs in one colo), from a random one of them.
 pub(crate) fn mint_config(config: &Config) -> MintConfig {
-    let pools = edgeleaf::minted::MinterPools::over_regions(config.minters);
-    let pool = crate::scope::region().map_or(0..0, |r| pools.region_pool(r));
+    let region = crate::scope::region();
     MintConfig {
         staleness_ms: config.staleness_ms,
-        ..MintConfig::in_pool(config.minters, pool, random_u64())
+        ..MintConfig::for_region(config.minters, region, random_u64())
     }
 }
 
