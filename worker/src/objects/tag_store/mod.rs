@@ -37,18 +37,17 @@ use std::cell::{Cell, RefCell};
 
 use edgeleaf::driver::MonotonicIssuer;
 use edgeleaf_rules::wire::{tag::TagRequest, tag::TagView};
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State, Storage,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State, Storage};
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::objects::serve::serve;
+use crate::objects::sql::Sql;
 
 use schema::Stored;
 
 #[durable_object]
 pub struct TagStore {
-    sql: SqlStorage,
+    sql: Sql,
     storage: Storage,
     env: Env,
     /// An alarm to report the summary is set (`report`).
@@ -79,7 +78,7 @@ impl TagStore {
 impl DurableObject for TagStore {
     fn new(state: State, env: Env) -> Self {
         TagStore {
-            sql: state.storage().sql(),
+            sql: Sql::new(&state),
             storage: state.storage(),
             env,
             report_armed: Cell::new(false),
@@ -90,25 +89,24 @@ impl DurableObject for TagStore {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        let changed = Cell::new(false);
-        let answer = serve(None, &req, async |r| {
-            changed.set(!matches!(
+        serve(&self.env, None, &req, async |r| {
+            let changed = !matches!(
                 r,
                 TagRequest::Get | TagRequest::History | TagRequest::Reveal { .. }
-            ));
-            self.answer(r)
+            );
+            let answer = self.answer(r);
+            // A change that was made (a refused one, e.g. of a name never
+            // created, writes nothing, not even an alarm).
+            if changed && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
+                self.arm_report().await;
+            }
+            answer
         })
-        .await;
-        // A change that was made (a refused one, e.g. of a name never
-        // created, writes nothing, not even an alarm).
-        if changed.get() && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
-            self.arm_report().await;
-        }
-        answer
+        .await
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        self.report().await;
+        crate::scope::for_alarm(&self.env).run(self.report()).await;
         Response::empty()
     }
 }

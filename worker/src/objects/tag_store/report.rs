@@ -20,12 +20,29 @@ pub const REPORT_EVERY_MS: u64 = 60_000;
 const FIRST_REPORT_AFTER_MS: u64 = 2_000;
 
 impl TagStore {
-    /// After a change: an alarm to report it, unless one is set.
+    /// After a change: an alarm to report it, unless one is set — by this
+    /// instance, or by one before it that the platform evicted: its alarm is
+    /// kept, and setting a new one 2 s ahead would report (and pay an alarm,
+    /// a call to the catalog and their rows) each time an idle gap evicted
+    /// the object, not at most once a minute.
     pub(super) async fn arm_report(&self) {
         if self.report_armed.get() {
             return;
         }
         let now = now_ms();
+        // One set further ahead than a report's wait is no report's, and one
+        // due already may be the alarm running now (its report read the tag
+        // before this change): set anew.
+        let (now_i, soon) = (
+            i64::try_from(now).unwrap_or(i64::MAX),
+            i64::try_from(now + REPORT_EVERY_MS).unwrap_or(i64::MAX),
+        );
+        if let Ok(Some(at)) = self.storage.get_alarm().await {
+            if now_i < at && at <= soon {
+                self.report_armed.set(true);
+                return;
+            }
+        }
         let at = (now + FIRST_REPORT_AFTER_MS).max(self.reported_ms.get() + REPORT_EVERY_MS);
         self.arm_at(at).await;
     }
@@ -35,7 +52,11 @@ impl TagStore {
         #[allow(clippy::cast_possible_wrap)] // at most a minute
         let offset_ms = at.saturating_sub(now_ms()).max(1) as i64;
         match self.storage.set_alarm(offset_ms).await {
-            Ok(()) => self.report_armed.set(true),
+            Ok(()) => {
+                self.report_armed.set(true);
+                // Billed as a row written.
+                crate::scope::count_rows(0, 1);
+            }
             // The next change tries again.
             Err(e) => worker::console_warn!("tag: arming its report: {e}"),
         }
