@@ -6,7 +6,7 @@
 // the service binding's single-ID RPC call (a user's Worker in the same
 // workerd, tests/support/binding.mjs). Saves the rows of the report
 // (target/bench-report/costs.json).
-// `node tests/bench/costs.bench.mjs` (SCALE=1).
+// `node tests/bench/costs.bench.mjs` (SCALE=1, BINDING=1).
 import { start } from '../support/service.mjs';
 import { bundleUserWorker, startBound } from '../support/binding.mjs';
 import { measure, measureRoutes, PRICES, TARGETS, usd } from './bill.mjs';
@@ -24,9 +24,11 @@ try {
   await svc.dispose();
 }
 
-// The binding: one RPC call per ID (`env.IDS.segment(tag, 1)`), 100 calls at a time.
-const bound = await startBound(bundleUserWorker(), { vars: VARS });
-try {
+// The binding: one RPC call per ID (`env.IDS.segment(tag, 1)`), 100 calls
+// at a time (its Worker bundles the npm package: `make pkg` first; BINDING=0
+// leaves it out).
+const bound = process.env.BINDING === '0' ? null : await startBound(bundleUserWorker(), { vars: VARS });
+if (bound) try {
   const put = await bound.mf.dispatchFetch('http://localhost/v1/tags/bill-rpc', {
     method: 'PUT', body: '{}', headers: { authorization: 'Bearer test-admin-token' },
   });
