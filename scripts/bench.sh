@@ -16,6 +16,10 @@ node_modules/.bin/node tests/bench/http.bench.mjs
 # A user's Worker calling it: RPC through a service binding, fetch through
 # the binding, public HTTP, in the same run.
 node_modules/.bin/node tests/bench/binding.bench.mjs
+# The bill: what a million IDs cost the Durable Objects per route, counted
+# (object requests, rows read and written) at the dated prices of
+# docs/benchmarks.md.
+node_modules/.bin/node tests/bench/costs.bench.mjs
 # Every figure above in one table, each with its same-run baseline and its
 # spread across rounds; last, the line to quote (http: single-ID … of no-op,
 # batch … of the same-bytes floor, opaque … of plain).

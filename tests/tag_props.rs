@@ -24,7 +24,10 @@
 //!   lease answers only the IDs its caller kept; only from the service's
 //!   own allocators (an outside client's is credited instead, never
 //!   `max_id` moved back); never for a monotonic tag, nor an opaque tag's
-//!   from outside.
+//!   from outside;
+//! - one caller's memory is one range of names (`remembered_range`, where
+//!   the store forgets a caller's oldest beyond `MAX_REMEMBERED_PER_CALLER`):
+//!   every name of its request IDs is in it, no other caller's is.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -472,6 +475,21 @@ proptest! {
             if let Some(r) = &store.record {
                 prop_assert_eq!(*created.get_or_insert(r.kind), r.kind, "after {:?}", op);
             }
+        }
+    }
+
+    #[test]
+    fn a_callers_memory_is_one_range_of_its_own_names(
+        a in "[a-z:;0-9]{1,6}", b in "[a-z:;0-9]{1,6}",
+        ids in prop::collection::vec("[a-z:;0-9]{1,4}", 1..6),
+    ) {
+        let ask = |caller, id| SegmentAsk { step: None, request_id: Some(id), caller: Asker::Own(caller), for_isolate: false };
+        let (from, to) = ask(&a, "x").remembered_range().expect("a caller's own request ID has a range");
+        for id in &ids {
+            let own = ask(&a, id).remembered_as().expect("remembered");
+            prop_assert!(from <= own && own < to, "{own:?} outside [{from:?}, {to:?})");
+            let other = ask(&b, id).remembered_as().expect("remembered");
+            prop_assert_eq!(from <= other && other < to, a == b, "{:?} of caller {:?} against {:?}'s range", other, b, a);
         }
     }
 }

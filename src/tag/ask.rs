@@ -11,6 +11,17 @@ pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// within it is answered the same segment).
 pub const REQUEST_ID_TTL_MS: u64 = 3_600_000;
 
+/// The most request IDs a tag's store remembers for one caller: when one
+/// more is remembered, that caller's oldest beyond it are forgotten, as
+/// after [`REQUEST_ID_TTL_MS`]. So one key sending new request IDs cannot
+/// grow the store without bound (every lease of the tag would pay for it),
+/// the other callers' memory is untouched, and no ID is ever answered
+/// twice: a forgotten request ID sent again is a new ask, answered a new
+/// segment, and a tail handed back under it stays a gap. Forgetting, not
+/// refusing: the caller keeps drawing IDs; only retries older than its last
+/// `MAX_REMEMBERED_PER_CALLER` leases lose their answer.
+pub const MAX_REMEMBERED_PER_CALLER: u64 = 1_000;
+
 /// Who asks for a segment lease, as its request IDs see it (by default:
 /// [`Asker::Shared`], which may send none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,6 +75,21 @@ impl SegmentAsk<'_> {
         };
         self.request_id
             .map(|id| alloc::format!("{}:{}:{}", caller.len(), caller, id))
+    }
+
+    /// The bounds `[from, to)` of every name [`SegmentAsk::remembered_as`]
+    /// gives this ask's caller (`None` as there): the range of one caller's
+    /// memory, and no other caller's name falls in it (the caller's name is
+    /// prefixed by its length, and `;` follows `:`).
+    pub fn remembered_range(&self) -> Option<(String, String)> {
+        let Asker::Own(caller) = self.caller else {
+            return None;
+        };
+        self.request_id?;
+        Some((
+            alloc::format!("{}:{}:", caller.len(), caller),
+            alloc::format!("{}:{};", caller.len(), caller),
+        ))
     }
 
     /// Whose credits this ask may be answered from

@@ -31,7 +31,7 @@ if (counter !== undefined) {
     ],
   });
 }
-const order = ['core-sustained', 'node', 'http', 'binding'];
+const order = ['core-sustained', 'node', 'http', 'binding', 'costs'];
 const files = existsSync(REPORT_DIR) ? readdirSync(REPORT_DIR).filter((f) => f.endsWith('.json')) : [];
 files.sort((a, b) => order.indexOf(a.replace('.json', '')) - order.indexOf(b.replace('.json', '')));
 for (const f of files) parts.push(JSON.parse(readFileSync(new URL(f, REPORT_DIR), 'utf8')));

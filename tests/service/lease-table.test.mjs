@@ -7,6 +7,10 @@
 // plans the prune through the index, for a tag made by this release and for
 // one made before the index existed (dropped here, as 0.1.0 wrote it), whose
 // object makes it again at its next request; and the leases were answered.
+// And one key's memory is capped (the core's MAX_REMEMBERED_PER_CALLER,
+// 1,000): a key sending new request IDs has its oldest forgotten, never
+// another key's, and a forgotten request ID sent again is answered a new
+// segment (never one handed out before).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -81,6 +85,65 @@ test('the lease prune reads by the index on created, for new tags and for tags m
     ({ plan, rows } = prunePlan(file));
     assert.equal(rows, 7);
     assert.match(plan, /USING (COVERING )?INDEX lease_created/, `made again at the next request: ${plan}`);
+  } finally {
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
+
+/** The lease rows of `file`, by the key that leased them (the name's caller part). */
+function leaseRowsByKey(file) {
+  const db = new DatabaseSync(file, { readOnly: true });
+  const rows = db.prepare('SELECT request_id FROM lease').all().map((r) => r.request_id);
+  db.close();
+  const by = {};
+  for (const id of rows) {
+    const [len, rest] = [Number(id.split(':')[0]), id.slice(id.indexOf(':') + 1)];
+    const key = rest.slice(0, len);
+    by[key] = (by[key] ?? 0) + 1;
+  }
+  return by;
+}
+
+test("one key's remembered request IDs are capped at 1,000 on its tag: its oldest forgotten, another key's kept", async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-lease-cap-'));
+  const CAP = 1000;
+  try {
+    const svc = await start({ persist });
+    const lease = async (token, requestId) => {
+      const res = await svc.fetch('/v1/segment/capped/lease', {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ step: 10, requestId }),
+      }, token);
+      const text = await res.text();
+      assert.equal(res.status, 200, text);
+      const { start: s, end } = JSON.parse(text);
+      return `${s}..${end}`;
+    };
+    let first, other, last;
+    const tokens = [];
+    try {
+      assert.ok([200, 201].includes((await svc.admin('/v1/tags/capped', { method: 'PUT', body: JSON.stringify({ step: 10 }) })).status));
+      for (const name of ['busy', 'quiet']) {
+        const key = await svc.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name, scopes: ['ids'] }) });
+        tokens.push((await key.json()).token);
+      }
+      const [busy, quiet] = tokens;
+      other = await lease(quiet, 'q-0');
+      first = await lease(busy, 'b-0');
+      for (let i = 1; i < CAP + 20; i++) last = await lease(busy, `b-${i}`);
+      // Within the cap: a retry is answered its segment.
+      assert.equal(await lease(busy, `b-${CAP + 19}`), last, 'the newest request ID is remembered');
+      assert.equal(await lease(quiet, 'q-0'), other, "the other key's request ID is remembered");
+      // Beyond it: a new ask, a new segment (after every one handed out).
+      const again = await lease(busy, 'b-0');
+      assert.notEqual(again, first, 'the oldest request ID was forgotten');
+      assert.ok(BigInt(again.split('..')[0]) > BigInt(last.split('..')[1]), `a new segment: ${again} after ${last}`);
+    } finally {
+      await svc.dispose();
+    }
+    const [file] = leaseTables(persist);
+    const by = leaseRowsByKey(file);
+    const counts = Object.values(by).sort((a, b) => a - b);
+    assert.deepEqual(counts, [1, CAP], `rows by key: ${JSON.stringify(by)}`);
   } finally {
     rmSync(persist, { recursive: true, force: true });
   }

@@ -44,7 +44,7 @@ impl BindingCalls {
     /// its error.
     pub async fn answer(env: Env, ctx: worker_sys::Context, op: String, args: String) -> String {
         let ctx = Context::new(ctx);
-        let answered = scope::RequestScope::for_binding()
+        let answered = scope::RequestScope::for_binding(&env)
             .run(answer(&env, &ctx, &op, &args))
             .await;
         answered.unwrap_or_else(|e| {

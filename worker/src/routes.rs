@@ -231,13 +231,14 @@ fn methods(pattern: &str) -> Vec<String> {
 /// all within the request's one budget (`scope::RequestScope`).
 pub async fn handle(req: Incoming, env: Env, ctx: Context) -> ApiResult<Response> {
     let scope = scope::RequestScope::for_request(&req, &env);
-    let calls = scope.calls();
+    let cost = scope.cost();
     let mut handled = scope.run(route(req, env, ctx)).await;
-    if let (Some(calls), Ok(res)) = (calls, handled.as_mut()) {
+    if let (Some(cost), Ok(res)) = (cost, handled.as_mut()) {
         // TESTS ONLY (`Config::test_count_calls`, loopback hosts only).
-        let _ = res
-            .headers_mut()
-            .set(scope::TEST_CALLS_HEADER, &calls.get().to_string());
+        let headers = res.headers_mut();
+        let _ = headers.set(scope::TEST_CALLS_HEADER, &cost.get().calls.to_string());
+        let _ = headers.set(scope::TEST_COST_HEADER, &cost.get().header());
+        let _ = headers.set(scope::TEST_COST_TOTAL_HEADER, &scope::total_cost().header());
     }
     handled
 }

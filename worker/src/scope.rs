@@ -49,6 +49,101 @@ pub const TEST_COLO_HEADER: &str = "Edgeleaf-Test-Colo";
 /// (`Config::test_count_calls`, loopback hosts only).
 pub const TEST_CALLS_HEADER: &str = "Edgeleaf-Test-Object-Calls";
 
+/// TESTS ONLY: what the request made the objects do, as Cloudflare bills it
+/// (`Cost::header`): on a Worker's answer, and on an object's answer to a
+/// call whose caller counts (`TEST_COUNT_HEADER`), where it says what that
+/// call made its object and the objects it called do.
+pub const TEST_COST_HEADER: &str = "Edgeleaf-Test-Cost";
+
+/// TESTS ONLY: on a Worker's answer, what every request this isolate
+/// handled since it started made the objects do (`Cost::header`), the
+/// calls made in `waitUntil` after their answers left included.
+pub const TEST_COST_TOTAL_HEADER: &str = "Edgeleaf-Test-Cost-Total";
+
+/// TESTS ONLY: set by `send` on a call whose scope counts, so that the
+/// object counts too and answers `TEST_COST_HEADER`.
+pub(crate) const TEST_COUNT_HEADER: &str = "Edgeleaf-Test-Count";
+
+/// TESTS ONLY: what requests made the Durable Objects do, in the units
+/// Cloudflare bills (developers.cloudflare.com/durable-objects/platform/pricing):
+/// object requests and the rows its SQLite read and wrote.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Cost {
+    /// Calls to objects this scope made itself (subrequests: the Free plan
+    /// allows 50 a request).
+    pub calls: u32,
+    /// Object requests billed: these calls and those their objects made.
+    pub requests: u64,
+    /// Rows read by the objects' SQLite (the cursors' `rowsRead`).
+    pub rows_read: u64,
+    /// Rows written (the cursors' `rowsWritten`; an alarm set is one).
+    pub rows_written: u64,
+}
+
+impl Cost {
+    /// As the headers carry it: `requests rows_read rows_written`.
+    pub fn header(&self) -> String {
+        format!("{} {} {}", self.requests, self.rows_read, self.rows_written)
+    }
+
+    /// From `header`'s text (nothing for another text).
+    fn from_header(text: &str) -> Option<Cost> {
+        let mut n = text.split(' ').map(str::parse::<u64>);
+        let (requests, rows_read, rows_written) =
+            (n.next()?.ok()?, n.next()?.ok()?, n.next()?.ok()?);
+        Some(Cost {
+            calls: 0,
+            requests,
+            rows_read,
+            rows_written,
+        })
+    }
+
+    fn add(self, o: Cost) -> Cost {
+        Cost {
+            calls: self.calls.saturating_add(o.calls),
+            requests: self.requests.saturating_add(o.requests),
+            rows_read: self.rows_read.saturating_add(o.rows_read),
+            rows_written: self.rows_written.saturating_add(o.rows_written),
+        }
+    }
+}
+
+thread_local! {
+    /// TESTS ONLY: what the Worker's requests in this isolate made the
+    /// objects do since it started (`TEST_COST_TOTAL_HEADER`).
+    static TOTAL: Cell<Cost> = const { Cell::new(Cost { calls: 0, requests: 0, rows_read: 0, rows_written: 0 }) };
+}
+
+/// TESTS ONLY: what a counting scope has made the objects do.
+#[derive(Clone)]
+pub(crate) struct Tally {
+    cost: Rc<Cell<Cost>>,
+    /// A Worker's request (not an object's): its counts go to `TOTAL` too.
+    isolate: bool,
+}
+
+impl Tally {
+    fn new(isolate: bool) -> Tally {
+        Tally {
+            cost: Rc::new(Cell::new(Cost::default())),
+            isolate,
+        }
+    }
+
+    fn add(&self, c: Cost) {
+        self.cost.set(self.cost.get().add(c));
+        if self.isolate {
+            TOTAL.with(|t| t.set(t.get().add(c)));
+        }
+    }
+}
+
+/// TESTS ONLY: the isolate's `TOTAL`.
+pub fn total_cost() -> Cost {
+    TOTAL.with(Cell::get)
+}
+
 /// What one request to the Worker may still wait, shared by everything its
 /// handling awaits.
 pub struct RequestScope {
@@ -74,9 +169,10 @@ pub struct RequestScope {
     /// TESTS ONLY: the objects this scope calls on its behalf delay their
     /// calls to the root (`Config::test_root_delay_ms`, loopback hosts only).
     pub(crate) root_delay: bool,
-    /// TESTS ONLY: the object calls made so far (`Config::test_count_calls`,
-    /// loopback hosts only), its background's calls included.
-    pub(crate) calls: Option<Rc<Cell<u32>>>,
+    /// TESTS ONLY: what its object calls cost so far
+    /// (`Config::test_count_calls`, loopback hosts only; an object's, when
+    /// its caller counts), its background's calls included.
+    pub(crate) cost: Option<Tally>,
 }
 
 thread_local! {
@@ -109,17 +205,19 @@ impl RequestScope {
             allocator_delay_ms: test.as_ref().map_or(0, |c| c.test_allocator_delay_ms),
             root_delay_ms: 0,
             root_delay: test.as_ref().is_some_and(|c| c.test_root_delay_ms > 0),
-            calls: test
+            cost: test
                 .filter(|c| c.test_count_calls)
-                .map(|_| Rc::new(Cell::new(0))),
+                .map(|_| Tally::new(true)),
         }
     }
 
     /// The scope of a call through the service binding (`binding`), which
     /// starts now: a fresh budget of the core's size, as a request's; the
     /// isolate's region if a request has told it (a call has no `cf`); no
-    /// test setting (a call has no URL, so never a loopback host's).
-    pub fn for_binding() -> RequestScope {
+    /// test setting (a call has no URL, so never a loopback host's) but
+    /// the count of what it costs, which changes nothing it does and goes
+    /// to the isolate's total alone (`TEST_COST_TOTAL_HEADER`).
+    pub fn for_binding(env: &Env) -> RequestScope {
         RequestScope {
             budget: Cell::new(WaitBudget::for_request(now_ms())),
             test_delay_ms: 0,
@@ -129,7 +227,10 @@ impl RequestScope {
             allocator_delay_ms: 0,
             root_delay_ms: 0,
             root_delay: false,
-            calls: None,
+            cost: Config::cached(env)
+                .ok()
+                .filter(|c| c.test_count_calls)
+                .map(|_| Tally::new(true)),
         }
     }
 
@@ -158,19 +259,40 @@ impl RequestScope {
                 .filter(|_| named(ROOT_DELAY))
                 .map_or(0, |c| c.test_root_delay_ms),
             root_delay: false,
-            calls: None,
+            // Counted when its caller counts (a header only `send` sets).
+            cost: req
+                .headers()
+                .has(TEST_COUNT_HEADER)
+                .unwrap_or(false)
+                .then(|| Tally::new(false)),
         }
     }
 
-    /// TESTS ONLY: the count of this scope's object calls, if it keeps one.
-    pub fn calls(&self) -> Option<Rc<Cell<u32>>> {
-        self.calls.clone()
+    /// TESTS ONLY: what this scope's object calls cost, if it counts them.
+    pub fn cost(&self) -> Option<Rc<Cell<Cost>>> {
+        self.cost.as_ref().map(|t| t.cost.clone())
+    }
+
+    /// Whether it counts what its calls cost (`send` asks the object to).
+    pub(crate) fn counts(&self) -> bool {
+        self.cost.is_some()
     }
 
     /// Counts one object call (a subrequest), if this scope counts them.
     pub(crate) fn count_call(&self) {
-        if let Some(c) = &self.calls {
-            c.set(c.get().saturating_add(1));
+        if let Some(t) = &self.cost {
+            t.add(Cost {
+                calls: 1,
+                requests: 1,
+                ..Cost::default()
+            });
+        }
+    }
+
+    /// Adds what an object said its call cost (`TEST_COST_HEADER`).
+    pub(crate) fn count_answer(&self, header: &str) {
+        if let (Some(t), Some(c)) = (&self.cost, Cost::from_header(header)) {
+            t.add(c);
         }
     }
 
@@ -195,19 +317,53 @@ impl RequestScope {
 /// registry, which a cut-off would leave granted and unusable), the core's
 /// longer background budget, so that no wait is ever unbounded.
 pub fn budget() -> Budget {
-    Budget(CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| {
-        Rc::new(RequestScope {
-            budget: Cell::new(WaitBudget::for_background(now_ms())),
-            test_delay_ms: 0,
-            region: None,
-            root_unreachable: false,
-            allocators_unreachable: false,
-            allocator_delay_ms: 0,
-            root_delay_ms: 0,
-            root_delay: false,
-            calls: None,
-        })
-    }))
+    Budget(
+        CURRENT
+            .with(|c| c.borrow().clone())
+            .unwrap_or_else(|| Rc::new(background_of(None))),
+    )
+}
+
+/// An object's alarm: the background budget, no test fault; with
+/// `Config::test_count_calls`, what it costs counted into this isolate's
+/// total — the alarm itself one object request — which a Worker's answer
+/// reports (`TEST_COST_TOTAL_HEADER`) when, as in tests (Miniflare), the
+/// objects run in the Worker's isolate.
+pub fn for_alarm(env: &Env) -> RequestScope {
+    let scope = RequestScope {
+        cost: Config::cached(env)
+            .ok()
+            .filter(|c| c.test_count_calls)
+            .map(|_| Tally::new(true)),
+        ..background_of(None)
+    };
+    if let Some(t) = &scope.cost {
+        t.add(Cost {
+            requests: 1,
+            ..Cost::default()
+        });
+    }
+    scope
+}
+
+/// TESTS ONLY: counts rows an object's storage read and wrote, for the
+/// request being handled, if its scope counts (`sql`; nothing otherwise).
+pub fn count_rows(rows_read: u64, rows_written: u64) {
+    CURRENT.with(|c| {
+        if let Some(t) = c.borrow().as_ref().and_then(|s| s.cost.as_ref()) {
+            t.add(Cost {
+                rows_read,
+                rows_written,
+                ..Cost::default()
+            });
+        }
+    });
+}
+
+/// Whether the request being handled counts what it costs (so that the
+/// rows of a statement are worth reading: `sql`).
+pub fn counting() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|s| s.cost.is_some()))
 }
 
 /// Narrows the budget of the request being handled to at most `ms` from
@@ -290,7 +446,25 @@ impl Budget {
 /// (`ctx.wait_until`): its region and test settings with the background
 /// budget. Run the background call in it (`RequestScope::run`).
 pub fn background() -> RequestScope {
-    let scope = budget().0;
+    background_of(Some(&budget().0))
+}
+
+/// `of`'s region and test settings with the background budget (none of
+/// them without one).
+fn background_of(of: Option<&RequestScope>) -> RequestScope {
+    let Some(scope) = of else {
+        return RequestScope {
+            budget: Cell::new(WaitBudget::for_background(now_ms())),
+            test_delay_ms: 0,
+            region: None,
+            root_unreachable: false,
+            allocators_unreachable: false,
+            allocator_delay_ms: 0,
+            root_delay_ms: 0,
+            root_delay: false,
+            cost: None,
+        };
+    };
     RequestScope {
         budget: Cell::new(WaitBudget::for_background(now_ms())),
         test_delay_ms: scope.test_delay_ms,
@@ -300,6 +474,14 @@ pub fn background() -> RequestScope {
         allocator_delay_ms: scope.allocator_delay_ms,
         root_delay_ms: scope.root_delay_ms,
         root_delay: scope.root_delay,
-        calls: scope.calls.clone(),
+        // An object's work after its answer left cannot answer its count:
+        // it goes to the isolate's total alone, as an alarm's does.
+        cost: scope.cost.as_ref().map(|t| {
+            if t.isolate {
+                t.clone()
+            } else {
+                Tally::new(true)
+            }
+        }),
     }
 }

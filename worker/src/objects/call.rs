@@ -24,7 +24,8 @@ use worker::{Env, Headers, Method, Request, RequestInit};
 use crate::api::{ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64, sleep_ms};
 use crate::scope::{
-    budget, RequestScope, ROOT_DELAY, ROOT_UNREACHABLE, TEST_DELAY_HEADER, TEST_FAULT_HEADER,
+    budget, RequestScope, ROOT_DELAY, ROOT_UNREACHABLE, TEST_COST_HEADER, TEST_COUNT_HEADER,
+    TEST_DELAY_HEADER, TEST_FAULT_HEADER,
 };
 
 /// Which object to call.
@@ -279,12 +280,21 @@ async fn send(
     if !faults.is_empty() {
         headers.set(TEST_FAULT_HEADER, &faults.join(","))?;
     }
+    if scope.counts() {
+        headers.set(TEST_COUNT_HEADER, "1")?;
+    }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(JsValue::from_str(text)));
     let req = Request::new_with_init(&format!("https://{binding}.internal/"), &init)?;
     let mut res = stub.fetch_with_request(req).await?;
+    if scope.counts() {
+        // TESTS ONLY: what the call made its object (and those it called) do.
+        if let Ok(Some(cost)) = res.headers().get(TEST_COST_HEADER) {
+            scope.count_answer(&cost);
+        }
+    }
     if res.status_code() >= 400 {
         let error = ApiError::from_response(res).await;
         if error.code == ErrorCode::InvalidJson {

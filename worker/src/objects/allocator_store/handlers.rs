@@ -208,6 +208,8 @@ impl Inner {
                 .unwrap_or(i64::MAX)
                 .max(RETIRE_MIN_WAIT_MS);
             storage.set_alarm(ms).await?;
+            // Billed as a row written.
+            crate::scope::count_rows(0, 1);
         }
         Ok(())
     }

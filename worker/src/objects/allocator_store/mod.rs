@@ -42,14 +42,13 @@ use std::rc::Rc;
 use edgeleaf::{block::RETIRE_AFTER_MS, rand::RandSource, region::Region, wait::MAX_WAIT_MS};
 use edgeleaf_rules::wire::allocator::{allocator_serve_ms, AllocatorRequest};
 use futures::channel::oneshot;
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::clock::now_ms;
 use crate::objects::serve::serve;
-use crate::scope::{self, RequestScope};
+use crate::objects::sql::Sql;
+use crate::scope;
 
 use schema::Held;
 
@@ -82,7 +81,7 @@ pub struct RegionalAllocator {
 struct Inner {
     /// For its alarm (`retire_due`).
     state: State,
-    sql: SqlStorage,
+    sql: Sql,
     env: Env,
     /// Its table is known to exist (made by this instance, or found).
     table: Cell<bool>,
@@ -145,7 +144,7 @@ impl DurableObject for RegionalAllocator {
     fn new(state: State, env: Env) -> Self {
         // Its table is made at its first write, never before: an object
         // for a name that is not a tag stays empty.
-        let sql = state.storage().sql();
+        let sql = Sql::new(&state);
         RegionalAllocator {
             inner: Rc::new(Inner {
                 state,
@@ -159,49 +158,47 @@ impl DurableObject for RegionalAllocator {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        // Its calls to the root run in a scope of their own: the background
-        // budget (the isolate bounds its own wait) and the caller's test
-        // fault.
+        // Its calls to the root run in the call's scope (`serve`): the
+        // background budget (the isolate bounds its own wait) and the
+        // caller's test fault.
         let received_ms = now_ms();
-        let scope = RequestScope::for_object(&req, &self.inner.env);
         let inner = &self.inner;
-        scope
-            .run(serve(None, &req, async |r| match r {
-                AllocatorRequest::Serve {
-                    tag,
-                    region,
-                    step,
-                    limit_ms,
-                    ..
-                } => {
-                    // The caller's limit, from when it came in.
-                    let limit = limit_ms.unwrap_or(MAX_WAIT_MS).min(MAX_WAIT_MS);
-                    let elapsed = now_ms().saturating_sub(received_ms);
-                    scope::limit_budget(allocator_serve_ms(limit, elapsed));
-                    inner
-                        .serve_range(&tag, region, step)
-                        .await
-                        .and_then(|l| json(200, &l))
-                }
-                AllocatorRequest::View { tag, region } => {
-                    inner.peek(&tag, region).and_then(|v| json(200, &v))
-                }
-                AllocatorRequest::Retire {
-                    tag,
-                    region,
-                    hand_back,
-                } => inner
-                    .retire(&tag, region, hand_back)
+        serve(&self.inner.env, None, &req, async |r| match r {
+            AllocatorRequest::Serve {
+                tag,
+                region,
+                step,
+                limit_ms,
+                ..
+            } => {
+                // The caller's limit, from when it came in.
+                let limit = limit_ms.unwrap_or(MAX_WAIT_MS).min(MAX_WAIT_MS);
+                let elapsed = now_ms().saturating_sub(received_ms);
+                scope::limit_budget(allocator_serve_ms(limit, elapsed));
+                inner
+                    .serve_range(&tag, region, step)
                     .await
-                    .and_then(|v| json(200, &v)),
-            }))
-            .await
+                    .and_then(|l| json(200, &l))
+            }
+            AllocatorRequest::View { tag, region } => {
+                inner.peek(&tag, region).and_then(|v| json(200, &v))
+            }
+            AllocatorRequest::Retire {
+                tag,
+                region,
+                hand_back,
+            } => inner
+                .retire(&tag, region, hand_back)
+                .await
+                .and_then(|v| json(200, &v)),
+        })
+        .await
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
         // Its calls to the root: the background budget, no test fault.
         let inner = &self.inner;
-        let done = scope::background().run(inner.on_alarm()).await;
+        let done = scope::for_alarm(&inner.env).run(inner.on_alarm()).await;
         if let Err(e) = done {
             // Looked at again on the next alarm (the platform retries a
             // failed alarm; this one answers normally and re-arms).

@@ -62,6 +62,8 @@ impl ApiKey {
         if storage.get_alarm().await?.is_none() {
             let wait = (reported_ms + KEY_USE_REPORT_MS).saturating_sub(now);
             storage.set_alarm(i64::try_from(wait).unwrap_or(0)).await?;
+            // Billed as a row written.
+            crate::scope::count_rows(0, 1);
         }
         Ok(Lookup { key: Some(key) })
     }

@@ -27,7 +27,7 @@ impl DurableObject for ApiKey {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(None, &req, async |r| {
+        serve(&self.env, None, &req, async |r| {
             let answer = match r {
                 ApiKeyRequest::Create(entry) => self.create(entry).await?,
                 ApiKeyRequest::Lookup { id } => self.lookup(&id).await?,
@@ -40,7 +40,8 @@ impl DurableObject for ApiKey {
 
     async fn alarm(&self) -> worker::Result<Response> {
         // An error is retried by the platform.
-        self.report_use()
+        crate::scope::for_alarm(&self.env)
+            .run(self.report_use())
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
         Response::empty()

@@ -26,6 +26,8 @@ impl ApiKey {
     /// What the object keeps (under [`HELD`] in its key-value storage); an
     /// object that never kept anything has none, and reading writes none.
     pub(super) async fn held(&self) -> ApiResult<Option<Held>> {
+        // A key-value read of a SQLite-backed object is billed as a row read.
+        crate::scope::count_rows(1, 0);
         let Some(text) = self.state.storage().get::<String>(HELD).await? else {
             return Ok(None);
         };
@@ -37,6 +39,8 @@ impl ApiKey {
     pub(super) async fn keep(&self, held: &Held) -> ApiResult<()> {
         let text = serde_json::to_string(held)
             .map_err(|e| ApiError::store_error(format!("key: record: {e}")))?;
+        // A key-value write is billed as a row written.
+        crate::scope::count_rows(0, 1);
         Ok(self.state.storage().put(HELD, text).await?)
     }
 }

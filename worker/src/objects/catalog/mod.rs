@@ -15,20 +15,20 @@ use edgeleaf_rules::wire::catalog::{
 };
 use serde::Deserialize;
 use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage,
-    SqlStorageValue, State,
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorageValue, State,
 };
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::objects::serve::serve;
-use crate::objects::sql::create_tables;
+use crate::objects::sql::{create_tables, Sql};
 
 /// The most entries of one page.
 pub const MAX_PAGE: u32 = 1000;
 
 #[durable_object]
 pub struct Catalog {
-    sql: SqlStorage,
+    sql: Sql,
+    env: Env,
     /// Set when the table could not be made: every call answers it.
     broken: Option<ApiError>,
 }
@@ -177,7 +177,7 @@ fn read_summary(text: Option<String>) -> Option<TagSummary> {
 
 /// Adds a column the table of the release before lacks (a no-op when it
 /// has it).
-fn add_column(sql: &SqlStorage, ddl: &str) -> ApiResult<()> {
+fn add_column(sql: &Sql, ddl: &str) -> ApiResult<()> {
     match sql.exec(ddl, None) {
         Ok(_) => Ok(()),
         Err(e) if e.to_string().contains("duplicate column") => Ok(()),
@@ -188,8 +188,8 @@ fn add_column(sql: &SqlStorage, ddl: &str) -> ApiResult<()> {
 }
 
 impl DurableObject for Catalog {
-    fn new(state: State, _env: Env) -> Self {
-        let sql = state.storage().sql();
+    fn new(state: State, env: Env) -> Self {
+        let sql = Sql::new(&state);
         let broken = create_tables(
             &sql,
             &["CREATE TABLE IF NOT EXISTS tags(biz_tag TEXT PRIMARY KEY)"],
@@ -202,11 +202,11 @@ impl DurableObject for Catalog {
             )
         })
         .err();
-        Catalog { sql, broken }
+        Catalog { sql, env, broken }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &req, async |r| match r {
+        serve(&self.env, self.broken.as_ref(), &req, async |r| match r {
             CatalogRequest::List => self.list(),
             CatalogRequest::Add { biz_tag } => self
                 .sql

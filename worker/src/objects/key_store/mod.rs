@@ -32,13 +32,11 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use edgeleaf_rules::wire::keys::{KeyRequest, Lookup};
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use crate::api::{json, ApiError};
 use crate::objects::serve::serve;
-use crate::objects::sql::create_tables;
+use crate::objects::sql::{create_tables, Sql};
 
 /// Keys from before each key had its own object that one `Adopt` copies out
 /// at most (each a call from the index: well within a request's subrequests).
@@ -50,7 +48,7 @@ use schema::TABLES;
 
 #[durable_object]
 pub struct KeyStore {
-    sql: SqlStorage,
+    sql: Sql,
     env: Env,
     /// The IDs of the old keys being copied out now.
     copying: RefCell<BTreeSet<String>>,
@@ -60,7 +58,7 @@ pub struct KeyStore {
 
 impl DurableObject for KeyStore {
     fn new(state: State, env: Env) -> Self {
-        let sql = state.storage().sql();
+        let sql = Sql::new(&state);
         let broken = create_tables(&sql, TABLES).err();
         KeyStore {
             sql,
@@ -71,7 +69,7 @@ impl DurableObject for KeyStore {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &req, async |r| match r {
+        serve(&self.env, self.broken.as_ref(), &req, async |r| match r {
             KeyRequest::List => self.list(),
             KeyRequest::Create(k) => self.create(k).await,
             KeyRequest::Lookup { id } => json(

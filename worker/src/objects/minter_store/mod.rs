@@ -43,21 +43,19 @@ use edgeleaf::{
     minted::minter_restore_refused, minted::MinterStep, rand::SplitMix64, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::minter::MinterRequest;
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::clock::{now_ms, random_u64};
 use crate::config::Config;
 use crate::objects::serve::serve;
-use crate::objects::sql::create_tables;
+use crate::objects::sql::{create_tables, Sql};
 
 use schema::{Row, TABLES};
 
 #[durable_object]
 pub struct SnowflakeMinter {
-    sql: SqlStorage,
+    sql: Sql,
     broken: Option<ApiError>,
     env: Env,
     holder: RefCell<Option<SnowflakeHolder<SplitMix64>>>,
@@ -141,7 +139,7 @@ fn own_clock(verdict: Option<MinterStep>, e: ApiError) -> ApiError {
 
 impl DurableObject for SnowflakeMinter {
     fn new(state: State, env: Env) -> Self {
-        let sql = state.storage().sql();
+        let sql = Sql::new(&state);
         let broken = create_tables(&sql, TABLES).err();
         SnowflakeMinter {
             sql,
@@ -155,7 +153,7 @@ impl DurableObject for SnowflakeMinter {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &req, async |r| match r {
+        serve(&self.env, self.broken.as_ref(), &req, async |r| match r {
             MinterRequest::Mint(r) => {
                 let config = Config::from_env(&self.env)?;
                 self.mint(&config, r).await.and_then(|b| json(200, &b))

@@ -12,20 +12,18 @@ use std::cell::RefCell;
 
 use edgeleaf::{registry::GrantRequest, registry::Registry, registry::RegistryConfig};
 use edgeleaf_rules::wire::registry::{Evicted, Previous, RegistryRequest, Released};
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::config::Config;
 use crate::objects::serve::serve;
-use crate::objects::sql::create_tables;
+use crate::objects::sql::{create_tables, Sql};
 
 use schema::TABLES;
 
 #[durable_object]
 pub struct WorkerRegistry {
-    sql: SqlStorage,
+    sql: Sql,
     /// Set when the tables could not be created: every call answers it.
     broken: Option<ApiError>,
     env: Env,
@@ -40,7 +38,7 @@ impl WorkerRegistry {
 
 impl DurableObject for WorkerRegistry {
     fn new(state: State, env: Env) -> Self {
-        let sql = state.storage().sql();
+        let sql = Sql::new(&state);
         let broken = create_tables(&sql, TABLES).err();
         WorkerRegistry {
             sql,
@@ -51,7 +49,7 @@ impl DurableObject for WorkerRegistry {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        serve(self.broken.as_ref(), &req, async |r| match r {
+        serve(&self.env, self.broken.as_ref(), &req, async |r| match r {
             RegistryRequest::List => self.list(),
             RegistryRequest::Events => self.events(),
             RegistryRequest::Lease(r) => self.grant(|reg, hash, now| {

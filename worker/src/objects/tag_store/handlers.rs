@@ -165,7 +165,7 @@ impl TagStore {
                 CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
                     let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
                     if let Some(key) = &remembered_as {
-                        self.remember_lease(key, &alloc, step)?;
+                        self.remember_lease(&ask, key, &alloc, step)?;
                     }
                     alloc
                 }
@@ -182,7 +182,7 @@ impl TagStore {
                     }
                     self.remember(&segment, now_ms(), &req.by)?;
                     if let Some(key) = &remembered_as {
-                        self.remember_lease(key, &segment, granted)?;
+                        self.remember_lease(&ask, key, &segment, granted)?;
                     }
                     segment
                 }

@@ -40,18 +40,17 @@ use std::rc::Rc;
 
 use edgeleaf::driver::MonotonicIssuer;
 use edgeleaf_rules::wire::{catalog::Done, tag::TagRequest, tag::TagView};
-use worker::{
-    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, SqlStorage, State,
-};
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use crate::api::{json, ApiError, ApiResult};
 use crate::objects::serve::serve;
+use crate::objects::sql::Sql;
 
 use schema::Stored;
 
 #[durable_object]
 pub struct TagStore {
-    sql: SqlStorage,
+    sql: Sql,
     env: Env,
     /// A timer to report the summary is running (`report`); shared with it,
     /// which clears it if its report could not be asked for.
@@ -82,7 +81,7 @@ impl TagStore {
 impl DurableObject for TagStore {
     fn new(state: State, env: Env) -> Self {
         TagStore {
-            sql: state.storage().sql(),
+            sql: Sql::new(&state),
             env,
             report_armed: Rc::new(Cell::new(false)),
             reported_ms: Cell::new(0),
@@ -92,32 +91,31 @@ impl DurableObject for TagStore {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        let changed = Cell::new(false);
-        let answer = serve(None, &req, async |r| {
+        serve(&self.env, None, &req, async |r| {
             if matches!(r, TagRequest::Report) {
                 self.report().await;
                 return json(200, &Done {});
             }
-            changed.set(!matches!(
+            let changed = !matches!(
                 r,
                 TagRequest::Get | TagRequest::History | TagRequest::Reveal { .. }
-            ));
-            self.answer(r)
+            );
+            let answer = self.answer(r);
+            // A change that was made (a refused one, e.g. of a name never
+            // created, writes nothing, not even an alarm).
+            if changed && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
+                self.arm_report().await;
+            }
+            answer
         })
-        .await;
-        // A change that was made (a refused one, e.g. of a name never
-        // created, writes nothing, not even an alarm).
-        if changed.get() && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
-            self.arm_report().await;
-        }
-        answer
+        .await
     }
 
     // No release arms an alarm here yet: this handler is for the release
     // after, which may arm one once the release it rolls back to (this one)
     // handles it.
     async fn alarm(&self) -> worker::Result<Response> {
-        self.report().await;
+        crate::scope::for_alarm(&self.env).run(self.report()).await;
         Response::empty()
     }
 }

@@ -32,13 +32,15 @@ pub const REPORT_EVERY_MS: u64 = 60_000;
 const FIRST_REPORT_AFTER_MS: u64 = 2_000;
 
 impl TagStore {
-    /// After a change: an alarm to report it, unless one is set.
+    /// After a change: a timer to report it, unless one runs. An instance
+    /// the platform evicted lost its timer and when it last reported: its
+    /// next change reports 2 s later (a report per eviction at most, not
+    /// per change).
     pub(super) async fn arm_report(&self) {
         if self.report_armed.get() {
             return;
         }
-        let now = now_ms();
-        let at = (now + FIRST_REPORT_AFTER_MS).max(self.reported_ms.get() + REPORT_EVERY_MS);
+        let at = (now_ms() + FIRST_REPORT_AFTER_MS).max(self.reported_ms.get() + REPORT_EVERY_MS);
         self.arm_at(at).await;
     }
 

@@ -3,8 +3,8 @@
 
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES,
-    segment::Allocation, tag::Remembered, tag::RememberedChange, tag::TagKind, tag::TagRecord,
-    tag::REQUEST_ID_TTL_MS,
+    segment::Allocation, tag::Remembered, tag::RememberedChange, tag::SegmentAsk, tag::TagKind,
+    tag::TagRecord, tag::MAX_REMEMBERED_PER_CALLER, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use serde::Deserialize;
@@ -290,9 +290,11 @@ impl TagStore {
 
     /// Remembers a lease's segment under its request ID, with the step its
     /// request was `granted` (the segment is shorter when it was the tag's
-    /// last), forgetting those older than `REQUEST_ID_TTL_MS`.
+    /// last), forgetting those older than `REQUEST_ID_TTL_MS` and the
+    /// asker's oldest beyond `MAX_REMEMBERED_PER_CALLER` (the core's rule).
     pub(super) fn remember_lease(
         &self,
+        ask: &SegmentAsk<'_>,
         request_id: &str,
         alloc: &Allocation,
         granted: u64,
@@ -312,6 +314,22 @@ impl TagStore {
                     alloc.end.to_string().into(),
                     (granted as i64).into(),
                     (now as i64).into(),
+                ],
+            )?;
+        }
+        if let Some((from, to)) = ask.remembered_range() {
+            // This asker's names only (by the primary key): the rows it
+            // reads are its own, at most the cap and one.
+            self.sql.exec(
+                "DELETE FROM lease WHERE request_id IN (SELECT request_id FROM lease
+                   WHERE request_id >= ? AND request_id < ?
+                   ORDER BY created DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                vec![
+                    from.into(),
+                    to.into(),
+                    i64::try_from(MAX_REMEMBERED_PER_CALLER)
+                        .unwrap_or(i64::MAX)
+                        .into(),
                 ],
             )?;
         }
