@@ -15,8 +15,11 @@ async function httpError(res, what) {
     const body = await res.json();
     if (body?.error?.code) ({ code, message } = body.error);
   } catch { /* not JSON */ }
+  // Seconds (an HTTP date, or anything else, is not kept): whole ms, at
+  // most a day — past any wait the client would make.
   const retry = Number(res.headers.get('retry-after'));
-  return codedError(code, message, { status: res.status, ...(retry > 0 ? { retryAfterMs: retry * 1000 } : {}) });
+  const retryAfterMs = retry > 0 ? Math.min(Math.ceil(retry * 1000), 86_400_000) : 0;
+  return codedError(code, message, { status: res.status, ...(retryAfterMs > 0 ? { retryAfterMs } : {}) });
 }
 
 function randomHex(bytes) {
@@ -358,7 +361,12 @@ export function makeClient(wasm, { SegmentGenerator, fenceOf }) {
           return await call();
         } catch (e) {
           const retryable = e.code === 'service_unreachable' || e.status >= 500;
-          const wait = budget.afterFailed(retryable, attempts, Date.now(), e.retryAfterMs);
+          let wait = -1;
+          try {
+            wait = budget.afterFailed(retryable, attempts, Date.now(), e.retryAfterMs);
+          } catch {
+            // A Retry-After the bindings refuse: the service's error stands.
+          }
           if (wait < 0) throw e;
           await sleep(wait);
         }

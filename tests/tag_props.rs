@@ -478,9 +478,10 @@ proptest! {
         }
     }
 
+    // Callers of one and two digits of length: "1:" against "10:".
     #[test]
     fn a_callers_memory_is_one_range_of_its_own_names(
-        a in "[a-z:;0-9]{1,6}", b in "[a-z:;0-9]{1,6}",
+        a in prop_oneof!["[a-z:;0-9]{1,6}", "[a-z:;0-9]{8,15}"], b in prop_oneof!["[a-z:;0-9]{1,6}", "[a-z:;0-9]{8,15}"],
         ids in prop::collection::vec("[a-z:;0-9]{1,4}", 1..6),
     ) {
         let ask = |caller, id| SegmentAsk { step: None, request_id: Some(id), caller: Asker::Own(caller), for_isolate: false };

@@ -59,6 +59,16 @@ test('a 503 that says when to ask again (Retry-After) is asked again no sooner, 
   assert.equal(s.calls.length, 4, 'MAX_CALL_ATTEMPTS calls: 3 s of waits fit the 10 s budget');
   const waits = s.times.slice(1).map((t, i) => t - s.times[i]);
   assert.ok(waits.every((w) => w >= 999), `waits ${waits}: each at least the 1 s the service asked`);
+  // A Retry-After that is not whole seconds, or absurd: the wait is whole
+  // ms, at most a day (past the budget: given up at once), and the error
+  // thrown is the service's.
+  for (const [retryAfter, calls] of [['0.0001', 4], ['1e300', 1]]) {
+    const odd = service({ fail: () => ({ status: 503, code: 'overloaded', retryAfter }) });
+    const e = await client(odd).segment('t', { step: 10 }).next().then(() => null, (x) => x);
+    assert.equal(e?.code, 'overloaded', retryAfter);
+    assert.ok(Number.isInteger(e.retryAfterMs) && e.retryAfterMs <= 86_400_000, `${e.retryAfterMs}`);
+    assert.equal(odd.calls.length, calls, retryAfter);
+  }
   // One that mends: served after the wait.
   const mended = service({ fail: (n) => (n === 1 ? { status: 503, code: 'overloaded', retryAfter: '1' } : null) });
   const t0 = Date.now();

@@ -2147,9 +2147,10 @@ fn renew(
 
 /// The colos whose minters, as the service places them, are further than
 /// a request's budget for a first call: their isolates' snowflake first IDs
-/// are shown in the tables but left out of the latency target (no placement
-/// of a region's minters can bring them within it; a finding, printed at
-/// every run).
+/// are shown in the tables but left out of the latency target (a finding,
+/// printed at every run: the Worker does not yet ask a timed-out minter
+/// again once it is warm, nor place such a colo's minters by its measured
+/// figures — docs/benchmarks.md).
 fn out_of_reach_note(colos: &[Colo], minters: u32) -> String {
     let pools = MinterPools::over_regions(minters);
     let far: Vec<String> = colos
