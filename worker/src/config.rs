@@ -74,6 +74,10 @@ pub struct Config {
     /// TESTS ONLY (`TEST_COUNT_CALLS = "1"`, loopback hosts only): each
     /// answer says in `Edgeleaf-Test-Object-Calls` how many object calls
     /// its request made (the Free plan allows 50 subrequests a request).
+    /// A service binding's call has no host: it is counted whenever the
+    /// variable is set (`RequestScope::for_binding`), which costs a header
+    /// to each object and reads the SQL cursors' counters, and shows the
+    /// caller nothing (the totals are answered on loopback hosts only).
     pub test_count_calls: bool,
 }
 
