@@ -7,19 +7,24 @@
 //! it (the npm client's holder, `worker/src/objects/minter_store` and
 //! `registry_store`).
 //!
-//! Two worlds, each explored exhaustively (breadth first, states hashed) by
-//! stateright:
+//! Three worlds, each explored exhaustively (breadth first, states hashed)
+//! by stateright:
 //!
 //! - **nodes**: two processes started from one config (one owner, one node
 //!   key) sharing one store, each restoring what the other saved, racing for
 //!   two worker IDs (plus a minter's reserved one);
 //! - **minters**: the minter of before regions (`minter-0`) and its regional
 //!   successor, which takes its state over by a hand-over at its first
-//!   request, both under the one worker ID reserved for minter 0.
+//!   request, both under the one worker ID reserved for minter 0;
+//! - **owners**: the registry with a share of worker IDs per owner, and a
+//!   hostile owner leasing under two node keys, renewing and releasing with
+//!   the largest floors the registry accepts (registry_props.rs' attacker).
 //!
 //! Invariants, in every reachable state: no ID issued twice; no worker ID
 //! issuing in one millisecond for two holders (a process after a restart is
-//! another holder: it must never mint into its previous life's time).
+//! another holder: it must never mint into its previous life's time); no
+//! owner keeping more worker IDs from the others than its share; no released
+//! floor further ahead than its holder could have minted.
 //!
 //! Liveness, checked from every reachable state: once the network delivers
 //! (every message in flight arrives, then every answer at once), clocks agree
@@ -48,6 +53,7 @@ use edgeleaf::{
     minted::{batch_ranges, minter_holder_config, minter_step, MinterStep},
     registry::{GrantRequest, Lease, Registry, RegistryConfig},
     secret::{Claim, LeaseSecret, Proof, SecretHash},
+    snowflake::MAX_TOLERANCE_MS,
     Error, Layout,
 };
 use sha2::{Digest, Sha256};
@@ -99,6 +105,15 @@ fn node_config() -> HolderConfig {
     }
 }
 const OWNER: &str = "app";
+/// The owners world: a hostile credential's share of worker IDs
+/// (registry_props.rs' `LIMIT`, scaled to this registry).
+const HOSTILE: &str = "hostile";
+const HOSTILE_LIMIT: u32 = 1;
+/// The hostile owner renews with a floor this far ahead of its clock: just
+/// ahead of the registry's clock once the grant is free (TTL + grace), within
+/// the skew, so the ID is free but passed over (registry_props.rs'
+/// `a_late_release_never_withholds_past_the_owners_share`).
+const RENEW_AHEAD_MS: u64 = 1_600;
 const NODE_KEY: &str = "node-a";
 /// The bounds: ticks of time (besides one pause), and the steps explored
 /// from each start (the start counts as one) — without a fault, and when
@@ -143,6 +158,15 @@ pub enum Fault {
     /// A minter that does not borrow (`MINTER_BORROW_MS` 0:
     /// minter_batch_props' calm phase).
     MinterDoesNotBorrow,
+    /// The registry's cap on a released floor without the grant's expiry
+    /// (the registry's clock + skew + 60 s, even once the lease lapsed): the
+    /// registry's host checks the floor by its own clock alone and writes the
+    /// holder's floor into the stored slot (registry_props' cap).
+    ReleaseCapWithoutExpiry,
+    /// A release accepted after its grant's grace passed (its ID free): the
+    /// registry's host dates a release by its holder's clock when it was
+    /// sent (registry_props' late release).
+    LateReleaseAccepted,
 }
 
 /// Who acts: a node process, or a minter (0: `minter-0`, of before
@@ -177,6 +201,13 @@ pub enum Msg {
     Renewed(Who, u8, u64, Result<(u32, u64, u64, u64), ErrorCode>),
     HandOver,
     HandedOver(Handed),
+    /// The hostile owner's lease under node key `host-k`, with its clock.
+    HLease(u8, u64),
+    HGranted(u8, Option<(u32, u64)>),
+    /// The hostile owner's renewal and release: worker ID, generation, its
+    /// clock, the floor it reports.
+    HRenew(u32, u64, u64, u64),
+    HRelease(u32, u64, u64, u64),
 }
 
 /// One process: its holder (`None`: down), its incarnation, its clock's
@@ -204,6 +235,8 @@ pub struct Budget {
     crashes: u8,
     copies: u8,
     steps: u8,
+    /// The hostile owner's requests.
+    sends: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +256,10 @@ pub struct World {
     left: Budget,
     twice: Option<String>,
     shared: Option<String>,
+    /// The hostile owner's grants, by node key (worker ID, generation).
+    hostile: [Option<(u32, u64)>; 2],
+    /// A released floor further ahead than its holder could have minted.
+    floor_past: Option<String>,
 }
 
 impl Hash for World {
@@ -268,6 +305,11 @@ pub enum Action {
     Crash(Who),
     /// A process's clock steps back, or forward again.
     Step(Who),
+    /// The hostile owner leases under node key `host-k`, renews or releases
+    /// that grant (with the largest floors the registry accepts).
+    HLease(u8),
+    HRenew(u8),
+    HRelease(u8),
 }
 
 #[derive(Clone)]
@@ -276,6 +318,8 @@ pub struct WorkerIdModel {
     pub depth: usize,
     pub nodes: u8,
     pub minters: u8,
+    /// The owners world: a hostile owner with a share of worker IDs.
+    pub hostile: bool,
     pub fault: Fault,
     pub budget: Budget,
 }
@@ -307,7 +351,34 @@ fn secret_for(generation: u64) -> LeaseSecret {
     LeaseSecret::from_random([generation as u8; 16])
 }
 
+/// The hostile owner's renewal or release, as the registry's host is given
+/// it (the secret hashed).
+fn hostile_report(
+    worker_id: u32,
+    generation: u64,
+    node_now_ms: u64,
+    last_timestamp_ms: u64,
+) -> Renewal<Proof> {
+    Renewal {
+        claim: Claim {
+            worker_id,
+            generation,
+            secret: Some(secret_for(generation)),
+        },
+        node_now_ms,
+        last_timestamp_ms,
+    }
+    .proof(sha256)
+}
+
 impl WorkerIdModel {
+    fn registry_config(&self) -> RegistryConfig {
+        RegistryConfig {
+            per_owner: self.hostile.then_some(HOSTILE_LIMIT),
+            ..registry_config()
+        }
+    }
+
     fn holder_config(&self, who: Who) -> HolderConfig {
         match who {
             Who::Node(_) => node_config(),
@@ -655,6 +726,79 @@ impl WorkerIdModel {
                 s.holder = state;
                 s.took_over = true;
             }
+            Msg::HLease(k, node_now_ms) => {
+                let secret = secret_for(w.reg.next_generation());
+                let ask = LeaseAsk {
+                    node_now_ms,
+                    previous: None,
+                };
+                let key = format!("host-{k}");
+                let r = w.reg.lease(
+                    GrantRequest::from_ask(&ask, HOSTILE, &key, &secret, sha256),
+                    reg_now,
+                );
+                w.reg.take_events();
+                w.net.push(Msg::HGranted(
+                    k,
+                    r.ok().map(|l| (l.worker_id, l.generation)),
+                ));
+            }
+            Msg::HGranted(k, g) => {
+                if g.is_some() {
+                    w.hostile[k as usize] = g;
+                }
+            }
+            Msg::HRenew(worker_id, generation, node_now_ms, last_timestamp_ms) => {
+                let r = hostile_report(worker_id, generation, node_now_ms, last_timestamp_ms);
+                let _ = w.reg.renew(HOSTILE, &r, reg_now);
+                w.reg.take_events();
+            }
+            Msg::HRelease(worker_id, generation, node_now_ms, last_timestamp_ms) => {
+                let r = hostile_report(worker_id, generation, node_now_ms, last_timestamp_ms);
+                let before = w.reg.slot(worker_id).cloned();
+                let dated = if self.fault == Fault::LateReleaseAccepted {
+                    node_now_ms.min(reg_now)
+                } else {
+                    reg_now
+                };
+                let mut done = w.reg.release(HOSTILE, &r, dated);
+                let skew = registry_config().max_skew_ms;
+                if self.fault == Fault::ReleaseCapWithoutExpiry
+                    && matches!(done, Err(Error::OutOfRange { .. }))
+                    && last_timestamp_ms <= reg_now + skew + MAX_TOLERANCE_MS
+                {
+                    // The host's own check passed: released at the floor the
+                    // core takes, then the holder's floor written over it in
+                    // the stored slot (JSON, as registry_store keeps it).
+                    let capped = Renewal {
+                        last_timestamp_ms: 0,
+                        ..r
+                    };
+                    done = w.reg.release(HOSTILE, &capped, reg_now);
+                    if done.is_ok() {
+                        let mut v = serde_json::to_value(&w.reg).expect("json");
+                        v["slots"][worker_id as usize]["lastTimestampMs"] =
+                            last_timestamp_ms.into();
+                        w.reg = serde_json::from_str(&v.to_string()).expect("json");
+                    }
+                }
+                w.reg.take_events();
+                // What its holder could have minted: by a clock within the
+                // skew of the registry's, while the lease lived, borrowing
+                // the most (registry_props' cap).
+                if let (Ok(()), Some(b)) = (done, before) {
+                    let cap = reg_now.min(b.expires_at_ms) + skew + MAX_TOLERANCE_MS;
+                    let floor = w.reg.slot(worker_id).map_or(0, |s| s.last_timestamp_ms);
+                    if floor > cap.max(b.last_timestamp_ms) && w.floor_past.is_none() {
+                        w.floor_past = Some(format!(
+                            "a release at T0+{} ms of a lease ending at T0+{} ms set worker ID {worker_id}'s floor {} ms past its end",
+                            w.now,
+                            b.expires_at_ms - T0,
+                            floor - b.expires_at_ms
+                        ));
+                    }
+                }
+            }
         }
     }
 
@@ -668,6 +812,8 @@ impl WorkerIdModel {
                 w.taking_over = false;
                 return;
             }
+            // The hostile owner does not care.
+            Msg::HLease(..) | Msg::HGranted(..) | Msg::HRenew(..) | Msg::HRelease(..) => return,
         };
         let i = proc_index(self, who);
         if w.procs[i].incarnation != inc {
@@ -680,6 +826,26 @@ impl WorkerIdModel {
                 Some(g) => h.renewal_failed(g, None, now),
             }
         }
+    }
+
+    /// The hostile owner sends a request (its clock is the registry's).
+    fn hostile_send(&self, w: &mut World, a: &Action) {
+        let now = T0 + w.now;
+        w.left.sends -= 1;
+        let msg = match *a {
+            Action::HLease(k) => Msg::HLease(k, now),
+            Action::HRenew(k) => {
+                let (id, g) = w.hostile[k as usize].expect("a grant");
+                Msg::HRenew(id, g, now, now + RENEW_AHEAD_MS)
+            }
+            Action::HRelease(k) => {
+                let (id, g) = w.hostile[k as usize].expect("a grant");
+                let skew = registry_config().max_skew_ms;
+                Msg::HRelease(id, g, now, now + skew + MAX_TOLERANCE_MS)
+            }
+            _ => unreachable!(),
+        };
+        w.net.push(msg);
     }
 
     fn whos(&self) -> Vec<Who> {
@@ -787,7 +953,7 @@ impl WorkerIdModel {
             .collect();
         World {
             now: 5_000,
-            reg: Registry::new(registry_config()).expect("registry"),
+            reg: Registry::new(self.registry_config()).expect("registry"),
             procs,
             store: HolderState::default(),
             minter_stores: vec![MinterStore::default(); self.minters as usize],
@@ -797,6 +963,8 @@ impl WorkerIdModel {
             left: self.budget,
             twice: None,
             shared: None,
+            hostile: [None; 2],
+            floor_past: None,
         }
     }
 
@@ -805,6 +973,13 @@ impl WorkerIdModel {
     /// minter's hand-over whose answer was lost, asked again and answered
     /// nothing (it is left without proof).
     fn warm_ups(&self) -> Vec<Vec<Action>> {
+        if self.hostile {
+            return vec![vec![
+                Action::HLease(0),
+                Action::Deliver(0, false),
+                Action::Deliver(0, false),
+            ]];
+        }
         let ask = if self.nodes > 0 {
             Action::Poll(0)
         } else {
@@ -853,8 +1028,18 @@ impl Model for WorkerIdModel {
     }
 
     fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        if w.twice.is_some() || w.shared.is_some() {
+        if w.twice.is_some() || w.shared.is_some() || w.floor_past.is_some() {
             return;
+        }
+        if self.hostile && w.left.sends > 0 {
+            for k in 0..2u8 {
+                if w.hostile[k as usize].is_none() {
+                    actions.push(Action::HLease(k));
+                } else {
+                    actions.push(Action::HRenew(k));
+                    actions.push(Action::HRelease(k));
+                }
+            }
         }
         if w.left.ticks > 0 {
             actions.push(Action::Tick);
@@ -939,6 +1124,9 @@ impl Model for WorkerIdModel {
                 let p = &mut w.procs[proc_index(self, who)];
                 p.behind = !p.behind;
             }
+            Action::HLease(_) | Action::HRenew(_) | Action::HRelease(_) => {
+                self.hostile_send(&mut w, &action);
+            }
         }
         w.net.sort();
         Some(w)
@@ -953,6 +1141,14 @@ impl Model for WorkerIdModel {
             ),
             // Checked where nothing is in flight: calm from any other state
             // first delivers in the order `Deliver(0)` does, reaching one.
+            Property::always(
+                "no owner keeps more worker IDs from the others than its share",
+                |_, w: &World| w.reg.withheld_by(HOSTILE, T0 + w.now) <= HOSTILE_LIMIT as usize,
+            ),
+            Property::always(
+                "a released floor no further ahead than its holder could have minted",
+                |_, w: &World| w.floor_past.is_none(),
+            ),
             Property::always(
                 "calm: every holder mints, the minter answers a batch",
                 |m: &WorkerIdModel, w: &World| !w.net.is_empty() || m.calm(w).is_ok(),
@@ -988,6 +1184,15 @@ fn step_line(m: &WorkerIdModel, w: &World, a: &Action) -> String {
         Action::Tick => format!("{TICK_MS} ms pass"),
         Action::Pause => format!("{PAUSE_MS} ms pass"),
         Action::Nudge => "1 ms passes".to_string(),
+        Action::HLease(k) => format!("the hostile owner leases under host-{k}"),
+        Action::HRenew(k) => format!(
+            "the hostile owner renews host-{k}'s grant {:?}, floor {} ms ahead",
+            w.hostile[*k as usize], RENEW_AHEAD_MS
+        ),
+        Action::HRelease(k) => format!(
+            "the hostile owner releases host-{k}'s grant {:?}, floor skew + 60 s ahead",
+            w.hostile[*k as usize]
+        ),
     };
     format!("T0+{:>4} ms  {what}", w.now)
 }
@@ -1040,10 +1245,15 @@ fn explore_to(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, u
                 }
             }
             let last = path.last_state();
+            let withheld = last.reg.withheld_by(HOSTILE, T0 + last.now);
             let why = last
                 .twice
                 .clone()
                 .or(last.shared.clone())
+                .or(last.floor_past.clone())
+                .or((withheld > HOSTILE_LIMIT as usize).then(|| {
+                    format!("the hostile owner keeps {withheld} worker IDs from the others (its share: {HOSTILE_LIMIT})")
+                }))
                 .unwrap_or_else(|| m.calm(last).err().unwrap_or_default());
             trace += &format!("  => {why}\n");
             found.push((p.name, steps.len() - 1, trace));
@@ -1066,6 +1276,7 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
         },
         nodes: 2,
         minters: 0,
+        hostile: false,
         fault,
         budget: Budget {
             ticks,
@@ -1074,6 +1285,7 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
             crashes: 1,
             copies: 1,
             steps: 1,
+            sends: 0,
         },
     }
 }
@@ -1087,6 +1299,7 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
         },
         nodes: 0,
         minters: 2,
+        hostile: false,
         fault,
         budget: Budget {
             ticks,
@@ -1095,6 +1308,32 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
             crashes: 1,
             copies: 1,
             steps: 1,
+            sends: 0,
+        },
+    }
+}
+
+/// The owners world: the registry with a share per owner, and a hostile
+/// owner leasing under two node keys, renewing and releasing with the largest
+/// floors the registry accepts (no holder: it mints nothing).
+fn owners(fault: Fault, nudges: u8) -> WorkerIdModel {
+    WorkerIdModel {
+        // Its space is small: the faults' depth without one too (so the
+        // core's own late-release and cap checks are searched as deep).
+        depth: FAULT_DEPTH,
+        nodes: 0,
+        minters: 0,
+        hostile: true,
+        fault,
+        budget: Budget {
+            ticks: TICKS,
+            pauses: 1,
+            // A release within a lapsed grant's grace (of one tick).
+            nudges,
+            crashes: 0,
+            copies: 1,
+            steps: 0,
+            sends: 4,
         },
     }
 }
@@ -1145,6 +1384,15 @@ fn planted() -> Vec<(Fault, WorkerIdModel)> {
             Fault::MinterDoesNotBorrow,
             minters(Fault::MinterDoesNotBorrow, TICKS),
         ),
+        (
+            Fault::ReleaseCapWithoutExpiry,
+            owners(Fault::ReleaseCapWithoutExpiry, 1),
+        ),
+        (
+            Fault::LateReleaseAccepted,
+            // Within ticks: no millisecond alone.
+            owners(Fault::LateReleaseAccepted, 0),
+        ),
     ]
 }
 
@@ -1154,6 +1402,7 @@ fn the_worker_id_protocol_holds_within_its_bounds() {
     for (name, m) in [
         ("nodes", nodes(Fault::None, TICKS)),
         ("minters", minters(Fault::None, TICKS)),
+        ("owners", owners(Fault::None, 1)),
     ] {
         let (found, states, depth, secs) = explore(m);
         println!(
