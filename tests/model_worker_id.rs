@@ -1,13 +1,14 @@
 //! The worker-ID protocol, model-checked: every state reachable within
 //! bounds, over the core's real `Registry`, `SnowflakeHolder`s and minter
-//! policy (`minter_holder_config`, `minter_step`, `batch_ranges`). The model
+//! policy (`minter_holder_config`, `minter_step`, `batch_ranges`) and an
+//! isolate's `MintedBuffer`. The model
 //! plays only the world: it delivers, loses and duplicates messages in any
 //! order, crashes processes (they restart from what they saved), steps clocks
 //! and lets time pass. Every decision is a core call, made as the hosts make
 //! it (the npm client's holder, `worker/src/objects/minter_store` and
 //! `registry_store`).
 //!
-//! Three worlds, each explored exhaustively (breadth first, states hashed)
+//! Four worlds, each explored exhaustively (breadth first, states hashed)
 //! by stateright:
 //!
 //! - **nodes**: two processes started from one config (one owner, one node
@@ -18,7 +19,10 @@
 //!   request, both under the one worker ID reserved for minter 0;
 //! - **owners**: the registry with a share of worker IDs per owner, and a
 //!   hostile owner leasing under two node keys, renewing and releasing with
-//!   the largest floors the registry accepts (registry_props.rs' attacker).
+//!   the largest floors the registry accepts (registry_props.rs' attacker);
+//! - **isolates**: two pool minters under worker IDs 0 and 1, minter 0's
+//!   clock lagging by more than the staleness bound, minting only when an
+//!   isolate's `MintedBuffer` asks (minted_props.rs' lagging minter).
 //!
 //! Invariants, in every reachable state: no ID issued twice; no worker ID
 //! issuing in one millisecond for two holders (a process after a restart is
@@ -30,8 +34,9 @@
 //! (every message in flight arrives, then every answer at once), clocks agree
 //! and move on, and a supervisor restarts what is down, every node mints
 //! within `CALM_DEADLINE` rounds and in every round after (its lease kept:
-//! renewals work), and the regional minter answers a whole batch (it borrows)
-//! within the deadline.
+//! renewals work), the regional minter answers a whole batch (it borrows)
+//! within the deadline, and the isolate serves every request (a batch stale
+//! on arrival moves it to the next minter).
 //!
 //! Planted faults (`Fault`, in the model's hosts, at the boundary of a core
 //! call): each must be found, deterministically (one thread, breadth first,
@@ -50,7 +55,10 @@ use edgeleaf::{
     code::ErrorCode,
     holder::{Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Renewal, SnowflakeHolder},
     layout::LayoutSpec,
-    minted::{batch_ranges, minter_holder_config, minter_step, MinterStep},
+    minted::{
+        batch_ranges, minter_holder_config, minter_step, Fetched, MintConfig, MintStep,
+        MintedBuffer, MinterStep,
+    },
     registry::{GrantRequest, Lease, Registry, RegistryConfig},
     secret::{Claim, LeaseSecret, Proof, SecretHash},
     snowflake::MAX_TOLERANCE_MS,
@@ -126,6 +134,15 @@ const FAULT_DEPTH: usize = 9;
 const BEYOND_THE_BOUNDS: [Fault; 1] = [Fault::HandedOverKeepsMinting];
 /// What an isolate asks a minter for.
 const BATCH: usize = 8;
+/// The isolates world: the isolate's staleness bound (the shortest allowed),
+/// and how far minter 0's clock lags the others' (more than the bound, within
+/// the registry's skew: it still leases and mints, but its batches are stale
+/// on arrival: minted_props' lagging minter).
+const STALENESS_MS: u64 = 10;
+const LAG_MS: u64 = 20;
+/// IDs the isolate is asked for at a time.
+const SERVE: usize = 2;
+const ISOLATES_DEPTH: usize = 12;
 /// Calm: rounds, a tick each, and the round by which each must be serving.
 const CALM_STEP_MS: u64 = 500;
 const CALM_ROUNDS: usize = 14;
@@ -167,6 +184,10 @@ pub enum Fault {
     /// registry's host dates a release by its holder's clock when it was
     /// sent (registry_props' late release).
     LateReleaseAccepted,
+    /// A batch all stale on arrival not counted as a failed fetch: the
+    /// isolate's host asks the same minter again (minted_props' lagging
+    /// minter, the buffer as it was before).
+    LaggingMinterAskedAgain,
 }
 
 /// Who acts: a node process, or a minter (0: `minter-0`, of before
@@ -208,6 +229,10 @@ pub enum Msg {
     /// clock, the floor it reports.
     HRenew(u32, u64, u64, u64),
     HRelease(u32, u64, u64, u64),
+    /// The isolate asks minter m for a batch of n; its answer (ranges;
+    /// none: nothing minted, a 503). Calls, not datagrams: never copied.
+    Batch(u8, u32),
+    Minted(u8, Result<Vec<(u64, u64)>, ErrorCode>),
 }
 
 /// One process: its holder (`None`: down), its incarnation, its clock's
@@ -260,6 +285,11 @@ pub struct World {
     hostile: [Option<(u32, u64)>; 2],
     /// A released floor further ahead than its holder could have minted.
     floor_past: Option<String>,
+    /// The isolates world: the isolate's buffer, the minter its host sticks
+    /// to (`LaggingMinterAskedAgain`), the IDs it served.
+    buffer: Option<MintedBuffer>,
+    pinned: Option<u8>,
+    served: std::collections::BTreeSet<u64>,
 }
 
 impl Hash for World {
@@ -310,6 +340,8 @@ pub enum Action {
     HLease(u8),
     HRenew(u8),
     HRelease(u8),
+    /// The isolate is asked for IDs.
+    Serve,
 }
 
 #[derive(Clone)]
@@ -320,6 +352,9 @@ pub struct WorkerIdModel {
     pub minters: u8,
     /// The owners world: a hostile owner with a share of worker IDs.
     pub hostile: bool,
+    /// The isolates world: two pool minters (worker IDs 0 and 1, minter 0
+    /// lagging) and an isolate's `MintedBuffer`.
+    pub isolate: bool,
     pub fault: Fault,
     pub budget: Budget,
 }
@@ -375,6 +410,9 @@ impl WorkerIdModel {
     fn registry_config(&self) -> RegistryConfig {
         RegistryConfig {
             per_owner: self.hostile.then_some(HOSTILE_LIMIT),
+            // Two minters may reserve at most half of the worker IDs.
+            minters: if self.isolate { 2 } else { 1 },
+            capacity: if self.isolate { 4 } else { 3 },
             ..registry_config()
         }
     }
@@ -394,7 +432,12 @@ impl WorkerIdModel {
 
     fn clock(&self, w: &World, who: Who) -> u64 {
         let p = &w.procs[proc_index(self, who)];
-        T0 + w.now - if p.behind { BACK_MS } else { 0 }
+        let lag = if self.isolate && who == Who::Minter(0) {
+            LAG_MS
+        } else {
+            0
+        };
+        T0 + w.now - lag - if p.behind { BACK_MS } else { 0 }
     }
 
     fn owner(who: Who) -> &'static str {
@@ -535,12 +578,19 @@ impl WorkerIdModel {
 
     /// A minter is asked for a batch, as minter_store's `mint` answers it.
     fn mint(&self, w: &mut World, m: u8) -> usize {
+        self.mint_n(w, m, BATCH).map_or(0, |ids| ids.len())
+    }
+
+    /// A minter is asked for `n` IDs (at most `BATCH`); the IDs it answers,
+    /// or the code of its 503 when it has none (`MinterStep::Unavailable`).
+    fn mint_n(&self, w: &mut World, m: u8, n: usize) -> Result<Vec<u64>, ErrorCode> {
         let who = Who::Minter(m);
         let store = &w.minter_stores[m as usize];
         if store.handed && self.fault != Fault::HandedOverKeepsMinting {
-            return 0;
+            return Err(ErrorCode::StoreUnavailable);
         }
         if m == 1
+            && !self.isolate
             && !store.took_over
             && store.holder.is_none()
             && w.procs[proc_index(self, who)].holder.is_none()
@@ -550,27 +600,33 @@ impl WorkerIdModel {
                 w.taking_over = true;
                 w.net.push(Msg::HandOver);
             }
-            return 0;
+            return Err(ErrorCode::StoreUnavailable);
         }
         if !self.ensure_up(w, who) {
-            return 0;
+            return Err(ErrorCode::ClockMovedBackwards);
         }
         let mut out = [0u64; BATCH];
+        let out = &mut out[..n.min(BATCH)];
         self.save(w, who, false);
         let now = self.clock(w, who);
         let h = w.procs[proc_index(self, who)].holder.as_mut().expect("up");
         // minter_store's loop polls again after leasing; here the lease's
         // answer arrives as a message of its own, and this request answers
         // what it minted (nothing: a 503).
-        let filled = match h.poll(now, &mut out) {
+        let (filled, code) = match h.poll(now, out) {
             Ok(poll) => {
                 self.send_asks(w, who, poll.renew, None);
-                if let MinterStep::Lease(ask) = minter_step(poll.filled, poll.next, false) {
-                    self.send_asks(w, who, None, Some(ask));
-                }
-                poll.filled
+                let code = match minter_step(poll.filled, poll.next, false) {
+                    MinterStep::Lease(ask) => {
+                        self.send_asks(w, who, None, Some(ask));
+                        ErrorCode::StoreUnavailable
+                    }
+                    MinterStep::Unavailable { code, .. } => code,
+                    MinterStep::Answer => ErrorCode::StoreUnavailable,
+                };
+                (poll.filled, code)
             }
-            Err(_) => 0,
+            Err(_) => (0, ErrorCode::ClockMovedBackwards),
         };
         let ids = &out[..filled];
         // The batch as it leaves: its ranges.
@@ -580,7 +636,10 @@ impl WorkerIdModel {
             filled
         );
         self.record(w, who, ids);
-        filled
+        if filled == 0 {
+            return Err(code);
+        }
+        Ok(ids.to_vec())
     }
 
     /// The registry (or an old minter) receives a request; an answer (or
@@ -619,8 +678,13 @@ impl WorkerIdModel {
                                     secret_hash: s.secret,
                                 });
                             }
-                            w.reg
-                                .lease_minter(0, node_now_ms, proof, sha256(&secret), reg_now)
+                            w.reg.lease_minter(
+                                self.minter_id(who),
+                                node_now_ms,
+                                proof,
+                                sha256(&secret),
+                                reg_now,
+                            )
                         }
                     };
                     r.map(|l| {
@@ -726,6 +790,33 @@ impl WorkerIdModel {
                 s.holder = state;
                 s.took_over = true;
             }
+            Msg::Batch(m, count) => {
+                let ids = self.mint_n(w, m, count as usize);
+                let ranges = ids.map(|ids| batch_ranges(&layout(), &ids));
+                w.net.push(Msg::Minted(m, ranges));
+            }
+            Msg::Minted(m, ranges) => {
+                let now = T0 + w.now;
+                let Some(buf) = w.buffer.as_mut() else {
+                    return;
+                };
+                let ranges = match ranges {
+                    Ok(r) => r,
+                    Err(code) => {
+                        // Asked again (the same minter), or the next; the
+                        // request's budget left: the calm's one round.
+                        let _ = buf.fetch_refused(code, now, CALM_STEP_MS);
+                        return;
+                    }
+                };
+                match buf.fetched(&ranges, now) {
+                    Ok(Fetched::Stale) if self.fault == Fault::LaggingMinterAskedAgain => {
+                        w.pinned = Some(m);
+                    }
+                    Ok(Fetched::Kept) => w.pinned = None,
+                    _ => {}
+                }
+            }
             Msg::HLease(k, node_now_ms) => {
                 let secret = secret_for(w.reg.next_generation());
                 let ask = LeaseAsk {
@@ -814,6 +905,12 @@ impl WorkerIdModel {
             }
             // The hostile owner does not care.
             Msg::HLease(..) | Msg::HGranted(..) | Msg::HRenew(..) | Msg::HRelease(..) => return,
+            Msg::Batch(..) | Msg::Minted(..) => {
+                if let Some(buf) = w.buffer.as_mut() {
+                    buf.fetch_failed();
+                }
+                return;
+            }
         };
         let i = proc_index(self, who);
         if w.procs[i].incarnation != inc {
@@ -826,6 +923,43 @@ impl WorkerIdModel {
                 Some(g) => h.renewal_failed(g, None, now),
             }
         }
+    }
+
+    /// A minter's worker ID: 0 for both in the minters world (the hand-over),
+    /// its own in the isolates world.
+    fn minter_id(&self, who: Who) -> u32 {
+        match who {
+            Who::Minter(m) if self.isolate => u32::from(m),
+            _ => 0,
+        }
+    }
+
+    /// The isolate is asked for up to `n` IDs (its clock is the
+    /// registry's): what it served; a fetch it starts goes out.
+    fn serve(&self, w: &mut World, n: usize) -> usize {
+        let now = T0 + w.now;
+        let Some(buf) = w.buffer.as_mut() else {
+            return 0;
+        };
+        let mut out = [0u64; SERVE];
+        let poll = buf.poll(now, &mut out[..n.min(SERVE)]);
+        let ask = match poll.next {
+            MintStep::FetchNow(ask)
+            | MintStep::Done {
+                prefetch: Some(ask),
+            } => Some(ask),
+            _ => None,
+        };
+        for &id in &out[..poll.filled] {
+            if !w.served.insert(id) && w.twice.is_none() {
+                w.twice = Some(format!("ID {id} served twice by the isolate"));
+            }
+        }
+        if let Some(ask) = ask {
+            let m = w.pinned.unwrap_or(ask.minter as u8);
+            w.net.push(Msg::Batch(m, ask.count));
+        }
+        poll.filled
     }
 
     /// The hostile owner sends a request (its clock is the registry's).
@@ -898,7 +1032,26 @@ impl WorkerIdModel {
                     }
                 }
             }
-            if self.minters == 2 {
+            if self.isolate {
+                // A request tries as many minters as it may.
+                let tries = w
+                    .buffer
+                    .as_ref()
+                    .map_or(0, |b| b.config().tries_per_request());
+                let mut served = 0;
+                for _ in 0..=tries {
+                    served += self.serve(&mut w, SERVE - served);
+                    self.deliver_all(&mut w);
+                    if served == SERVE {
+                        break;
+                    }
+                }
+                if round >= CALM_DEADLINE && served < SERVE {
+                    return Err(format!(
+                        "calm round {round}: the isolate served {served} of {SERVE}"
+                    ));
+                }
+            } else if self.minters == 2 {
                 for _ in 0..3 {
                     let k = self.mint(&mut w, 1);
                     self.deliver_all(&mut w);
@@ -925,7 +1078,7 @@ impl WorkerIdModel {
                 }
             }
         }
-        if self.minters == 2 && batch.is_none_or(|r| r > CALM_DEADLINE) {
+        if self.minters == 2 && !self.isolate && batch.is_none_or(|r| r > CALM_DEADLINE) {
             return Err(format!(
                 "calm: the regional minter answered no batch of {BATCH} by round {CALM_DEADLINE} (first: {batch:?})"
             ));
@@ -965,6 +1118,15 @@ impl WorkerIdModel {
             shared: None,
             hostile: [None; 2],
             floor_past: None,
+            buffer: self.isolate.then(|| {
+                let config = MintConfig {
+                    staleness_ms: STALENESS_MS,
+                    ..MintConfig::new(u32::from(self.minters), 0)
+                };
+                MintedBuffer::new(layout(), config).expect("buffer")
+            }),
+            pinned: None,
+            served: Default::default(),
         }
     }
 
@@ -973,6 +1135,10 @@ impl WorkerIdModel {
     /// minter's hand-over whose answer was lost, asked again and answered
     /// nothing (it is left without proof).
     fn warm_ups(&self) -> Vec<Vec<Action>> {
+        if self.isolate {
+            // From the start: the minters lease at the isolate's first asks.
+            return Vec::new();
+        }
         if self.hostile {
             return vec![vec![
                 Action::HLease(0),
@@ -1053,15 +1219,20 @@ impl Model for WorkerIdModel {
         for n in 0..self.nodes {
             actions.push(Action::Poll(n));
         }
-        for m in 0..self.minters {
-            actions.push(Action::Mint(m));
+        if self.isolate {
+            actions.push(Action::Serve);
+        } else {
+            for m in 0..self.minters {
+                actions.push(Action::Mint(m));
+            }
         }
         for (i, msg) in w.net.iter().enumerate() {
             if i > 0 && w.net[i - 1] == *msg {
                 continue;
             }
             actions.push(Action::Deliver(i, false));
-            if w.left.copies > 0 {
+            let call = matches!(msg, Msg::Batch(..) | Msg::Minted(..));
+            if w.left.copies > 0 && !call {
                 actions.push(Action::Deliver(i, true));
             }
             actions.push(Action::Lose(i));
@@ -1127,6 +1298,9 @@ impl Model for WorkerIdModel {
             Action::HLease(_) | Action::HRenew(_) | Action::HRelease(_) => {
                 self.hostile_send(&mut w, &action);
             }
+            Action::Serve => {
+                self.serve(&mut w, SERVE);
+            }
         }
         w.net.sort();
         Some(w)
@@ -1185,6 +1359,7 @@ fn step_line(m: &WorkerIdModel, w: &World, a: &Action) -> String {
         Action::Pause => format!("{PAUSE_MS} ms pass"),
         Action::Nudge => "1 ms passes".to_string(),
         Action::HLease(k) => format!("the hostile owner leases under host-{k}"),
+        Action::Serve => format!("the isolate is asked for {SERVE} IDs"),
         Action::HRenew(k) => format!(
             "the hostile owner renews host-{k}'s grant {:?}, floor {} ms ahead",
             w.hostile[*k as usize], RENEW_AHEAD_MS
@@ -1277,6 +1452,7 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
         nodes: 2,
         minters: 0,
         hostile: false,
+        isolate: false,
         fault,
         budget: Budget {
             ticks,
@@ -1300,6 +1476,7 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
         nodes: 0,
         minters: 2,
         hostile: false,
+        isolate: false,
         fault,
         budget: Budget {
             ticks,
@@ -1324,16 +1501,43 @@ fn owners(fault: Fault, nudges: u8) -> WorkerIdModel {
         nodes: 0,
         minters: 0,
         hostile: true,
+        isolate: false,
         fault,
         budget: Budget {
-            ticks: TICKS,
+            // Two ticks reach a lapsed grant's grace; the pause, its end.
+            ticks: 2,
             pauses: 1,
             // A release within a lapsed grant's grace (of one tick).
             nudges,
             crashes: 0,
-            copies: 1,
+            // Its requests' copies change nothing a loss and a resend do not.
+            copies: 0,
             steps: 0,
             sends: 4,
+        },
+    }
+}
+
+/// The isolates world: two pool minters under worker IDs 0 and 1 (minter 0's
+/// clock lagging by more than the staleness bound), minting only when the
+/// isolate asks, and the isolate's `MintedBuffer` serving 2 IDs a request.
+fn isolates(fault: Fault) -> WorkerIdModel {
+    WorkerIdModel {
+        // Its space is small: searched deeper.
+        depth: ISOLATES_DEPTH,
+        nodes: 0,
+        minters: 2,
+        hostile: false,
+        isolate: true,
+        fault,
+        budget: Budget {
+            ticks: TICKS,
+            pauses: 1,
+            nudges: 0,
+            crashes: 1,
+            copies: 0,
+            steps: 0,
+            sends: 0,
         },
     }
 }
@@ -1389,6 +1593,10 @@ fn planted() -> Vec<(Fault, WorkerIdModel)> {
             owners(Fault::ReleaseCapWithoutExpiry, 1),
         ),
         (
+            Fault::LaggingMinterAskedAgain,
+            isolates(Fault::LaggingMinterAskedAgain),
+        ),
+        (
             Fault::LateReleaseAccepted,
             // Within ticks: no millisecond alone.
             owners(Fault::LateReleaseAccepted, 0),
@@ -1403,6 +1611,7 @@ fn the_worker_id_protocol_holds_within_its_bounds() {
         ("nodes", nodes(Fault::None, TICKS)),
         ("minters", minters(Fault::None, TICKS)),
         ("owners", owners(Fault::None, 1)),
+        ("isolates", isolates(Fault::None)),
     ] {
         let (found, states, depth, secs) = explore(m);
         println!(
