@@ -29,6 +29,12 @@
 //! planted the same way: in the model's root and hosts) is found by the
 //! checker, breadth first on one thread, so its counterexample is short and
 //! the same every run; it is printed one step a line.
+//!
+//! Monotonic tags (`mod monotonic`): a tag's store serving from memory
+//! (`MonotonicIssuer`), an old instance answering beside its replacement and
+//! a crash, interleaved one storage turn at a time, searched whole: the
+//! answers, in the order they leave, never go back; and with the store's
+//! writes made unconditional (a planted fault) they do.
 
 #![cfg(not(target_arch = "wasm32"))]
 // The model's match arms read as the hosts' steps.
@@ -1824,4 +1830,305 @@ fn the_isolate_and_the_client_are_served() {
         println!("liveness, {name}: {run}");
         assert!(run.broken.is_empty(), "{name}: {run}");
     }
+}
+
+/// Monotonic tags (issue 34: "monotonic tags never go back"): a tag's store
+/// serving from memory (`MonotonicIssuer`), an old instance answering beside
+/// its replacement, each write conditional on the record as the instance last
+/// read or wrote it, interleaved one storage turn at a time.
+mod monotonic {
+    use super::*;
+    use edgeleaf::driver::{IssuedMark, MonotonicIssuer, SegmentStep};
+
+    /// IDs a request asks for, requests each instance serves, and the step.
+    const ASK: usize = 1;
+    const REQUESTS: u8 = 3;
+    const STEP: u64 = 2;
+
+    fn policy() -> StepPolicy {
+        StepPolicy {
+            min_step: STEP,
+            max_step: STEP,
+            duration_ms: DEFAULT_SEGMENT_DURATION_MS,
+        }
+    }
+
+    /// Where an instance's request stands: its next storage turn.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Turn {
+        Idle,
+        /// A segment of this step to allocate and write (`needed`: the
+        /// answer waits for it; else a prefetch).
+        Load {
+            step: u64,
+            needed: bool,
+            ids: Vec<u64>,
+        },
+        /// The record to write before `ids` leave.
+        Answer {
+            mark: IssuedMark,
+            ids: Vec<u64>,
+        },
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Inst {
+        issuer: MonotonicIssuer,
+        turn: Turn,
+        requests: u8,
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Mono {
+        record: IssuedMark,
+        insts: Vec<Inst>,
+        crashes: u8,
+        /// The last ID that left, and the first answer that went back.
+        last_left: u64,
+        back: Option<String>,
+    }
+
+    impl Hash for Mono {
+        fn hash<H: Hasher>(&self, h: &mut H) {
+            format!("{self:?}").hash(h);
+        }
+    }
+    impl PartialEq for Mono {
+        fn eq(&self, o: &Self) -> bool {
+            format!("{self:?}") == format!("{o:?}")
+        }
+    }
+    impl Eq for Mono {}
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Act {
+        /// Instance i starts a request (reads the record) or takes its next
+        /// storage turn.
+        Step(usize),
+        /// Instance i dies (its memory lost; a new one starts empty).
+        Crash(usize),
+    }
+
+    #[derive(Clone)]
+    pub struct MonoModel {
+        /// The planted fault: writes not conditional on the record the
+        /// instance knew (the store's `put` without its check).
+        pub unconditional: bool,
+        pub depth: usize,
+    }
+
+    impl MonoModel {
+        /// The request goes on from a poll to its next storage turn.
+        fn next_turn(inst: &mut Inst, mut ids: Vec<u64>) {
+            let mut out = [0u64; ASK];
+            let want = ASK - ids.len();
+            let poll = inst.issuer.poll(0, &mut out[..want]);
+            ids.extend_from_slice(&out[..poll.filled]);
+            inst.turn = match poll.next {
+                SegmentStep::LoadNow { step } => Turn::Load {
+                    step,
+                    needed: true,
+                    ids,
+                },
+                SegmentStep::Done {
+                    prefetch: Some(step),
+                } => Turn::Load {
+                    step,
+                    needed: false,
+                    ids,
+                },
+                SegmentStep::Done { prefetch: None } => Turn::Answer {
+                    mark: inst.issuer.answer(*ids.last().expect("an ID")),
+                    ids,
+                },
+                SegmentStep::Wait => unreachable!("a synchronous store"),
+            };
+        }
+
+        fn write_ok(&self, w: &Mono, i: usize) -> bool {
+            self.unconditional || w.insts[i].issuer.expected() == Some(w.record)
+        }
+    }
+
+    impl Model for MonoModel {
+        type State = Mono;
+        type Action = Act;
+
+        fn init_states(&self) -> Vec<Mono> {
+            let inst = Inst {
+                issuer: MonotonicIssuer::new(policy()),
+                turn: Turn::Idle,
+                requests: 0,
+            };
+            vec![Mono {
+                record: IssuedMark::default(),
+                insts: vec![inst.clone(), inst],
+                crashes: 1,
+                last_left: 0,
+                back: None,
+            }]
+        }
+
+        fn actions(&self, w: &Mono, actions: &mut Vec<Act>) {
+            if w.back.is_some() {
+                return;
+            }
+            for (i, inst) in w.insts.iter().enumerate() {
+                if inst.turn != Turn::Idle || inst.requests < REQUESTS {
+                    actions.push(Act::Step(i));
+                }
+                if w.crashes > 0 {
+                    actions.push(Act::Crash(i));
+                }
+            }
+        }
+
+        fn next_state(&self, w: &Mono, a: Act) -> Option<Mono> {
+            let mut w = w.clone();
+            match a {
+                Act::Crash(i) => {
+                    w.crashes -= 1;
+                    w.insts[i].issuer = MonotonicIssuer::new(policy());
+                    w.insts[i].turn = Turn::Idle;
+                }
+                Act::Step(i) => match w.insts[i].turn.clone() {
+                    Turn::Idle => {
+                        let inst = &mut w.insts[i];
+                        inst.requests += 1;
+                        inst.issuer.begin(w.record);
+                        Self::next_turn(inst, Vec::new());
+                    }
+                    Turn::Load { step, needed, ids } => {
+                        if self.write_ok(&w, i) {
+                            let start = w.record.max_id + 1;
+                            w.record.max_id += step;
+                            let alloc = Allocation::new(start, w.record.max_id).expect("alloc");
+                            let inst = &mut w.insts[i];
+                            if inst.issuer.loaded(alloc, 0).is_ok() {
+                                Self::next_turn(inst, ids);
+                            } else {
+                                // A range the driver refuses (below what
+                                // it loaded): the request fails.
+                                inst.issuer.write_failed();
+                                inst.turn = Turn::Idle;
+                            }
+                        } else if needed {
+                            let inst = &mut w.insts[i];
+                            inst.issuer.write_failed();
+                            inst.turn = Turn::Idle;
+                        } else {
+                            // A prefetch refused: the answer goes on (its
+                            // own write is refused in turn).
+                            let inst = &mut w.insts[i];
+                            inst.issuer.load_failed();
+                            inst.turn = Turn::Answer {
+                                mark: inst.issuer.answer(*ids.last().expect("an ID")),
+                                ids,
+                            };
+                        }
+                    }
+                    Turn::Answer { mark, ids } => {
+                        if self.write_ok(&w, i) {
+                            w.record = mark;
+                            w.insts[i].issuer.written(mark);
+                            for &id in &ids {
+                                if id <= w.last_left && w.back.is_none() {
+                                    w.back = Some(format!(
+                                        "instance {i} answered {id} after {} had left",
+                                        w.last_left
+                                    ));
+                                }
+                                w.last_left = w.last_left.max(id);
+                            }
+                        } else {
+                            w.insts[i].issuer.write_failed();
+                        }
+                        w.insts[i].turn = Turn::Idle;
+                    }
+                },
+            }
+            Some(w)
+        }
+
+        fn properties(&self) -> Vec<stateright::Property<Self>> {
+            vec![stateright::Property::always(
+                "monotonic tags never go back",
+                |_, w: &Mono| w.back.is_none(),
+            )]
+        }
+
+        fn within_boundary(&self, _: &Mono) -> bool {
+            true
+        }
+    }
+
+    /// Explores within `depth`: states, the trace of a broken property.
+    pub fn explore(m: MonoModel) -> (usize, Option<String>) {
+        // Depth 0: until no new state.
+        let mut checker = m.clone().checker().finish_when(HasDiscoveries::Any);
+        if m.depth > 0 {
+            checker = checker.target_max_depth(m.depth);
+        }
+        let checker = checker.spawn_bfs().join();
+        let trace = checker
+            .discovery("monotonic tags never go back")
+            .map(|path| {
+                let steps = path.clone().into_vec();
+                let mut t = String::new();
+                for (n, (w, a)) in steps.iter().enumerate() {
+                    if let Some(a) = a {
+                        t += &format!(
+                            "  {:>2}. record {:?}: {a:?} ({:?})\n",
+                            n + 1,
+                            w.record,
+                            match a {
+                                Act::Step(i) | Act::Crash(i) => &w.insts[*i].turn,
+                            }
+                        );
+                    }
+                }
+                t += &format!(
+                    "  => {}\n",
+                    path.last_state().back.clone().unwrap_or_default()
+                );
+                t
+            });
+        (checker.unique_state_count(), trace)
+    }
+}
+
+/// A monotonic tag's answers, in the order they leave, never go back: two
+/// instances (an old one and its replacement) interleaved a storage turn at
+/// a time, with a crash; and with the store's writes made unconditional (a
+/// planted fault) they do.
+#[test]
+fn monotonic_tags_never_go_back() {
+    use monotonic::{explore, MonoModel};
+    let started = Instant::now();
+    let (states, trace) = explore(MonoModel {
+        unconditional: false,
+        depth: 0,
+    });
+    println!(
+        "monotonic: {states} states, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(t) = &trace {
+        println!("{t}");
+    }
+    assert!(trace.is_none(), "a monotonic tag went back (above)");
+    let started = Instant::now();
+    let (states, trace) = explore(MonoModel {
+        unconditional: true,
+        depth: 16,
+    });
+    println!(
+        "UnconditionalWrite: {states} states, {:.1} s\n{}",
+        started.elapsed().as_secs_f64(),
+        trace.clone().unwrap_or_default()
+    );
+    assert!(
+        trace.is_some(),
+        "the planted fault UnconditionalWrite was not found"
+    );
 }

@@ -1,32 +1,42 @@
 //! The worker-ID protocol, model-checked: every state reachable within
 //! bounds, over the core's real `Registry`, `SnowflakeHolder`s and minter
-//! policy (`minter_holder_config`, `minter_step`, `batch_ranges`). The model
+//! policy (`minter_holder_config`, `minter_step`, `batch_ranges`) and an
+//! isolate's `MintedBuffer`. The model
 //! plays only the world: it delivers, loses and duplicates messages in any
 //! order, crashes processes (they restart from what they saved), steps clocks
 //! and lets time pass. Every decision is a core call, made as the hosts make
 //! it (the npm client's holder, `worker/src/objects/minter_store` and
 //! `registry_store`).
 //!
-//! Two worlds, each explored exhaustively (breadth first, states hashed) by
-//! stateright:
+//! Four worlds, each explored exhaustively (breadth first, states hashed)
+//! by stateright:
 //!
 //! - **nodes**: two processes started from one config (one owner, one node
 //!   key) sharing one store, each restoring what the other saved, racing for
 //!   two worker IDs (plus a minter's reserved one);
 //! - **minters**: the minter of before regions (`minter-0`) and its regional
 //!   successor, which takes its state over by a hand-over at its first
-//!   request, both under the one worker ID reserved for minter 0.
+//!   request, both under the one worker ID reserved for minter 0;
+//! - **owners**: the registry with a share of worker IDs per owner, and a
+//!   hostile owner leasing under two node keys, renewing and releasing with
+//!   the largest floors the registry accepts (registry_props.rs' attacker);
+//! - **isolates**: two pool minters under worker IDs 0 and 1, minter 0's
+//!   clock lagging by more than the staleness bound, minting only when an
+//!   isolate's `MintedBuffer` asks (minted_props.rs' lagging minter).
 //!
 //! Invariants, in every reachable state: no ID issued twice; no worker ID
 //! issuing in one millisecond for two holders (a process after a restart is
-//! another holder: it must never mint into its previous life's time).
+//! another holder: it must never mint into its previous life's time); no
+//! owner keeping more worker IDs from the others than its share; no released
+//! floor further ahead than its holder could have minted.
 //!
 //! Liveness, checked from every reachable state: once the network delivers
 //! (every message in flight arrives, then every answer at once), clocks agree
 //! and move on, and a supervisor restarts what is down, every node mints
 //! within `CALM_DEADLINE` rounds and in every round after (its lease kept:
-//! renewals work), and the regional minter answers a whole batch (it borrows)
-//! within the deadline.
+//! renewals work), the regional minter answers a whole batch (it borrows)
+//! within the deadline, and the isolate serves every request (a batch stale
+//! on arrival moves it to the next minter).
 //!
 //! Planted faults (`Fault`, in the model's hosts, at the boundary of a core
 //! call): each must be found, deterministically (one thread, breadth first,
@@ -45,9 +55,13 @@ use edgeleaf::{
     code::ErrorCode,
     holder::{Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Renewal, SnowflakeHolder},
     layout::LayoutSpec,
-    minted::{batch_ranges, minter_holder_config, minter_step, MinterStep},
+    minted::{
+        batch_ranges, minter_holder_config, minter_step, Fetched, MintConfig, MintStep,
+        MintedBuffer, MinterStep,
+    },
     registry::{GrantRequest, Lease, Registry, RegistryConfig},
     secret::{Claim, LeaseSecret, Proof, SecretHash},
+    snowflake::MAX_TOLERANCE_MS,
     Error, Layout,
 };
 use sha2::{Digest, Sha256};
@@ -99,6 +113,15 @@ fn node_config() -> HolderConfig {
     }
 }
 const OWNER: &str = "app";
+/// The owners world: a hostile credential's share of worker IDs
+/// (registry_props.rs' `LIMIT`, scaled to this registry).
+const HOSTILE: &str = "hostile";
+const HOSTILE_LIMIT: u32 = 1;
+/// The hostile owner renews with a floor this far ahead of its clock: just
+/// ahead of the registry's clock once the grant is free (TTL + grace), within
+/// the skew, so the ID is free but passed over (registry_props.rs'
+/// `a_late_release_never_withholds_past_the_owners_share`).
+const RENEW_AHEAD_MS: u64 = 1_600;
 const NODE_KEY: &str = "node-a";
 /// The bounds: ticks of time (besides one pause), and the steps explored
 /// from each start (the start counts as one) — without a fault, and when
@@ -111,6 +134,15 @@ const FAULT_DEPTH: usize = 9;
 const BEYOND_THE_BOUNDS: [Fault; 1] = [Fault::HandedOverKeepsMinting];
 /// What an isolate asks a minter for.
 const BATCH: usize = 8;
+/// The isolates world: the isolate's staleness bound (the shortest allowed),
+/// and how far minter 0's clock lags the others' (more than the bound, within
+/// the registry's skew: it still leases and mints, but its batches are stale
+/// on arrival: minted_props' lagging minter).
+const STALENESS_MS: u64 = 10;
+const LAG_MS: u64 = 20;
+/// IDs the isolate is asked for at a time.
+const SERVE: usize = 2;
+const ISOLATES_DEPTH: usize = 12;
 /// Calm: rounds, a tick each, and the round by which each must be serving.
 const CALM_STEP_MS: u64 = 500;
 const CALM_ROUNDS: usize = 14;
@@ -143,6 +175,19 @@ pub enum Fault {
     /// A minter that does not borrow (`MINTER_BORROW_MS` 0:
     /// minter_batch_props' calm phase).
     MinterDoesNotBorrow,
+    /// The registry's cap on a released floor without the grant's expiry
+    /// (the registry's clock + skew + 60 s, even once the lease lapsed): the
+    /// registry's host checks the floor by its own clock alone and writes the
+    /// holder's floor into the stored slot (registry_props' cap).
+    ReleaseCapWithoutExpiry,
+    /// A release accepted after its grant's grace passed (its ID free): the
+    /// registry's host dates a release by its holder's clock when it was
+    /// sent (registry_props' late release).
+    LateReleaseAccepted,
+    /// A batch all stale on arrival not counted as a failed fetch: the
+    /// isolate's host asks the same minter again (minted_props' lagging
+    /// minter, the buffer as it was before).
+    LaggingMinterAskedAgain,
 }
 
 /// Who acts: a node process, or a minter (0: `minter-0`, of before
@@ -177,6 +222,17 @@ pub enum Msg {
     Renewed(Who, u8, u64, Result<(u32, u64, u64, u64), ErrorCode>),
     HandOver,
     HandedOver(Handed),
+    /// The hostile owner's lease under node key `host-k`, with its clock.
+    HLease(u8, u64),
+    HGranted(u8, Option<(u32, u64)>),
+    /// The hostile owner's renewal and release: worker ID, generation, its
+    /// clock, the floor it reports.
+    HRenew(u32, u64, u64, u64),
+    HRelease(u32, u64, u64, u64),
+    /// The isolate asks minter m for a batch of n; its answer (ranges;
+    /// none: nothing minted, a 503). Calls, not datagrams: never copied.
+    Batch(u8, u32),
+    Minted(u8, Result<Vec<(u64, u64)>, ErrorCode>),
 }
 
 /// One process: its holder (`None`: down), its incarnation, its clock's
@@ -204,6 +260,8 @@ pub struct Budget {
     crashes: u8,
     copies: u8,
     steps: u8,
+    /// The hostile owner's requests.
+    sends: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +281,15 @@ pub struct World {
     left: Budget,
     twice: Option<String>,
     shared: Option<String>,
+    /// The hostile owner's grants, by node key (worker ID, generation).
+    hostile: [Option<(u32, u64)>; 2],
+    /// A released floor further ahead than its holder could have minted.
+    floor_past: Option<String>,
+    /// The isolates world: the isolate's buffer, the minter its host sticks
+    /// to (`LaggingMinterAskedAgain`), the IDs it served.
+    buffer: Option<MintedBuffer>,
+    pinned: Option<u8>,
+    served: std::collections::BTreeSet<u64>,
 }
 
 impl Hash for World {
@@ -268,6 +335,13 @@ pub enum Action {
     Crash(Who),
     /// A process's clock steps back, or forward again.
     Step(Who),
+    /// The hostile owner leases under node key `host-k`, renews or releases
+    /// that grant (with the largest floors the registry accepts).
+    HLease(u8),
+    HRenew(u8),
+    HRelease(u8),
+    /// The isolate is asked for IDs.
+    Serve,
 }
 
 #[derive(Clone)]
@@ -276,6 +350,11 @@ pub struct WorkerIdModel {
     pub depth: usize,
     pub nodes: u8,
     pub minters: u8,
+    /// The owners world: a hostile owner with a share of worker IDs.
+    pub hostile: bool,
+    /// The isolates world: two pool minters (worker IDs 0 and 1, minter 0
+    /// lagging) and an isolate's `MintedBuffer`.
+    pub isolate: bool,
     pub fault: Fault,
     pub budget: Budget,
 }
@@ -307,7 +386,37 @@ fn secret_for(generation: u64) -> LeaseSecret {
     LeaseSecret::from_random([generation as u8; 16])
 }
 
+/// The hostile owner's renewal or release, as the registry's host is given
+/// it (the secret hashed).
+fn hostile_report(
+    worker_id: u32,
+    generation: u64,
+    node_now_ms: u64,
+    last_timestamp_ms: u64,
+) -> Renewal<Proof> {
+    Renewal {
+        claim: Claim {
+            worker_id,
+            generation,
+            secret: Some(secret_for(generation)),
+        },
+        node_now_ms,
+        last_timestamp_ms,
+    }
+    .proof(sha256)
+}
+
 impl WorkerIdModel {
+    fn registry_config(&self) -> RegistryConfig {
+        RegistryConfig {
+            per_owner: self.hostile.then_some(HOSTILE_LIMIT),
+            // Two minters may reserve at most half of the worker IDs.
+            minters: if self.isolate { 2 } else { 1 },
+            capacity: if self.isolate { 4 } else { 3 },
+            ..registry_config()
+        }
+    }
+
     fn holder_config(&self, who: Who) -> HolderConfig {
         match who {
             Who::Node(_) => node_config(),
@@ -323,7 +432,12 @@ impl WorkerIdModel {
 
     fn clock(&self, w: &World, who: Who) -> u64 {
         let p = &w.procs[proc_index(self, who)];
-        T0 + w.now - if p.behind { BACK_MS } else { 0 }
+        let lag = if self.isolate && who == Who::Minter(0) {
+            LAG_MS
+        } else {
+            0
+        };
+        T0 + w.now - lag - if p.behind { BACK_MS } else { 0 }
     }
 
     fn owner(who: Who) -> &'static str {
@@ -464,12 +578,19 @@ impl WorkerIdModel {
 
     /// A minter is asked for a batch, as minter_store's `mint` answers it.
     fn mint(&self, w: &mut World, m: u8) -> usize {
+        self.mint_n(w, m, BATCH).map_or(0, |ids| ids.len())
+    }
+
+    /// A minter is asked for `n` IDs (at most `BATCH`); the IDs it answers,
+    /// or the code of its 503 when it has none (`MinterStep::Unavailable`).
+    fn mint_n(&self, w: &mut World, m: u8, n: usize) -> Result<Vec<u64>, ErrorCode> {
         let who = Who::Minter(m);
         let store = &w.minter_stores[m as usize];
         if store.handed && self.fault != Fault::HandedOverKeepsMinting {
-            return 0;
+            return Err(ErrorCode::StoreUnavailable);
         }
         if m == 1
+            && !self.isolate
             && !store.took_over
             && store.holder.is_none()
             && w.procs[proc_index(self, who)].holder.is_none()
@@ -479,27 +600,33 @@ impl WorkerIdModel {
                 w.taking_over = true;
                 w.net.push(Msg::HandOver);
             }
-            return 0;
+            return Err(ErrorCode::StoreUnavailable);
         }
         if !self.ensure_up(w, who) {
-            return 0;
+            return Err(ErrorCode::ClockMovedBackwards);
         }
         let mut out = [0u64; BATCH];
+        let out = &mut out[..n.min(BATCH)];
         self.save(w, who, false);
         let now = self.clock(w, who);
         let h = w.procs[proc_index(self, who)].holder.as_mut().expect("up");
         // minter_store's loop polls again after leasing; here the lease's
         // answer arrives as a message of its own, and this request answers
         // what it minted (nothing: a 503).
-        let filled = match h.poll(now, &mut out) {
+        let (filled, code) = match h.poll(now, out) {
             Ok(poll) => {
                 self.send_asks(w, who, poll.renew, None);
-                if let MinterStep::Lease(ask) = minter_step(poll.filled, poll.next, false) {
-                    self.send_asks(w, who, None, Some(ask));
-                }
-                poll.filled
+                let code = match minter_step(poll.filled, poll.next, false) {
+                    MinterStep::Lease(ask) => {
+                        self.send_asks(w, who, None, Some(ask));
+                        ErrorCode::StoreUnavailable
+                    }
+                    MinterStep::Unavailable { code, .. } => code,
+                    MinterStep::Answer => ErrorCode::StoreUnavailable,
+                };
+                (poll.filled, code)
             }
-            Err(_) => 0,
+            Err(_) => (0, ErrorCode::ClockMovedBackwards),
         };
         let ids = &out[..filled];
         // The batch as it leaves: its ranges.
@@ -509,7 +636,10 @@ impl WorkerIdModel {
             filled
         );
         self.record(w, who, ids);
-        filled
+        if filled == 0 {
+            return Err(code);
+        }
+        Ok(ids.to_vec())
     }
 
     /// The registry (or an old minter) receives a request; an answer (or
@@ -548,8 +678,13 @@ impl WorkerIdModel {
                                     secret_hash: s.secret,
                                 });
                             }
-                            w.reg
-                                .lease_minter(0, node_now_ms, proof, sha256(&secret), reg_now)
+                            w.reg.lease_minter(
+                                self.minter_id(who),
+                                node_now_ms,
+                                proof,
+                                sha256(&secret),
+                                reg_now,
+                            )
                         }
                     };
                     r.map(|l| {
@@ -655,6 +790,106 @@ impl WorkerIdModel {
                 s.holder = state;
                 s.took_over = true;
             }
+            Msg::Batch(m, count) => {
+                let ids = self.mint_n(w, m, count as usize);
+                let ranges = ids.map(|ids| batch_ranges(&layout(), &ids));
+                w.net.push(Msg::Minted(m, ranges));
+            }
+            Msg::Minted(m, ranges) => {
+                let now = T0 + w.now;
+                let Some(buf) = w.buffer.as_mut() else {
+                    return;
+                };
+                let ranges = match ranges {
+                    Ok(r) => r,
+                    Err(code) => {
+                        // Asked again (the same minter), or the next; the
+                        // request's budget left: the calm's one round.
+                        let _ = buf.fetch_refused(code, now, CALM_STEP_MS);
+                        return;
+                    }
+                };
+                match buf.fetched(&ranges, now) {
+                    Ok(Fetched::Stale) if self.fault == Fault::LaggingMinterAskedAgain => {
+                        w.pinned = Some(m);
+                    }
+                    Ok(Fetched::Kept) => w.pinned = None,
+                    _ => {}
+                }
+            }
+            Msg::HLease(k, node_now_ms) => {
+                let secret = secret_for(w.reg.next_generation());
+                let ask = LeaseAsk {
+                    node_now_ms,
+                    previous: None,
+                };
+                let key = format!("host-{k}");
+                let r = w.reg.lease(
+                    GrantRequest::from_ask(&ask, HOSTILE, &key, &secret, sha256),
+                    reg_now,
+                );
+                w.reg.take_events();
+                w.net.push(Msg::HGranted(
+                    k,
+                    r.ok().map(|l| (l.worker_id, l.generation)),
+                ));
+            }
+            Msg::HGranted(k, g) => {
+                if g.is_some() {
+                    w.hostile[k as usize] = g;
+                }
+            }
+            Msg::HRenew(worker_id, generation, node_now_ms, last_timestamp_ms) => {
+                let r = hostile_report(worker_id, generation, node_now_ms, last_timestamp_ms);
+                let _ = w.reg.renew(HOSTILE, &r, reg_now);
+                w.reg.take_events();
+            }
+            Msg::HRelease(worker_id, generation, node_now_ms, last_timestamp_ms) => {
+                let r = hostile_report(worker_id, generation, node_now_ms, last_timestamp_ms);
+                let before = w.reg.slot(worker_id).cloned();
+                let dated = if self.fault == Fault::LateReleaseAccepted {
+                    node_now_ms.min(reg_now)
+                } else {
+                    reg_now
+                };
+                let mut done = w.reg.release(HOSTILE, &r, dated);
+                let skew = registry_config().max_skew_ms;
+                if self.fault == Fault::ReleaseCapWithoutExpiry
+                    && matches!(done, Err(Error::OutOfRange { .. }))
+                    && last_timestamp_ms <= reg_now + skew + MAX_TOLERANCE_MS
+                {
+                    // The host's own check passed: released at the floor the
+                    // core takes, then the holder's floor written over it in
+                    // the stored slot (JSON, as registry_store keeps it).
+                    let capped = Renewal {
+                        last_timestamp_ms: 0,
+                        ..r
+                    };
+                    done = w.reg.release(HOSTILE, &capped, reg_now);
+                    if done.is_ok() {
+                        let mut v = serde_json::to_value(&w.reg).expect("json");
+                        v["slots"][worker_id as usize]["lastTimestampMs"] =
+                            last_timestamp_ms.into();
+                        w.reg = serde_json::from_str(&v.to_string()).expect("json");
+                    }
+                }
+                w.reg.take_events();
+                // What its holder could have minted: by a clock within the
+                // skew of the registry's, while the lease lived, borrowing
+                // the most (registry_props' cap).
+                if let (Ok(()), Some(b)) = (done, before) {
+                    let cap = reg_now.min(b.expires_at_ms) + skew + MAX_TOLERANCE_MS;
+                    let floor = w.reg.slot(worker_id).map_or(0, |s| s.last_timestamp_ms);
+                    if floor > cap.max(b.last_timestamp_ms) && w.floor_past.is_none() {
+                        w.floor_past = Some(format!(
+                            "a release at T0+{} ms of a lease ending at T0+{} ms set worker ID {worker_id}'s floor {} ms past its end",
+                            w.now,
+                            b.expires_at_ms - T0,
+                            floor - b.expires_at_ms
+                        ));
+                    }
+                }
+            }
         }
     }
 
@@ -666,6 +901,14 @@ impl WorkerIdModel {
             Msg::Renew(who, inc, _, g, ..) | Msg::Renewed(who, inc, g, _) => (who, inc, Some(g)),
             Msg::HandOver | Msg::HandedOver(_) => {
                 w.taking_over = false;
+                return;
+            }
+            // The hostile owner does not care.
+            Msg::HLease(..) | Msg::HGranted(..) | Msg::HRenew(..) | Msg::HRelease(..) => return,
+            Msg::Batch(..) | Msg::Minted(..) => {
+                if let Some(buf) = w.buffer.as_mut() {
+                    buf.fetch_failed();
+                }
                 return;
             }
         };
@@ -680,6 +923,63 @@ impl WorkerIdModel {
                 Some(g) => h.renewal_failed(g, None, now),
             }
         }
+    }
+
+    /// A minter's worker ID: 0 for both in the minters world (the hand-over),
+    /// its own in the isolates world.
+    fn minter_id(&self, who: Who) -> u32 {
+        match who {
+            Who::Minter(m) if self.isolate => u32::from(m),
+            _ => 0,
+        }
+    }
+
+    /// The isolate is asked for up to `n` IDs (its clock is the
+    /// registry's): what it served; a fetch it starts goes out.
+    fn serve(&self, w: &mut World, n: usize) -> usize {
+        let now = T0 + w.now;
+        let Some(buf) = w.buffer.as_mut() else {
+            return 0;
+        };
+        let mut out = [0u64; SERVE];
+        let poll = buf.poll(now, &mut out[..n.min(SERVE)]);
+        let ask = match poll.next {
+            MintStep::FetchNow(ask)
+            | MintStep::Done {
+                prefetch: Some(ask),
+            } => Some(ask),
+            _ => None,
+        };
+        for &id in &out[..poll.filled] {
+            if !w.served.insert(id) && w.twice.is_none() {
+                w.twice = Some(format!("ID {id} served twice by the isolate"));
+            }
+        }
+        if let Some(ask) = ask {
+            let m = w.pinned.unwrap_or(ask.minter as u8);
+            w.net.push(Msg::Batch(m, ask.count));
+        }
+        poll.filled
+    }
+
+    /// The hostile owner sends a request (its clock is the registry's).
+    fn hostile_send(&self, w: &mut World, a: &Action) {
+        let now = T0 + w.now;
+        w.left.sends -= 1;
+        let msg = match *a {
+            Action::HLease(k) => Msg::HLease(k, now),
+            Action::HRenew(k) => {
+                let (id, g) = w.hostile[k as usize].expect("a grant");
+                Msg::HRenew(id, g, now, now + RENEW_AHEAD_MS)
+            }
+            Action::HRelease(k) => {
+                let (id, g) = w.hostile[k as usize].expect("a grant");
+                let skew = registry_config().max_skew_ms;
+                Msg::HRelease(id, g, now, now + skew + MAX_TOLERANCE_MS)
+            }
+            _ => unreachable!(),
+        };
+        w.net.push(msg);
     }
 
     fn whos(&self) -> Vec<Who> {
@@ -732,7 +1032,26 @@ impl WorkerIdModel {
                     }
                 }
             }
-            if self.minters == 2 {
+            if self.isolate {
+                // A request tries as many minters as it may.
+                let tries = w
+                    .buffer
+                    .as_ref()
+                    .map_or(0, |b| b.config().tries_per_request());
+                let mut served = 0;
+                for _ in 0..=tries {
+                    served += self.serve(&mut w, SERVE - served);
+                    self.deliver_all(&mut w);
+                    if served == SERVE {
+                        break;
+                    }
+                }
+                if round >= CALM_DEADLINE && served < SERVE {
+                    return Err(format!(
+                        "calm round {round}: the isolate served {served} of {SERVE}"
+                    ));
+                }
+            } else if self.minters == 2 {
                 for _ in 0..3 {
                     let k = self.mint(&mut w, 1);
                     self.deliver_all(&mut w);
@@ -759,7 +1078,7 @@ impl WorkerIdModel {
                 }
             }
         }
-        if self.minters == 2 && batch.is_none_or(|r| r > CALM_DEADLINE) {
+        if self.minters == 2 && !self.isolate && batch.is_none_or(|r| r > CALM_DEADLINE) {
             return Err(format!(
                 "calm: the regional minter answered no batch of {BATCH} by round {CALM_DEADLINE} (first: {batch:?})"
             ));
@@ -787,7 +1106,7 @@ impl WorkerIdModel {
             .collect();
         World {
             now: 5_000,
-            reg: Registry::new(registry_config()).expect("registry"),
+            reg: Registry::new(self.registry_config()).expect("registry"),
             procs,
             store: HolderState::default(),
             minter_stores: vec![MinterStore::default(); self.minters as usize],
@@ -797,6 +1116,17 @@ impl WorkerIdModel {
             left: self.budget,
             twice: None,
             shared: None,
+            hostile: [None; 2],
+            floor_past: None,
+            buffer: self.isolate.then(|| {
+                let config = MintConfig {
+                    staleness_ms: STALENESS_MS,
+                    ..MintConfig::new(u32::from(self.minters), 0)
+                };
+                MintedBuffer::new(layout(), config).expect("buffer")
+            }),
+            pinned: None,
+            served: Default::default(),
         }
     }
 
@@ -805,6 +1135,17 @@ impl WorkerIdModel {
     /// minter's hand-over whose answer was lost, asked again and answered
     /// nothing (it is left without proof).
     fn warm_ups(&self) -> Vec<Vec<Action>> {
+        if self.isolate {
+            // From the start: the minters lease at the isolate's first asks.
+            return Vec::new();
+        }
+        if self.hostile {
+            return vec![vec![
+                Action::HLease(0),
+                Action::Deliver(0, false),
+                Action::Deliver(0, false),
+            ]];
+        }
         let ask = if self.nodes > 0 {
             Action::Poll(0)
         } else {
@@ -853,8 +1194,18 @@ impl Model for WorkerIdModel {
     }
 
     fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        if w.twice.is_some() || w.shared.is_some() {
+        if w.twice.is_some() || w.shared.is_some() || w.floor_past.is_some() {
             return;
+        }
+        if self.hostile && w.left.sends > 0 {
+            for k in 0..2u8 {
+                if w.hostile[k as usize].is_none() {
+                    actions.push(Action::HLease(k));
+                } else {
+                    actions.push(Action::HRenew(k));
+                    actions.push(Action::HRelease(k));
+                }
+            }
         }
         if w.left.ticks > 0 {
             actions.push(Action::Tick);
@@ -868,15 +1219,20 @@ impl Model for WorkerIdModel {
         for n in 0..self.nodes {
             actions.push(Action::Poll(n));
         }
-        for m in 0..self.minters {
-            actions.push(Action::Mint(m));
+        if self.isolate {
+            actions.push(Action::Serve);
+        } else {
+            for m in 0..self.minters {
+                actions.push(Action::Mint(m));
+            }
         }
         for (i, msg) in w.net.iter().enumerate() {
             if i > 0 && w.net[i - 1] == *msg {
                 continue;
             }
             actions.push(Action::Deliver(i, false));
-            if w.left.copies > 0 {
+            let call = matches!(msg, Msg::Batch(..) | Msg::Minted(..));
+            if w.left.copies > 0 && !call {
                 actions.push(Action::Deliver(i, true));
             }
             actions.push(Action::Lose(i));
@@ -939,6 +1295,12 @@ impl Model for WorkerIdModel {
                 let p = &mut w.procs[proc_index(self, who)];
                 p.behind = !p.behind;
             }
+            Action::HLease(_) | Action::HRenew(_) | Action::HRelease(_) => {
+                self.hostile_send(&mut w, &action);
+            }
+            Action::Serve => {
+                self.serve(&mut w, SERVE);
+            }
         }
         w.net.sort();
         Some(w)
@@ -953,6 +1315,14 @@ impl Model for WorkerIdModel {
             ),
             // Checked where nothing is in flight: calm from any other state
             // first delivers in the order `Deliver(0)` does, reaching one.
+            Property::always(
+                "no owner keeps more worker IDs from the others than its share",
+                |_, w: &World| w.reg.withheld_by(HOSTILE, T0 + w.now) <= HOSTILE_LIMIT as usize,
+            ),
+            Property::always(
+                "a released floor no further ahead than its holder could have minted",
+                |_, w: &World| w.floor_past.is_none(),
+            ),
             Property::always(
                 "calm: every holder mints, the minter answers a batch",
                 |m: &WorkerIdModel, w: &World| !w.net.is_empty() || m.calm(w).is_ok(),
@@ -988,6 +1358,16 @@ fn step_line(m: &WorkerIdModel, w: &World, a: &Action) -> String {
         Action::Tick => format!("{TICK_MS} ms pass"),
         Action::Pause => format!("{PAUSE_MS} ms pass"),
         Action::Nudge => "1 ms passes".to_string(),
+        Action::HLease(k) => format!("the hostile owner leases under host-{k}"),
+        Action::Serve => format!("the isolate is asked for {SERVE} IDs"),
+        Action::HRenew(k) => format!(
+            "the hostile owner renews host-{k}'s grant {:?}, floor {} ms ahead",
+            w.hostile[*k as usize], RENEW_AHEAD_MS
+        ),
+        Action::HRelease(k) => format!(
+            "the hostile owner releases host-{k}'s grant {:?}, floor skew + 60 s ahead",
+            w.hostile[*k as usize]
+        ),
     };
     format!("T0+{:>4} ms  {what}", w.now)
 }
@@ -1040,10 +1420,15 @@ fn explore_to(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, u
                 }
             }
             let last = path.last_state();
+            let withheld = last.reg.withheld_by(HOSTILE, T0 + last.now);
             let why = last
                 .twice
                 .clone()
                 .or(last.shared.clone())
+                .or(last.floor_past.clone())
+                .or((withheld > HOSTILE_LIMIT as usize).then(|| {
+                    format!("the hostile owner keeps {withheld} worker IDs from the others (its share: {HOSTILE_LIMIT})")
+                }))
                 .unwrap_or_else(|| m.calm(last).err().unwrap_or_default());
             trace += &format!("  => {why}\n");
             found.push((p.name, steps.len() - 1, trace));
@@ -1066,6 +1451,8 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
         },
         nodes: 2,
         minters: 0,
+        hostile: false,
+        isolate: false,
         fault,
         budget: Budget {
             ticks,
@@ -1074,6 +1461,7 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
             crashes: 1,
             copies: 1,
             steps: 1,
+            sends: 0,
         },
     }
 }
@@ -1087,6 +1475,8 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
         },
         nodes: 0,
         minters: 2,
+        hostile: false,
+        isolate: false,
         fault,
         budget: Budget {
             ticks,
@@ -1095,6 +1485,59 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
             crashes: 1,
             copies: 1,
             steps: 1,
+            sends: 0,
+        },
+    }
+}
+
+/// The owners world: the registry with a share per owner, and a hostile
+/// owner leasing under two node keys, renewing and releasing with the largest
+/// floors the registry accepts (no holder: it mints nothing).
+fn owners(fault: Fault, nudges: u8) -> WorkerIdModel {
+    WorkerIdModel {
+        // Its space is small: the faults' depth without one too (so the
+        // core's own late-release and cap checks are searched as deep).
+        depth: FAULT_DEPTH,
+        nodes: 0,
+        minters: 0,
+        hostile: true,
+        isolate: false,
+        fault,
+        budget: Budget {
+            // Two ticks reach a lapsed grant's grace; the pause, its end.
+            ticks: 2,
+            pauses: 1,
+            // A release within a lapsed grant's grace (of one tick).
+            nudges,
+            crashes: 0,
+            // Its requests' copies change nothing a loss and a resend do not.
+            copies: 0,
+            steps: 0,
+            sends: 4,
+        },
+    }
+}
+
+/// The isolates world: two pool minters under worker IDs 0 and 1 (minter 0's
+/// clock lagging by more than the staleness bound), minting only when the
+/// isolate asks, and the isolate's `MintedBuffer` serving 2 IDs a request.
+fn isolates(fault: Fault) -> WorkerIdModel {
+    WorkerIdModel {
+        // Its space is small: searched deeper.
+        depth: ISOLATES_DEPTH,
+        nodes: 0,
+        minters: 2,
+        hostile: false,
+        isolate: true,
+        fault,
+        budget: Budget {
+            ticks: TICKS,
+            pauses: 1,
+            nudges: 0,
+            crashes: 1,
+            copies: 0,
+            steps: 0,
+            sends: 0,
         },
     }
 }
@@ -1145,6 +1588,19 @@ fn planted() -> Vec<(Fault, WorkerIdModel)> {
             Fault::MinterDoesNotBorrow,
             minters(Fault::MinterDoesNotBorrow, TICKS),
         ),
+        (
+            Fault::ReleaseCapWithoutExpiry,
+            owners(Fault::ReleaseCapWithoutExpiry, 1),
+        ),
+        (
+            Fault::LaggingMinterAskedAgain,
+            isolates(Fault::LaggingMinterAskedAgain),
+        ),
+        (
+            Fault::LateReleaseAccepted,
+            // Within ticks: no millisecond alone.
+            owners(Fault::LateReleaseAccepted, 0),
+        ),
     ]
 }
 
@@ -1154,6 +1610,8 @@ fn the_worker_id_protocol_holds_within_its_bounds() {
     for (name, m) in [
         ("nodes", nodes(Fault::None, TICKS)),
         ("minters", minters(Fault::None, TICKS)),
+        ("owners", owners(Fault::None, 1)),
+        ("isolates", isolates(Fault::None)),
     ] {
         let (found, states, depth, secs) = explore(m);
         println!(
