@@ -122,7 +122,8 @@ pub enum Error {
         capacity: u32,
     },
     /// The lease named is not held by the caller: wrong generation (a newer
-    /// grant fenced it off), released, or never granted.
+    /// grant fenced it off), released, or never granted; or, at a renewal,
+    /// its worker ID is now the minters' (their count grew over it).
     LeaseNotHeld {
         /// The worker ID.
         worker_id: u32,

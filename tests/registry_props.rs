@@ -18,6 +18,12 @@
 //! - the hostile owner's nodes, each reporting a clock within the bound,
 //!   never move the clock a victim's node is checked against (the clock
 //!   vote is per owner).
+//!
+//! And when the minters' count grows over worker IDs that nodes hold and
+//! keep renewing (an upgrade): no node renews or is granted an ID in the
+//! grown range, every minter holds its ID within a lease and its grace of
+//! the upgrade, and it issues after everything a node could have stamped
+//! under that ID.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -498,4 +504,243 @@ fn one_credential_cannot_walk_the_clock_vote_of_another() {
             ..
         })
     ));
+}
+
+/// What a node does in the schedule of
+/// [`a_grown_minter_range_is_vacated_within_a_lease_and_its_grace`].
+#[derive(Debug, Clone)]
+enum NodeOp {
+    Tick(u64),
+    /// Node `key` leases, naming its latest grant (as a holder does).
+    Lease(u8),
+    /// It renews (leasing again if refused, as a holder does).
+    Renew(u8),
+    Release(u8),
+    /// The minters' count grows to the schedule's new count (once).
+    Upgrade,
+}
+
+fn node_op() -> impl Strategy<Value = NodeOp> {
+    prop_oneof![
+        3 => prop_oneof![0u64..500, 0u64..8_000].prop_map(NodeOp::Tick),
+        3 => (0u8..6).prop_map(NodeOp::Lease),
+        4 => (0u8..6).prop_map(NodeOp::Renew),
+        1 => (0u8..6).prop_map(NodeOp::Release),
+        1 => Just(NodeOp::Upgrade),
+    ]
+}
+
+/// A fleet of nodes holding and renewing worker IDs.
+struct Fleet {
+    reg: Registry,
+    now: u64,
+    secrets: u64,
+    /// Each node's latest grant, and whether it holds it still (a holder
+    /// that released or lost it names it when it leases again).
+    grants: BTreeMap<u8, (Lease, SecretHash, bool)>,
+    /// Per grant (generation), its worker ID and the latest instant its
+    /// node could have stamped under it: its expiry, or where it released.
+    ends: BTreeMap<u64, (u32, u64)>,
+    /// The minters' count, once grown (and when).
+    grown: Option<(u32, u64)>,
+}
+
+impl Fleet {
+    fn noted(&mut self, l: &Lease, end: u64) {
+        self.ends.insert(l.generation, (l.worker_id, end));
+    }
+
+    /// The latest instant a node could have stamped under `worker_id`.
+    fn end_of(&self, worker_id: u32) -> u64 {
+        self.ends
+            .values()
+            .filter(|(id, _)| *id == worker_id)
+            .map(|(_, end)| *end)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn lease(&mut self, key: u8) -> Result<(), TestCaseError> {
+        self.secrets += 1;
+        let node_key = format!("n-{key}");
+        let ask = GrantRequest {
+            owner: "o",
+            node_key: &node_key,
+            node_now_ms: self.now,
+            previous: self.grants.get(&key).map(|(l, h, _)| proof(l, *h)),
+            secret_hash: hash(self.secrets),
+        };
+        let Ok(l) = self.reg.lease(ask, self.now) else {
+            if let Some(g) = self.grants.get_mut(&key) {
+                g.2 = false;
+            }
+            return Ok(());
+        };
+        {
+            if let Some((minters, _)) = self.grown {
+                prop_assert!(
+                    l.worker_id >= minters,
+                    "node {} granted reserved ID {}",
+                    key,
+                    l.worker_id
+                );
+            }
+            self.noted(&l, l.expires_at_ms);
+            self.grants.insert(key, (l, hash(self.secrets), true));
+        }
+        Ok(())
+    }
+
+    fn renew(&mut self, key: u8) -> Result<(), TestCaseError> {
+        let Some((l, h, held)) = self.grants.get(&key).cloned() else {
+            return Ok(());
+        };
+        // A holder stops at its lease's end and leases again (its ID may
+        // be someone else's by now).
+        if !held || self.now >= l.expires_at_ms {
+            return self.lease(key);
+        }
+        let r = Renewal {
+            claim: proof(&l, h),
+            node_now_ms: self.now,
+            last_timestamp_ms: self.now,
+        };
+        match self.reg.renew("o", &r, self.now) {
+            Ok(renewed) => {
+                if let Some((minters, _)) = self.grown {
+                    prop_assert!(
+                        l.worker_id >= minters,
+                        "node {} renewed reserved ID {}",
+                        key,
+                        l.worker_id
+                    );
+                }
+                self.noted(&renewed, renewed.expires_at_ms);
+                self.grants.insert(key, (renewed, h, true));
+            }
+            Err(Error::LeaseNotHeld { .. } | Error::LeaseExpired { .. }) => self.lease(key)?,
+            Err(e) => prop_assert!(false, "node {} refused: {}", key, e),
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, key: u8) {
+        if let Some((l, h, true)) = self.grants.get(&key).cloned() {
+            let r = Renewal {
+                claim: proof(&l, h),
+                node_now_ms: self.now,
+                last_timestamp_ms: self.now,
+            };
+            if self.reg.release("o", &r, self.now).is_ok() {
+                self.noted(&l, self.now.min(l.expires_at_ms));
+                self.grants.insert(key, (l, h, false));
+            }
+        }
+    }
+
+    fn upgrade(&mut self, minters: u32) {
+        if self.grown.is_none() {
+            let config = RegistryConfig {
+                minters,
+                ..*self.reg.config()
+            };
+            let slots: Vec<WorkerSlot> = self.reg.slots().cloned().collect();
+            self.reg = Registry::from_parts(config, self.reg.next_generation(), slots).unwrap();
+            self.grown = Some((minters, self.now));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(props::config(300))]
+
+    /// The minters' count grows over worker IDs nodes hold and keep
+    /// renewing: each node there is refused and moves above the range, and
+    /// every minter holds its ID within a lease and its grace of the
+    /// upgrade, issuing after everything a node could have stamped there.
+    #[test]
+    fn a_grown_minter_range_is_vacated_within_a_lease_and_its_grace(
+        ops in prop::collection::vec(node_op(), 1..120),
+        before in 0u32..3,
+        more in 1u32..3,
+    ) {
+        grown_minters_schedule(ops, before, before + more)?;
+    }
+}
+
+/// One schedule of the property above.
+fn grown_minters_schedule(ops: Vec<NodeOp>, before: u32, after: u32) -> Result<(), TestCaseError> {
+    let config = RegistryConfig {
+        per_owner: None,
+        minters: before,
+        ..config()
+    };
+    let mut f = Fleet {
+        reg: Registry::new(config).unwrap(),
+        now: T0,
+        secrets: 1_000,
+        grants: BTreeMap::new(),
+        ends: BTreeMap::new(),
+        grown: None,
+    };
+    for op in ops {
+        match op {
+            NodeOp::Tick(ms) => f.now += ms,
+            NodeOp::Lease(k) => f.lease(k)?,
+            NodeOp::Renew(k) => f.renew(k)?,
+            NodeOp::Release(k) => f.release(k),
+            NodeOp::Upgrade => f.upgrade(after),
+        }
+    }
+    f.upgrade(after);
+    let (_, at) = f.grown.unwrap();
+    // Every node renews a third of a lease apart; every minter leases
+    // (naming its grant) until it holds its ID, then renews.
+    let mut minters: BTreeMap<u32, (Lease, SecretHash)> = BTreeMap::new();
+    let step = TTL / 3;
+    let deadline = at + TTL + GRACE + step;
+    while f.now <= deadline + step {
+        for k in 0..6 {
+            f.renew(k)?;
+        }
+        for i in 0..after {
+            f.secrets += 1;
+            let held = minters.get(&i).map(|(l, h)| proof(l, *h));
+            let renewed = held.and_then(|p| {
+                let r = Renewal {
+                    claim: p,
+                    node_now_ms: f.now,
+                    last_timestamp_ms: f.now,
+                };
+                f.reg.renew("", &r, f.now).ok()
+            });
+            if let Some(l) = renewed {
+                let h = minters[&i].1;
+                minters.insert(i, (l, h));
+                continue;
+            }
+            match f.reg.lease_minter(i, f.now, held, hash(f.secrets), f.now) {
+                Ok(l) => {
+                    let end = f.end_of(i);
+                    prop_assert!(
+                        l.issue_after_ms >= end,
+                        "minter {} issues after {}, a node's grant ran to {}",
+                        i,
+                        l.issue_after_ms,
+                        end
+                    );
+                    minters.insert(i, (l, hash(f.secrets)));
+                }
+                Err(e) => prop_assert!(
+                    f.now < deadline,
+                    "minter {} still refused {} ms after the upgrade: {}",
+                    i,
+                    f.now - at,
+                    e
+                ),
+            }
+        }
+        f.now += step;
+    }
+    Ok(())
 }

@@ -6,7 +6,9 @@ use crate::lease::Renewal;
 use crate::secret::Proof;
 use crate::snowflake::MAX_TOLERANCE_MS;
 
-use super::{Lease, LeaseEvent, LeaseEventKind, Registry, SlotStatus, WorkerSlot};
+use super::{
+    Lease, LeaseEvent, LeaseEventKind, Registry, SlotStatus, WorkerSlot, MINTER_KEY_PREFIX,
+};
 
 impl Registry {
     fn held(&mut self, owner: &str, proof: &Proof) -> Result<&mut WorkerSlot, Error> {
@@ -28,7 +30,9 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::LeaseNotHeld`] for a wrong generation (fenced off by a newer
-    /// grant), a released or an evicted lease; [`Error::NotLeaseHolder`] for
+    /// grant), a released or an evicted lease, or a node's lease of a worker
+    /// ID the minters' reserved range has since grown over (it must lease
+    /// again, and gets an ID above the range); [`Error::NotLeaseHolder`] for
     /// another owner or a wrong secret (the lease stays its holder's);
     /// [`Error::LeaseExpired`] once the lease lapsed — the node must stop
     /// issuing and lease again; [`Error::ClockSkew`] against the registry's
@@ -42,6 +46,7 @@ impl Registry {
     ) -> Result<Lease, Error> {
         let max_skew_ms = self.config.max_skew_ms;
         let ttl_ms = self.config.ttl_ms;
+        let minters = self.config.minters;
         let Renewal {
             claim,
             node_now_ms,
@@ -49,6 +54,18 @@ impl Registry {
         } = *renewal;
         let worker_id = claim.worker_id;
         let slot = self.held(owner, &claim)?;
+        // The minters' range grew over a node's ID (an upgrade raised their
+        // count): renewed, the node would keep it for ever and that minter
+        // never start. Refused, it stops at once and leases an ID above the
+        // range; the minter takes this one once the grant lapsed, issuing
+        // after its end. (After the holder check: a stranger is told only
+        // that it is not one.)
+        if worker_id < minters && !slot.node_key.starts_with(MINTER_KEY_PREFIX) {
+            return Err(Error::LeaseNotHeld {
+                worker_id,
+                generation: claim.generation,
+            });
+        }
         // No holder issues further ahead of its clock than it may borrow: a
         // timestamp beyond that would fence its worker ID for ever. (After
         // the holder check: a stranger is told only that it is not one.)

@@ -467,6 +467,72 @@ fn reserved_ids_go_to_their_minters_only() {
     assert_eq!((m0.worker_id, m0.issue_after_ms), (0, T + 10_000));
 }
 
+/// The minters' count grows (an upgrade: 16 to 36 in the service), over
+/// IDs that nodes hold: renewing, such a node would keep its ID for ever and
+/// that minter never start. Its renewal is refused instead; it leases again
+/// above the range, and the minter takes the ID once the grant lapsed.
+#[test]
+fn a_node_on_an_id_the_minters_grew_over_moves_and_the_minter_gets_it() {
+    let old = RegistryConfig {
+        minters: 2,
+        ..*reg(8).config()
+    };
+    let mut r = Registry::new(old).unwrap();
+    let m0 = r
+        .lease_minter(0, T, None, hash_of(r.next_generation()), T)
+        .unwrap();
+    let a = lease(&mut r, "a", T, T, None).unwrap();
+    let b = lease(&mut r, "b", T, T, None).unwrap();
+    assert_eq!((a.worker_id, b.worker_id), (2, 3));
+    let mut r = Registry::from_parts(
+        RegistryConfig { minters: 4, ..old },
+        r.next_generation(),
+        r.slots().cloned(),
+    )
+    .unwrap();
+    // A stranger still learns only that it is not the holder.
+    assert!(matches!(
+        r.renew("team-b", &rn(proof(&a), T + 1, T), T + 1),
+        Err(Error::NotLeaseHolder { .. })
+    ));
+    // The minter's own grant, inside the range, renews as before.
+    assert!(r.renew("", &rn(proof(&m0), T + 1, T), T + 1).is_ok());
+    // Node a renews as a holder does, every few seconds, and is refused
+    // each time; nothing changes. Minter 2 waits out a's grant.
+    let before = r.clone();
+    for now in (T + 1_000..T + 15_000).step_by(3_000) {
+        assert_eq!(
+            r.renew(OWNER, &rn(proof(&a), now, now - 1), now),
+            Err(Error::LeaseNotHeld {
+                worker_id: 2,
+                generation: a.generation
+            })
+        );
+    }
+    assert_eq!(r, before);
+    assert!(matches!(
+        r.lease_minter(2, T + 1_000, None, hash_of(0), T + 1_000),
+        Err(Error::NoFreeWorkerId { .. })
+    ));
+    // It leases again, naming its grant: an ID above the range. So does b,
+    // whose ID 3 is now reserved too.
+    let a2 = lease(&mut r, "a", T + 1_000, T + 1_000, Some(proof(&a))).unwrap();
+    let b2 = lease(&mut r, "b", T + 1_000, T + 1_000, Some(proof(&b))).unwrap();
+    assert_eq!((a2.worker_id, b2.worker_id), (4, 5));
+    assert!(r
+        .renew(OWNER, &rn(proof(&a2), T + 2_000, T + 1_999), T + 2_000)
+        .is_ok());
+    // After the lapse and the grace, minter 2 issues after a's grant ended.
+    let later = a.expires_at_ms + 5_000;
+    let m2 = r
+        .lease_minter(2, later, None, hash_of(r.next_generation()), later)
+        .unwrap();
+    assert_eq!((m2.worker_id, m2.issue_after_ms), (2, a.expires_at_ms));
+    assert!(r
+        .renew("", &rn(proof(&m2), later + 1, later), later + 1)
+        .is_ok());
+}
+
 #[test]
 fn a_minters_grant_is_never_released_reclaimed_or_evicted_by_anyone_else() {
     let mut r = Registry::new(RegistryConfig {
