@@ -377,9 +377,11 @@ test('the previous release and this one, side by side in every arrangement: no I
       // The summaries' reports (2 s after a change) reach the catalog.
       await new Promise((r) => setTimeout(r, 2500));
       await views({ new: fetchOf(mf, 'edgeleaf') }, setup.tags, `${label} (before)`, newer);
-      // Tags made last, whose objects' first reports (alarms 2 s after the
-      // change, kept in storage) come due after the rollback, on the old
-      // release's objects.
+      // Tags made last, whose objects' first reports (timers 2 s after the
+      // change, in the objects' memory) would come due after the rollback:
+      // the timers end with this runtime, and nothing of them is left in
+      // storage for the old release's objects (an alarm would be, and fire
+      // on 0.1.0's `TagStore`, which has no alarm handler).
       for (const tag of late) await put(mf, tag);
     } finally {
       await mf.dispose();

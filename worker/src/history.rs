@@ -27,8 +27,14 @@ pub fn tag_runway(h: &TagHistory, now: u64) -> ApiResult<Runway> {
 }
 
 /// The summary the catalog keeps of a tag, from its history and runway at
-/// `now` (what its object reports, and what a listing reads when none was).
+/// `now` (what its object reports, and what a listing reads when none was):
+/// with the last hour's allocations a minute each, from which readers age
+/// its rate (`TagStats::at`).
 pub fn summary(h: &TagHistory, r: &Runway, now: u64) -> TagSummary {
+    let minutes = h
+        .allocation_events()
+        .map(|e| edgeleaf_rules::history::recent_minutes(&e, now))
+        .unwrap_or_default();
     TagSummary {
         tag: h.tag.clone(),
         stats: Some(TagStats {
@@ -37,6 +43,7 @@ pub fn summary(h: &TagHistory, r: &Runway, now: u64) -> TagSummary {
             remaining: r.remaining.to_string(),
             exhausted_at_ms: r.exhausted_at_ms,
             at_ms: now,
+            minutes,
         }),
     }
 }

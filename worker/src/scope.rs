@@ -346,6 +346,20 @@ pub fn for_alarm(env: &Env) -> RequestScope {
     scope
 }
 
+/// An object's own timer (a tag's report, `report.rs`): `for_alarm`'s
+/// scope without its request — the timer is none; what it calls is counted
+/// (its request to the object, the rows and calls that one makes) into this
+/// isolate's total, with `Config::test_count_calls`.
+pub fn for_timer(env: &Env) -> RequestScope {
+    RequestScope {
+        cost: Config::cached(env)
+            .ok()
+            .filter(|c| c.test_count_calls)
+            .map(|_| Tally::new(true)),
+        ..background_of(None)
+    }
+}
+
 /// TESTS ONLY: counts rows an object's storage read and wrote, for the
 /// request being handled, if its scope counts (`sql`; nothing otherwise).
 pub fn count_rows(rows_read: u64, rows_written: u64) {

@@ -93,18 +93,55 @@ pub struct Runway {
 
 /// The runway of a tag at `max_id` in a domain ending at `domain_max`.
 pub fn runway(events: &[AllocationEvent], max_id: u64, domain_max: u64, now_ms: u64) -> Runway {
+    runway_of(
+        events.iter().map(|e| (e.at_ms, e.ids())),
+        domain_max.saturating_sub(max_id),
+        now_ms,
+    )
+}
+
+/// The allocations of the last hour up to `now_ms` a minute each, what a
+/// summary carries so that its reader ages the rate ([`runway_of`]): per
+/// minute with an allocation, the time of its first and the IDs of all
+/// (oldest first; at most 61 entries whatever the traffic).
+pub fn recent_minutes(events: &[AllocationEvent], now_ms: u64) -> Vec<(u64, u64)> {
     let since = now_ms.saturating_sub(RUNWAY_WINDOW_MS);
-    let recent = events
+    let mut recent: Vec<&AllocationEvent> = events
         .iter()
-        .filter(|e| e.at_ms > since && e.at_ms <= now_ms);
-    let (ids, oldest) = recent.fold((0u128, now_ms), |(n, oldest), e| {
-        (n + u128::from(e.ids()), oldest.min(e.at_ms))
-    });
+        .filter(|e| e.at_ms > since && e.at_ms <= now_ms)
+        .collect();
+    recent.sort_by_key(|e| e.at_ms);
+    let mut minutes: Vec<(u64, u64)> = Vec::new();
+    for e in recent {
+        match minutes.last_mut() {
+            Some((at, ids)) if *at / MINUTE_MS == e.at_ms / MINUTE_MS => {
+                *ids = ids.saturating_add(e.ids());
+            }
+            _ => minutes.push((e.at_ms, e.ids())),
+        }
+    }
+    minutes
+}
+
+/// The runway at `now_ms` of `remaining` IDs from allocations given as
+/// `(at_ms, ids)`: [`runway`]'s rule, which a summary's reader applies to
+/// its [`recent_minutes`] (each minute's IDs counted at its first
+/// allocation, so to the minute at most of what the events say).
+pub fn runway_of(
+    allocations: impl Iterator<Item = (u64, u64)>,
+    remaining: u64,
+    now_ms: u64,
+) -> Runway {
+    let since = now_ms.saturating_sub(RUNWAY_WINDOW_MS);
+    let (ids, oldest) = allocations
+        .filter(|(at, _)| *at > since && *at <= now_ms)
+        .fold((0u128, now_ms), |(n, oldest), (at, ids)| {
+            (n + u128::from(ids), oldest.min(at))
+        });
     // A history that begins inside the window (a new tag, or one whose
     // remembered allocations cover less than an hour) is a rate over its own
     // span, at least a minute so that one allocation is not an hour's worth.
     let span = u128::from(now_ms - oldest.max(since)).max(u128::from(MINUTE_MS));
-    let remaining = domain_max.saturating_sub(max_id);
     let per_hour = ids * u128::from(RUNWAY_WINDOW_MS) / span;
     let exhausted_at_ms = (ids > 0).then(|| {
         let ms = u128::from(remaining) * span / ids;
@@ -169,5 +206,43 @@ mod tests {
         let r = runway(&[ev(now - 1, 1, 100)], 100, 1100, now);
         assert_eq!(r.ids_per_hour, 6000);
         assert_eq!(r.exhausted_at_ms, Some(now + 10 * MINUTE_MS));
+    }
+
+    #[test]
+    fn a_summarys_minutes_age_to_the_rate_the_events_give() {
+        // Two allocations a minute for ten minutes, read at once and later.
+        let events: Vec<_> = (0..20)
+            .map(|i| ev(T + i * 30_000, i * 100 + 1, (i + 1) * 100))
+            .collect();
+        let minutes = recent_minutes(&events, T + 10 * MINUTE_MS);
+        assert_eq!(minutes.len(), 10);
+        assert_eq!(minutes[0], (T, 200));
+        for later in [10, 30, 70, 200] {
+            let now = T + later * MINUTE_MS;
+            assert_eq!(
+                runway_of(minutes.iter().copied(), 5000, now),
+                runway(&events, 2000, 7000, now),
+                "{later} minutes on"
+            );
+        }
+        // A minute leaving the hour leaves whole (to the minute: at most
+        // its IDs, 200, an hour apart).
+        for later in [60, 65, 69] {
+            let now = T + later * MINUTE_MS + 15_000;
+            let (a, b) = (
+                runway_of(minutes.iter().copied(), 5000, now),
+                runway(&events, 2000, 7000, now),
+            );
+            assert!(
+                a.ids_per_hour.abs_diff(b.ids_per_hour) <= 200,
+                "{later}: {a:?} {b:?}"
+            );
+        }
+        // An hour after the last: no rate, no end.
+        let r = runway_of(minutes.iter().copied(), 5000, T + 70 * MINUTE_MS);
+        assert_eq!((r.ids_per_hour, r.exhausted_at_ms), (0, None));
+        // Bounded: a minute each, however many allocations.
+        let busy: Vec<_> = (0..1000).map(|i| ev(T + i * 7_000, i + 1, i + 1)).collect();
+        assert!(recent_minutes(&busy, T + 7_000_000).len() <= 61);
     }
 }

@@ -346,6 +346,7 @@ fn every_catalog_and_minter_request_round_trips() {
                         remaining: "9007199254740993".into(),
                         exhausted_at_ms: Some(1_800_000_000_000),
                         at_ms: 1_700_000_000_000,
+                        minutes: vec![(1_699_999_990_000, 3000)],
                     }),
                 },
             ],

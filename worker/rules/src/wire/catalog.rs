@@ -57,12 +57,18 @@ pub struct TagSummary {
 }
 
 /// A tag's allocations and runway, as its object read them at `at_ms`.
+///
+/// A summary is sent after a change only (at most once a minute), not as
+/// its rate falls: it carries the last hour's allocations a minute each
+/// (`minutes`), from which its reader computes the rate at read time
+/// ([`TagStats::at`]) — so that no tag's object is kept awake to re-report
+/// (docs/service.md, "The catalog").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TagStats {
     /// Every allocation ever made.
     pub allocations: u64,
-    /// IDs per hour over the last hour.
+    /// IDs per hour over the last hour, at `at_ms` (a reader's: [`TagStats::at`]).
     pub ids_per_hour: u64,
     /// IDs left before the end of the tag's domain, decimal.
     pub remaining: String,
@@ -70,6 +76,40 @@ pub struct TagStats {
     pub exhausted_at_ms: Option<u64>,
     /// When read, Unix ms.
     pub at_ms: u64,
+    /// The hour before `at_ms`, per minute with an allocation: `[the time
+    /// of its first, Unix ms, the IDs of all]`, oldest first, at most 61
+    /// (`history::recent_minutes`).
+    #[serde(default)]
+    pub minutes: Vec<(u64, u64)>,
+}
+
+impl TagStats {
+    /// These stats as of `now_ms`: the rate and the end recomputed from
+    /// `minutes` (IDs age out of the hour; `remaining` changes only with an
+    /// allocation, which sends a new summary). Not before `at_ms`.
+    #[must_use]
+    pub fn at(&self, now_ms: u64) -> TagStats {
+        if now_ms <= self.at_ms {
+            return self.clone();
+        }
+        let Ok(remaining) = self.remaining.parse::<u64>() else {
+            return self.clone();
+        };
+        let r = crate::history::runway_of(self.minutes.iter().copied(), remaining, now_ms);
+        TagStats {
+            ids_per_hour: r.ids_per_hour,
+            exhausted_at_ms: r.exhausted_at_ms,
+            at_ms: now_ms,
+            ..self.clone()
+        }
+    }
+
+    /// When its rate is 0 (its last minute out of the hour), Unix ms.
+    pub fn quiet_at_ms(&self) -> u64 {
+        self.minutes.last().map_or(0, |(at, _)| {
+            at.saturating_add(crate::history::RUNWAY_WINDOW_MS)
+        })
+    }
 }
 
 /// Which tags a page holds: names after `after` (the cursor), at most

@@ -4,7 +4,7 @@
 //! view and stats: `TagSummary`), so that a listing or a scrape reads one
 //! object whatever the number of tags.
 //!
-//! Its table's `summary` and `rate` columns are new in 0.2, added to the
+//! Its table's `summary`, `rate` and `quiet_ms` columns are new in 0.2, added to the
 //! table the release before made (which reads only `biz_tag`, so a rollback
 //! reads it still).
 
@@ -19,6 +19,7 @@ use worker::{
 };
 
 use crate::api::{json, ApiError, ApiResult};
+use crate::clock::now_ms;
 use crate::objects::serve::serve;
 use crate::objects::sql::{create_tables, Sql};
 
@@ -67,12 +68,14 @@ impl Catalog {
             let stats = s.stats.or(old.and_then(|o| o.stats));
             #[allow(clippy::cast_possible_wrap)] // a rate far below 2^63
             let rate = stats.as_ref().map_or(0, |st| st.ids_per_hour as i64);
+            #[allow(clippy::cast_possible_wrap)] // a time far below 2^63
+            let quiet = stats.as_ref().map_or(0, |st| st.quiet_at_ms() as i64);
             let name = s.tag.biz_tag.clone();
             let text = serde_json::to_string(&TagSummary { tag: s.tag, stats })
                 .map_err(|e| ApiError::store_error(format!("catalog: summary: {e}")))?;
             self.sql.exec(
-                "UPDATE tags SET summary = ?, rate = ? WHERE biz_tag = ?",
-                vec![text.into(), rate.into(), name.into()],
+                "UPDATE tags SET summary = ?, rate = ?, quiet_ms = ? WHERE biz_tag = ?",
+                vec![text.into(), rate.into(), quiet.into(), name.into()],
             )?;
         }
         json(200, &Done {})
@@ -123,8 +126,14 @@ impl Catalog {
         let total = total.first().map_or(0, |c| c.n.max(0).unsigned_abs());
         let limit = q.limit.clamp(1, MAX_PAGE);
         let mut page_args = args;
+        let now = now_ms();
         let order = if q.by_rate {
-            "ORDER BY rate DESC, biz_tag"
+            // The rate reported, 0 once its last allocation left the hour
+            // (no tag reports as its rate falls: `TagStats::at`). Within
+            // the hour, the order is by the rates reported.
+            #[allow(clippy::cast_possible_wrap)] // a time far below 2^63
+            page_args.push((now as i64).into());
+            "ORDER BY (CASE WHEN quiet_ms > ? THEN rate ELSE 0 END) DESC, biz_tag"
         } else {
             if let Some(after) = &q.after {
                 filter.push("biz_tag > ?");
@@ -154,7 +163,11 @@ impl Catalog {
         let entries = rows
             .into_iter()
             .map(|r| TagEntry {
-                summary: read_summary(r.summary),
+                // Its rate as of now: its minutes aged (`TagStats::at`).
+                summary: read_summary(r.summary).map(|s| TagSummary {
+                    stats: s.stats.map(|st| st.at(now)),
+                    ..s
+                }),
                 biz_tag: r.biz_tag,
             })
             .collect();
@@ -199,6 +212,12 @@ impl DurableObject for Catalog {
             add_column(
                 &sql,
                 "ALTER TABLE tags ADD COLUMN rate INTEGER NOT NULL DEFAULT 0",
+            )
+        })
+        .and_then(|()| {
+            add_column(
+                &sql,
+                "ALTER TABLE tags ADD COLUMN quiet_ms INTEGER NOT NULL DEFAULT 0",
             )
         })
         .err();

@@ -21,8 +21,9 @@
 //! the asker (`credit`, one row per range), leased again only by the same
 //! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
 //!
-//! It reports its summary (its view, allocations and runway) to the catalog
-//! at most once a minute and only after a change (`report`), so that
+//! It reports its summary (its view, allocations, runway and the last
+//! hour's allocations a minute each, from which readers age the rate) to
+//! the catalog at most once a minute and only after a change (`report`), so that
 //! listings and scrapes never call every tag's object — from a timer in
 //! memory, not an alarm, which the release before could not handle after a
 //! rollback (`report.rs`).
@@ -52,8 +53,9 @@ use schema::Stored;
 pub struct TagStore {
     sql: Sql,
     env: Env,
-    /// A timer to report the summary is running (`report`); shared with it,
-    /// which clears it if its report could not be asked for.
+    /// A timer to report the summary is pending (`report`: one at a time,
+    /// at most a minute); shared with it, which clears it if its report
+    /// could not be asked for.
     report_armed: Rc<Cell<bool>>,
     /// When this instance last reported its summary, Unix ms (0: never).
     reported_ms: Cell<u64>,
@@ -102,7 +104,7 @@ impl DurableObject for TagStore {
             );
             let answer = self.answer(r);
             // A change that was made (a refused one, e.g. of a name never
-            // created, writes nothing, not even an alarm).
+            // created, writes nothing and arms no report).
             if changed && answer.as_ref().is_ok_and(|r| r.status_code() < 400) {
                 self.arm_report().await;
             }

@@ -1,7 +1,8 @@
 //! A tag's summary for the catalog: its view, allocations and runway, sent
-//! after a change — at most once a minute, never on the ID path — and again
-//! each minute while the last hour's rate is not 0 (it falls as allocations
-//! age out of the hour).
+//! after a change — at most once a minute, never on the ID path — and only
+//! then: the summary carries the last hour's allocations a minute each, and
+//! its readers age the rate from them (`TagStats::at`), so that nothing
+//! re-reports a tag as its rate falls.
 //!
 //! The wake-up is a timer in this instance's memory that asks the object
 //! itself (`TagRequest::Report`), not an alarm: an alarm is kept in storage,
@@ -10,8 +11,13 @@
 //! panics, and the runtime retries the alarm, each time failing every
 //! request in flight in that isolate (tests/service/two-versions.test.mjs,
 //! "rolling back"). A timer dies with its instance: an object evicted with a
-//! report due keeps its last summary until its next change (the object
-//! lives while busy, and each report is a request that keeps it so).
+//! report due keeps its last summary until its next change.
+//!
+//! A pending timer keeps the object in memory (it cannot hibernate, and the
+//! platform bills its duration), so there is one at a time, of at most the
+//! rest of the minute after a change (2 s after a first), never re-armed by
+//! the report: an object lives at most about a minute past its last change
+//! for its report (docs/service.md, "What it costs").
 
 use edgeleaf_rules::wire::catalog::TagSummary;
 
@@ -32,19 +38,16 @@ pub const REPORT_EVERY_MS: u64 = 60_000;
 const FIRST_REPORT_AFTER_MS: u64 = 2_000;
 
 impl TagStore {
-    /// After a change: a timer to report it, unless one runs. An instance
-    /// the platform evicted lost its timer and when it last reported: its
-    /// next change reports 2 s later (a report per eviction at most, not
-    /// per change).
+    /// After a change: a timer to report it, unless one runs — 2 s on, or
+    /// a minute after the last report if that is later. An instance the
+    /// platform evicted lost its timer and when it last reported: its next
+    /// change reports 2 s later (a report per eviction at most, not per
+    /// change).
     pub(super) async fn arm_report(&self) {
         if self.report_armed.get() {
             return;
         }
         let at = (now_ms() + FIRST_REPORT_AFTER_MS).max(self.reported_ms.get() + REPORT_EVERY_MS);
-        self.arm_at(at).await;
-    }
-
-    async fn arm_at(&self, at: u64) {
         let tag = match self.load() {
             Ok(Some(s)) => s.record.biz_tag,
             // Nothing to report (no tag), or the next change tries again.
@@ -56,7 +59,12 @@ impl TagStore {
         armed.set(true);
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(wait_ms).await;
-            if let Err(e) = stubs::report(&env, &tag).await {
+            // Counted like a request (tests' `TEST_COUNT_CALLS`): its call
+            // to the object, and what that one does; its budget from now.
+            let asked = crate::scope::for_timer(&env)
+                .run(stubs::report(&env, &tag))
+                .await;
+            if let Err(e) = asked {
                 // Not asked (this instance replaced, or the object busy):
                 // the next change arms again.
                 armed.set(false);
@@ -65,8 +73,8 @@ impl TagStore {
         });
     }
 
-    /// The timer's request (or an alarm): reports the summary (none for a deleted tag); while the
-    /// last hour's rate is not 0, once more a minute later.
+    /// The timer's request (or an alarm): reports the summary (none for a
+    /// deleted tag), once — a change after it arms the next.
     pub(super) async fn report(&self) {
         self.report_armed.set(false);
         let summary = match self.summary() {
@@ -77,14 +85,10 @@ impl TagStore {
                 return;
             }
         };
-        let busy = summary.stats.as_ref().is_some_and(|s| s.ids_per_hour > 0);
         self.reported_ms.set(now_ms());
         // A catalog of the release before keeps no summaries (`Ok` too).
         if let Err(e) = catalog::report(&self.env, vec![summary]).await {
             worker::console_warn!("tag: reporting its summary: {}", e.message);
-        }
-        if busy && !self.report_armed.get() {
-            self.arm_at(now_ms() + REPORT_EVERY_MS).await;
         }
     }
 
