@@ -52,27 +52,9 @@ const SITES: usize = 3;
 const CLIENT: &str = "client";
 const INTRUDER: &str = "intruder";
 
-/// A fault planted in the hosts or the root, to show a property fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    None,
-    /// The root takes a tail back whatever followed it.
-    TakeBackWithoutCondition,
-    /// The root takes a tail back but keeps the range remembered whole.
-    KeepRemembered,
-    /// The root finds the remembered range by request ID alone, whoever
-    /// hands the tail back.
-    RememberedByRequestIdOnly,
-    /// An allocator's host answers a range although its write failed.
-    ServeBeforePersist,
-    /// An allocator's host hands tails back although its write failed.
-    HandBackBeforePersist,
-    /// An allocator serves a tail again although the root took it back.
-    KeepTakenTail,
-    /// An allocator serves a tail again on any refusal, even one that does
-    /// not prove the root never took it (a second copy of a hand-back).
-    KeepUnprovenRefusal,
-}
+#[path = "support/segment_faults.rs"]
+mod segment_faults;
+use segment_faults::Fault;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -85,28 +85,9 @@ const REGIONS: [Region; 2] = [Region::Wnam, Region::Weur];
 const CLIENT_KEY: &str = "client";
 const INTRUDER: &str = "intruder";
 
-/// A fault planted in the model's root or hosts, as `block_props` plants
-/// them, to show a property fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Fault {
-    None,
-    /// The root takes a tail back whatever followed it.
-    TakeBackWithoutCondition,
-    /// The root takes a tail back but keeps the range remembered whole.
-    KeepRemembered,
-    /// The root finds the remembered range by request ID alone, whoever
-    /// hands the tail back.
-    RememberedByRequestIdOnly,
-    /// An allocator's host answers a range although its write failed.
-    ServeBeforePersist,
-    /// An allocator's host hands tails back although its write failed.
-    HandBackBeforePersist,
-    /// An allocator serves a tail again although the root took it back.
-    KeepTakenTail,
-    /// An allocator serves a tail again on any refusal, even one that does
-    /// not prove the root never took it (a second copy of a hand-back).
-    KeepUnprovenRefusal,
-}
+#[path = "support/segment_faults.rs"]
+mod segment_faults;
+use segment_faults::Fault;
 
 const FAULTS: [Fault; 7] = [
     Fault::TakeBackWithoutCondition,
