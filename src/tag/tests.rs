@@ -534,20 +534,27 @@ fn a_clients_tail_is_a_credit_of_its_own_asker_never_max_id_moved_back() {
     );
 }
 
-/// A tag's store as the tests keep it: the record, each asker's credits,
-/// the ranges remembered under request IDs, written only as a plan says.
+/// A tag's store as the tests keep it, written only as a plan says: its
+/// `max_id`, its credit rows (owner and range, as the Worker's table), the
+/// ranges remembered under request IDs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct Store {
     max_id: u64,
-    credits: alloc::collections::BTreeMap<alloc::string::String, alloc::vec::Vec<Allocation>>,
+    credits: alloc::vec::Vec<(String, Allocation)>,
     remembered: alloc::collections::BTreeMap<String, Remembered>,
 }
 
 impl Store {
     fn held(&self, owner: Option<&str>) -> alloc::vec::Vec<Allocation> {
-        owner
-            .and_then(|o| self.credits.get(o).cloned())
-            .unwrap_or_default()
+        self.credits
+            .iter()
+            .filter(|(o, _)| Some(o.as_str()) == owner)
+            .map(|(_, c)| *c)
+            .collect()
+    }
+
+    fn add(&mut self, row: CreditRow<'_>) {
+        self.credits.push((row.owner.into(), row.range));
     }
 
     fn lease(&mut self, r: &TagRecord, plan: &LeasePlan<'_>) -> Allocation {
@@ -561,14 +568,12 @@ impl Store {
             LeaseSource::Credit {
                 segment, drop, add, ..
             } => {
-                let held = self.credits.entry(drop.owner.into()).or_default();
-                let at = held.iter().position(|c| *c == drop.range).unwrap();
-                held.remove(at);
+                let rows = self.credits.len();
+                self.credits
+                    .retain(|(o, c)| (o.as_str(), *c) != (drop.owner, drop.range));
+                assert_eq!(self.credits.len() + 1, rows, "{drop:?}: not one row");
                 if let Some(add) = add {
-                    self.credits
-                        .entry(add.owner.into())
-                        .or_default()
-                        .push(add.range);
+                    self.add(add);
                 }
                 segment
             }
@@ -583,11 +588,8 @@ impl Store {
         if let Some(record) = &plan.record {
             self.max_id = record.max_id;
         }
-        if let Some(c) = plan.credit {
-            self.credits
-                .entry(c.owner.into())
-                .or_default()
-                .push(c.range);
+        if let Some(row) = plan.credit {
+            self.add(row);
         }
         match &plan.remembered {
             Some((key, RememberedChange::Shorten(kept))) => {
@@ -641,7 +643,9 @@ fn a_lease_plan_written_keeps_every_credit_and_answers_a_retry_the_same() {
                             ..Store::default()
                         };
                         if let Some(owner) = ask.credit_owner() {
-                            store.credits.insert(owner.into(), credits.clone());
+                            for &range in &credits {
+                                store.add(CreditRow { owner, range });
+                            }
                         }
                         let held = store.held(ask.credit_owner());
                         let Ok(plan) = r.plan_lease(&ask, None, &held, above) else {
@@ -685,9 +689,8 @@ fn a_lease_plan_written_keeps_every_credit_and_answers_a_retry_the_same() {
                         let ids = |s: &Store| -> alloc::vec::Vec<u64> {
                             let mut ids: alloc::vec::Vec<u64> = s
                                 .credits
-                                .values()
-                                .flatten()
-                                .flat_map(|c| c.start..=c.end)
+                                .iter()
+                                .flat_map(|(_, c)| c.start..=c.end)
                                 .collect();
                             ids.sort_unstable();
                             ids
@@ -778,7 +781,9 @@ fn a_tail_plan_written_takes_a_tail_once() {
                     };
                     store.remembered.insert(key.clone(), leased);
                     if let Some(owner) = back.credit_owner() {
-                        store.credits.insert(owner.into(), held.clone());
+                        for &range in &held {
+                            store.add(CreditRow { owner, range });
+                        }
                     }
                     let plan = r.plan_tail(&back, Some(&leased), &held, 7).unwrap();
                     let answer = r.answer_tail(&back, Some(&leased), &held, 7).unwrap();
