@@ -54,8 +54,7 @@ use edgeleaf::region::Region;
 use edgeleaf::segment::{Allocation, StepPolicy, DEFAULT_SEGMENT_DURATION_MS, MAX_STEP};
 use edgeleaf::sources::TagSources;
 use edgeleaf::tag::{
-    Asker, CreditedAnswer, Remembered, RememberedChange, SegmentAnswer, SegmentAsk, TagRecord,
-    TailBack, TailBackAnswer,
+    Asker, LeaseSource, Remembered, RememberedChange, SegmentAsk, TagRecord, TailBack,
 };
 use edgeleaf::Error;
 use stateright::actor::{
@@ -586,17 +585,17 @@ impl RootState {
             .credit_owner()
             .and_then(|o| self.credits.get(o).cloned())
             .unwrap_or_default();
-        let answer = self
+        let plan = self
             .record
-            .lease_with_credits(&ask, remembered.as_ref(), &credits, above)?;
-        Ok(match answer {
-            CreditedAnswer::Segment(SegmentAnswer::Again(range)) => {
+            .plan_lease(&ask, remembered.as_ref(), &credits, above)?;
+        let range = match plan.source {
+            LeaseSource::Again(range) => {
                 if let (Who::Allocator(..), Some(key)) = (who, &key) {
                     self.check_owned(range, key);
                 }
                 range
             }
-            CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
+            LeaseSource::Allocate { step } => {
                 let (range, next) = self.record.allocate(Some(step), NOW)?;
                 self.record = next;
                 let owner = key.clone().unwrap_or_else(|| format!("{who:?}"));
@@ -607,32 +606,26 @@ impl RootState {
                     ));
                 }
                 self.owners.insert(range.start, (range.end, owner));
-                if let Some(k) = key {
-                    self.remembered.insert(
-                        k,
-                        Remembered {
-                            segment: range,
-                            granted: step,
-                        },
-                    );
-                }
                 range
             }
-            CreditedAnswer::Credit {
-                segment,
-                granted,
-                taken,
-                rest,
+            LeaseSource::Credit {
+                segment, drop, add, ..
             } => {
-                let mine = self.credits.entry(CLIENT_KEY.into()).or_default();
-                mine.retain(|c| *c != taken);
-                mine.extend(rest);
-                if let Some(k) = key {
-                    self.remembered.insert(k, Remembered { segment, granted });
+                let held = self.credits.entry(drop.owner.into()).or_default();
+                held.retain(|c| *c != drop.range);
+                if let Some(add) = add {
+                    self.credits
+                        .entry(add.owner.into())
+                        .or_default()
+                        .push(add.range);
                 }
                 segment
             }
-        })
+        };
+        if let Some((k, r)) = plan.remembered(range) {
+            self.remembered.insert(k.into(), r);
+        }
+        Ok(range)
     }
 
     /// A range answered again under `key` holds only IDs that key holds.
@@ -683,50 +676,51 @@ impl RootState {
             .credit_owner()
             .and_then(|o| self.credits.get(o).cloned())
             .unwrap_or_default();
-        let Ok(mut answer) = self
+        let Ok(mut plan) = self
             .record
-            .answer_tail(&back, remembered.as_ref(), &credits, NOW)
+            .plan_tail(&back, remembered.as_ref(), &credits, NOW)
         else {
             return (false, false);
         };
-        if let (Fault::TakeBackWithoutCondition, TailBackAnswer::Closed { .. }, Some(r)) =
-            (fault, &answer, remembered)
-        {
-            answer = TagRecord {
+        if let (Fault::TakeBackWithoutCondition, true, Some(r)) = (fault, plan.closed, remembered) {
+            plan = TagRecord {
                 max_id: r.segment.end,
                 ..self.record.clone()
             }
-            .answer_tail(&back, Some(&r), &credits, NOW)
+            .plan_tail(&back, Some(&r), &credits, NOW)
             .expect("answered once already");
         }
-        match &answer {
-            TailBackAnswer::Returned { record, .. } => {
-                if let Some(k) = &key {
-                    self.release(tail, k);
-                }
-                self.record = record.clone();
+        let returned = plan.record.is_some();
+        if let Some(record) = plan.record {
+            if let Some(k) = &key {
+                self.release(tail, k);
             }
-            TailBackAnswer::Credited { credit, .. } => {
-                if let Some(owner) = back.credit_owner() {
-                    self.credits.entry(owner.into()).or_default().push(*credit);
-                }
-            }
-            _ => {}
+            self.record = record;
         }
-        let returned = matches!(answer, TailBackAnswer::Returned { .. });
-        if let (Some(k), Some(change)) = (&key, answer.remembered()) {
+        if let Some(credit) = plan.credit {
+            self.credits
+                .entry(credit.owner.into())
+                .or_default()
+                .push(credit.range);
+        }
+        if let Some((at, change)) = plan.remembered {
+            // The faulty root writes where it read, whoever asked.
+            let at = match (fault, key) {
+                (Fault::RememberedByRequestIdOnly, Some(read)) => read,
+                _ => at,
+            };
             if !(returned && fault == Fault::KeepRemembered) {
                 match change {
                     RememberedChange::Shorten(r) => {
-                        self.remembered.insert(k.clone(), r);
+                        self.remembered.insert(at, r);
                     }
                     RememberedChange::Remove => {
-                        self.remembered.remove(k);
+                        self.remembered.remove(&at);
                     }
                 }
             }
         }
-        (answer.taken(), answer.untaken() && key.is_some())
+        (plan.taken, plan.closed)
     }
 
     /// The ghost ledger: `key` no longer holds `range`.

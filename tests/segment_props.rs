@@ -17,9 +17,9 @@ use std::collections::HashSet;
 use edgeleaf::{
     driver::IssuedMark, driver::MonotonicIssuer, driver::SegmentStep, opaque::OpaqueDomain,
     segment::Allocation, segment::SegmentBuffer, segment::SegmentNext, segment::StepPolicy,
-    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::Asker, tag::CreditBack, tag::CreditedAnswer,
-    tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagKind,
-    tag::TagRecord, tag::TailBack, tag::TailSkipped, tag::TakeBack, tag::MAX_CREDITS, Error,
+    segment::MAX_SEGMENT_ID, segment::MAX_STEP, tag::Asker, tag::CreditBack, tag::LeaseSource,
+    tag::Remembered, tag::RememberedChange, tag::SegmentAsk, tag::TagKind, tag::TagRecord,
+    tag::TailBack, tag::TailPlan, tag::TailSkipped, tag::TakeBack, tag::MAX_CREDITS, Error,
 };
 use proptest::prelude::*;
 
@@ -500,29 +500,31 @@ proptest! {
                     let mine = credits.entry(cl.name.clone()).or_default();
                     // The highest ID it holds (as the npm client sends it).
                     let above = cl.loaded.iter().map(|a| a.end).max().unwrap_or(0);
-                    let answer = store.lease_with_credits(&ask, None, mine, above).unwrap();
-                    let got = match answer {
-                        CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
+                    let plan = store.plan_lease(&ask, None, mine, above).unwrap();
+                    let got = match plan.source {
+                        LeaseSource::Allocate { step } => {
                             prop_assert!(mine.iter().all(|c| c.start <= above), "a new segment while the key holds credits above {}", above);
                             store.allocate(Some(step), 0).map(|(alloc, next)| {
                                 store = next;
-                                (alloc, step)
+                                alloc
                             })
                         }
-                        CreditedAnswer::Credit { segment, granted, taken, rest } => {
+                        LeaseSource::Credit { segment, granted, drop, add } => {
                             let lowest = mine.iter().map(|c| c.start).filter(|s| *s > above).min();
                             prop_assert_eq!(Some(segment.start), lowest, "not the lowest credit");
                             prop_assert!(segment.step <= granted);
-                            let i = mine.iter().position(|c| *c == taken).unwrap();
+                            prop_assert_eq!((drop.owner, add.map(|a| a.owner).unwrap_or(drop.owner)), (cl.name.as_str(), cl.name.as_str()));
+                            let i = mine.iter().position(|c| *c == drop.range).unwrap();
                             mine.remove(i);
-                            mine.extend(rest);
-                            Ok((segment, granted))
+                            mine.extend(add.map(|a| a.range));
+                            Ok(segment)
                         }
                         other => panic!("a new request ID answered {other:?}"),
                     };
                     match got {
-                        Ok((alloc, granted)) => {
-                            remembered.insert(ask.remembered_as().unwrap(), Remembered { segment: alloc, granted });
+                        Ok(alloc) => {
+                            let (key, entry) = plan.remembered(alloc).expect("a request ID of its own");
+                            remembered.insert(key.into(), entry);
                             // Never a credit below what this client holds: its
                             // buffer loads every answer.
                             prop_assert!(cl.buf.load(alloc, 0).is_ok(), "{:?} refused above {}", alloc, above);
@@ -555,20 +557,16 @@ proptest! {
                     let Some(&range) = cl.loaded.last() else { continue };
                     let id = cl.leases[&range.end].clone();
                     let back = TailBack { tail: range, request_id: &id, caller: Asker::Own(&cl.name), for_isolate: false };
-                    let key = back.remembered_as().unwrap();
-                    let own = remembered.get(&key).copied();
-                    let mine = credits.entry(cl.name.clone()).or_default();
+                    let own = remembered.get(&back.remembered_as().unwrap()).copied();
+                    let held = credits.get(&cl.name).cloned().unwrap_or_default();
                     let before = store.max_id;
                     prop_assert_eq!(store.take_back(&back, own.as_ref(), 0).unwrap(), TakeBack::Skipped(TailSkipped::FromClient));
-                    if let CreditBack::Credited { credit, remembered: change } = store.credit_back(&back, own.as_ref(), mine).unwrap() {
-                        mine.push(credit);
-                        match change {
-                            RememberedChange::Remove => { remembered.remove(&key); }
-                            RememberedChange::Shorten(s) => { remembered.insert(key, s); }
-                        }
+                    let plan = store.plan_tail(&back, own.as_ref(), &held, 0).unwrap();
+                    if plan.taken {
                         lies = true;
                         cl.lied = true;
                     }
+                    write_tail(plan, &mut credits, &mut remembered);
                     prop_assert_eq!(store.max_id, before);
                 }
                 CloseOp::Close(c) => {
@@ -599,29 +597,22 @@ proptest! {
                             caller: Asker::Own(&cl.name),
                             for_isolate: false,
                         };
-                        let key = back.remembered_as().unwrap();
-                        let own = remembered.get(&key).copied();
-                        let mine = credits.entry(cl.name.clone()).or_default();
+                        let own = remembered.get(&back.remembered_as().unwrap()).copied();
+                        let held = credits.get(&cl.name).cloned().unwrap_or_default();
                         let before = store.max_id;
                         // Never max_id moved back for a client.
                         prop_assert_eq!(store.take_back(&back, own.as_ref(), 0).unwrap(), TakeBack::Skipped(TailSkipped::FromClient));
-                        let full = mine.len() >= MAX_CREDITS;
-                        match store.credit_back(&back, own.as_ref(), mine).unwrap() {
-                            CreditBack::Credited { credit, remembered: change } => {
-                                prop_assert_eq!(credit, *r);
-                                prop_assert!(!full);
-                                mine.push(credit);
-                                match change {
-                                    RememberedChange::Remove => { remembered.remove(&key); }
-                                    RememberedChange::Shorten(s) => { remembered.insert(key, s); }
-                                }
-                            }
-                            CreditBack::Skipped(why) => {
-                                // Honest and room left: a tail of the key is
-                                // never lost.
-                                prop_assert!(full || cl.lied, "{:?} skipped: {:?}", r, why);
-                            }
+                        let full = held.len() >= MAX_CREDITS;
+                        let plan = store.plan_tail(&back, own.as_ref(), &held, 0).unwrap();
+                        if plan.taken {
+                            prop_assert_eq!(plan.credit.map(|c| c.range), Some(*r));
+                            prop_assert!(!full);
+                        } else {
+                            // Honest and room left: a tail of the key is
+                            // never lost.
+                            prop_assert!(full || cl.lied, "{:?} skipped: {:?}", r, store.credit_back(&back, own.as_ref(), &held));
                         }
+                        write_tail(plan, &mut credits, &mut remembered);
                         prop_assert_eq!(store.max_id, before);
                     }
                 }
@@ -633,5 +624,30 @@ proptest! {
             prop_assert!(all.iter().all(|a| a.end <= store.max_id));
             prop_assert!(credits.values().all(|c| c.len() <= MAX_CREDITS));
         }
+    }
+}
+
+/// A client's tail handed back, written to the test's store as the core
+/// planned it (`TagRecord::plan_tail`; a client's never moves `max_id`).
+fn write_tail(
+    plan: TailPlan<'_>,
+    credits: &mut std::collections::HashMap<String, Vec<Allocation>>,
+    remembered: &mut std::collections::HashMap<String, Remembered>,
+) {
+    assert_eq!(plan.record, None, "a client's tail moved max_id back");
+    if let Some(credit) = plan.credit {
+        credits
+            .entry(credit.owner.into())
+            .or_default()
+            .push(credit.range);
+    }
+    match plan.remembered {
+        Some((key, RememberedChange::Remove)) => {
+            remembered.remove(&key);
+        }
+        Some((key, RememberedChange::Shorten(kept))) => {
+            remembered.insert(key, kept);
+        }
+        None => {}
     }
 }

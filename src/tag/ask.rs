@@ -64,7 +64,7 @@ pub struct SegmentAsk<'a> {
     pub for_isolate: bool,
 }
 
-impl SegmentAsk<'_> {
+impl<'a> SegmentAsk<'a> {
     /// What the store remembers this ask's segment under: the request ID
     /// within its caller's own names (`None` without a request ID, or from
     /// a caller without a credential of its own). Two asks share it exactly
@@ -97,7 +97,7 @@ impl SegmentAsk<'_> {
     /// with a
     /// credential of its own, by its name; `None` for the service's own
     /// isolates and allocators and for callers without one.
-    pub fn credit_owner(&self) -> Option<&str> {
+    pub fn credit_owner(&self) -> Option<&'a str> {
         match self.caller {
             Asker::Own(owner) if !self.for_isolate => Some(owner),
             _ => None,
@@ -119,7 +119,7 @@ pub struct TailBack<'a> {
     pub for_isolate: bool,
 }
 
-impl TailBack<'_> {
+impl<'a> TailBack<'a> {
     /// What the store remembers the leased range under (as
     /// [`SegmentAsk::remembered_as`] for the lease): `None` for a caller
     /// without a credential of its own.
@@ -130,14 +130,11 @@ impl TailBack<'_> {
     /// Whose credits the tail would join
     /// ([`TagRecord::credit_back`](super::TagRecord::credit_back)): as
     /// [`SegmentAsk::credit_owner`] for the lease.
-    pub fn credit_owner(&self) -> Option<&str> {
-        match self.caller {
-            Asker::Own(owner) if !self.for_isolate => Some(owner),
-            _ => None,
-        }
+    pub fn credit_owner(&self) -> Option<&'a str> {
+        self.as_lease().credit_owner()
     }
 
-    pub(super) fn as_lease(&self) -> SegmentAsk<'_> {
+    pub(super) fn as_lease(&self) -> SegmentAsk<'a> {
         SegmentAsk {
             step: None,
             request_id: Some(self.request_id),

@@ -5,13 +5,23 @@ use crate::error::Error;
 use crate::segment::Allocation;
 
 use super::{
-    CreditBack, CreditedAnswer, Remembered, SegmentAnswer, SegmentAsk, TagRecord, TailBack,
-    TailSkipped,
+    CreditBack, CreditedAnswer, LeaseSource, Remembered, SegmentAnswer, SegmentAsk, TagRecord,
+    TailBack, TailSkipped,
 };
 
 /// The most credits ([`TagRecord::credit_back`]) one asker holds on a tag:
 /// a tail handed back beyond them stays a gap.
 pub const MAX_CREDITS: usize = 8;
+
+/// A credit a lease is answered from ([`TagRecord::lowest_credit`]).
+pub(super) struct CreditUsed {
+    /// The IDs answered.
+    pub(super) segment: Allocation,
+    /// The credit, whole.
+    pub(super) taken: Allocation,
+    /// What is left of it.
+    pub(super) rest: Option<Allocation>,
+}
 
 impl TagRecord {
     /// How to answer a segment lease `ask` (as [`TagRecord::lease_segment`])
@@ -32,16 +42,40 @@ impl TagRecord {
         credits: &[Allocation],
         above: u64,
     ) -> Result<CreditedAnswer, Error> {
-        let answer = self.lease_segment(ask, remembered)?;
-        let SegmentAnswer::Allocate { step } = answer else {
-            return Ok(CreditedAnswer::Segment(answer));
-        };
-        let lowest = credits
+        let plan = self.plan_lease(ask, remembered, credits, above)?;
+        Ok(match plan.source {
+            LeaseSource::Again(segment) => CreditedAnswer::Segment(SegmentAnswer::Again(segment)),
+            LeaseSource::Allocate { step } => {
+                CreditedAnswer::Segment(SegmentAnswer::Allocate { step })
+            }
+            LeaseSource::Credit {
+                segment,
+                granted,
+                drop,
+                add,
+            } => CreditedAnswer::Credit {
+                segment,
+                granted,
+                taken: drop.range,
+                rest: add.map(|a| a.range),
+            },
+        })
+    }
+
+    /// The lowest of an asker's `credits` starting above `above`, split for
+    /// a lease granted `step`: the lease is answered its first `step` IDs,
+    /// the rest kept (`None`: no such credit).
+    pub(super) fn lowest_credit(
+        credits: &[Allocation],
+        above: u64,
+        step: u64,
+    ) -> Result<Option<CreditUsed>, Error> {
+        let Some(&taken) = credits
             .iter()
             .filter(|c| c.start > above)
-            .min_by_key(|c| c.start);
-        let (Some(_), Some(&taken)) = (ask.credit_owner(), lowest) else {
-            return Ok(CreditedAnswer::Segment(answer));
+            .min_by_key(|c| c.start)
+        else {
+            return Ok(None);
         };
         let last = taken.start.saturating_add(step - 1).min(taken.end);
         let segment = Allocation::new(taken.start, last)?;
@@ -50,12 +84,11 @@ impl TagRecord {
         } else {
             None
         };
-        Ok(CreditedAnswer::Credit {
+        Ok(Some(CreditUsed {
             segment,
-            granted: step,
             taken,
             rest,
-        })
+        }))
     }
 
     /// How to answer an outside client's tail handed back

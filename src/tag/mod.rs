@@ -13,6 +13,7 @@ mod change;
 mod credit;
 mod hand_back;
 mod kind;
+mod plan;
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +27,7 @@ pub use ask::{
 pub use change::{TagChange, TagExpected};
 pub use credit::MAX_CREDITS;
 pub use kind::TagKind;
+pub use plan::{CreditRow, LeasePlan, LeaseSource, TailPlan};
 
 use crate::error::{check_range, Error};
 use crate::name::check_tag;

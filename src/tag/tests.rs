@@ -533,3 +533,302 @@ fn a_clients_tail_is_a_credit_of_its_own_asker_never_max_id_moved_back() {
         }))
     );
 }
+
+/// A tag's store as the tests keep it, written only as a plan says: its
+/// `max_id`, its credit rows (owner and range, as the Worker's table), the
+/// ranges remembered under request IDs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Store {
+    max_id: u64,
+    credits: alloc::vec::Vec<(String, Allocation)>,
+    remembered: alloc::collections::BTreeMap<String, Remembered>,
+}
+
+impl Store {
+    fn held(&self, owner: Option<&str>) -> alloc::vec::Vec<Allocation> {
+        self.credits
+            .iter()
+            .filter(|(o, _)| Some(o.as_str()) == owner)
+            .map(|(_, c)| *c)
+            .collect()
+    }
+
+    fn add(&mut self, row: CreditRow<'_>) {
+        self.credits.push((row.owner.into(), row.range));
+    }
+
+    fn lease(&mut self, r: &TagRecord, plan: &LeasePlan<'_>) -> Allocation {
+        let answered = match plan.source {
+            LeaseSource::Again(segment) => segment,
+            LeaseSource::Allocate { step } => {
+                let (segment, next) = r.allocate(Some(step), 0).unwrap();
+                self.max_id = next.max_id;
+                segment
+            }
+            LeaseSource::Credit {
+                segment, drop, add, ..
+            } => {
+                let rows = self.credits.len();
+                self.credits
+                    .retain(|(o, c)| (o.as_str(), *c) != (drop.owner, drop.range));
+                assert_eq!(self.credits.len() + 1, rows, "{drop:?}: not one row");
+                if let Some(add) = add {
+                    self.add(add);
+                }
+                segment
+            }
+        };
+        if let Some((key, entry)) = plan.remembered(answered) {
+            self.remembered.insert(key.into(), entry);
+        }
+        answered
+    }
+
+    fn tail(&mut self, plan: &TailPlan<'_>) {
+        if let Some(record) = &plan.record {
+            self.max_id = record.max_id;
+        }
+        if let Some(row) = plan.credit {
+            self.add(row);
+        }
+        match &plan.remembered {
+            Some((key, RememberedChange::Shorten(kept))) => {
+                self.remembered.insert(key.clone(), *kept);
+            }
+            Some((key, RememberedChange::Remove)) => {
+                self.remembered.remove(key);
+            }
+            None => {}
+        }
+    }
+}
+
+/// Every lease over a small grid (askers, request IDs, credits, `above`,
+/// steps), its plan written: it says what `lease_with_credits` answers;
+/// a credit's IDs are answered or kept, never both, never lost, only the
+/// asker's own; the segment is remembered (a retry is answered it again)
+/// exactly when it is new and asked under a request ID of the caller's
+/// own.
+#[test]
+fn a_lease_plan_written_keeps_every_credit_and_answers_a_retry_the_same() {
+    let r = TagRecord::new("t", 10, 1_000, "", 0).unwrap();
+    let pool = [
+        Allocation::new(100, 120).unwrap(),
+        Allocation::new(300, 304).unwrap(),
+        Allocation::new(500, 599).unwrap(),
+    ];
+    let askers = [
+        (Asker::Own("lease:k1"), false),
+        (Asker::Own("alloc:r1"), true),
+        (Asker::Shared, true),
+        (Asker::Shared, false),
+    ];
+    for (caller, for_isolate) in askers {
+        for request_id in [None, Some("job")] {
+            for subset in 0..8u8 {
+                let credits: alloc::vec::Vec<Allocation> = (0..3)
+                    .filter(|i| subset & (1 << i) != 0)
+                    .map(|i| pool[i])
+                    .collect();
+                for above in [0, 110, 300, 600] {
+                    for step in [None, Some(3), Some(10), Some(50), Some(200)] {
+                        let ask = SegmentAsk {
+                            step,
+                            request_id,
+                            caller,
+                            for_isolate,
+                        };
+                        let mut store = Store {
+                            max_id: r.max_id,
+                            ..Store::default()
+                        };
+                        if let Some(owner) = ask.credit_owner() {
+                            for &range in &credits {
+                                store.add(CreditRow { owner, range });
+                            }
+                        }
+                        let held = store.held(ask.credit_owner());
+                        let Ok(plan) = r.plan_lease(&ask, None, &held, above) else {
+                            assert!(r.lease_with_credits(&ask, None, &held, above).is_err());
+                            continue;
+                        };
+                        let case = alloc::format!("{ask:?} {credits:?} above {above}: {plan:?}");
+                        let answered = store.clone().lease(&r, &plan);
+                        let before = store.clone();
+                        let answered_again = store.lease(&r, &plan);
+                        assert_eq!(answered, answered_again, "{case}");
+                        let granted = r.grant_step(step);
+                        assert!(answered.step <= granted, "{case}");
+                        // As `lease_with_credits` answers.
+                        let expected = match r.lease_with_credits(&ask, None, &held, above) {
+                            Ok(CreditedAnswer::Segment(SegmentAnswer::Allocate { step })) => {
+                                LeaseSource::Allocate { step }
+                            }
+                            Ok(CreditedAnswer::Credit {
+                                segment,
+                                granted,
+                                taken,
+                                rest,
+                            }) => {
+                                let owner = ask.credit_owner().unwrap();
+                                LeaseSource::Credit {
+                                    segment,
+                                    granted,
+                                    drop: CreditRow {
+                                        owner,
+                                        range: taken,
+                                    },
+                                    add: rest.map(|range| CreditRow { owner, range }),
+                                }
+                            }
+                            other => panic!("{case}: {other:?}"),
+                        };
+                        assert_eq!(plan.source, expected, "{case}");
+                        // The credit's IDs: answered or kept, and only the
+                        // asker's own; a new segment only past every credit.
+                        let ids = |s: &Store| -> alloc::vec::Vec<u64> {
+                            let mut ids: alloc::vec::Vec<u64> = s
+                                .credits
+                                .iter()
+                                .flat_map(|(_, c)| c.start..=c.end)
+                                .collect();
+                            ids.sort_unstable();
+                            ids
+                        };
+                        let mut after = ids(&store);
+                        if let LeaseSource::Credit { .. } = plan.source {
+                            assert_eq!(store.max_id, before.max_id, "{case}");
+                            after.extend(answered.start..=answered.end);
+                            after.sort_unstable();
+                            let lowest = held
+                                .iter()
+                                .filter(|c| c.start > above)
+                                .map(|c| c.start)
+                                .min();
+                            assert_eq!(Some(answered.start), lowest, "{case}");
+                        } else {
+                            assert!(answered.start > before.max_id, "{case}");
+                            assert!(
+                                ask.credit_owner().is_none()
+                                    || held.iter().all(|c| c.start <= above),
+                                "{case}"
+                            );
+                        }
+                        assert_eq!(after, ids(&before), "{case}");
+                        // Remembered exactly when asked under a request ID
+                        // of the caller's own; a retry is answered the same.
+                        let key = ask.remembered_as();
+                        assert_eq!(
+                            key.as_ref().map(|k| store.remembered[k]),
+                            key.as_ref().map(|_| Remembered {
+                                segment: answered,
+                                granted
+                            }),
+                            "{case}"
+                        );
+                        assert_eq!(store.remembered.len(), usize::from(key.is_some()), "{case}");
+                        if let Some(k) = &key {
+                            let retry = r
+                                .plan_lease(
+                                    &ask,
+                                    store.remembered.get(k),
+                                    &store.held(ask.credit_owner()),
+                                    above,
+                                )
+                                .unwrap();
+                            assert_eq!(retry.source, LeaseSource::Again(answered), "{case}");
+                            assert_eq!(retry.remembered(answered), None, "{case}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every tail handed back over a small grid (an allocator's or a client's,
+/// all or part of its range, IDs handed out after it or not, credits held):
+/// the plan says what `answer_tail` answers, and written, a second copy of
+/// the hand-back takes nothing; a client's IDs become its own credit and
+/// never move `max_id`; an allocator's never become a credit.
+#[test]
+fn a_tail_plan_written_takes_a_tail_once() {
+    let leased = Remembered {
+        segment: Allocation::new(1_001, 1_100).unwrap(),
+        granted: 100,
+    };
+    for (caller, for_isolate) in [
+        (Asker::Own("lease:k1"), false),
+        (Asker::Own("alloc:r1"), true),
+    ] {
+        for (start, end) in [(1_001, 1_100), (1_050, 1_100), (1_050, 1_099)] {
+            for max_id in [1_100, 1_200] {
+                for held in [
+                    alloc::vec![],
+                    alloc::vec![Allocation::new(2_000, 2_000).unwrap(); MAX_CREDITS],
+                ] {
+                    let r = TagRecord::new("t", 10, max_id, "", 0).unwrap();
+                    let back = TailBack {
+                        tail: Allocation::new(start, end).unwrap(),
+                        request_id: "job",
+                        caller,
+                        for_isolate,
+                    };
+                    let key = back.remembered_as().unwrap();
+                    let mut store = Store {
+                        max_id,
+                        ..Store::default()
+                    };
+                    store.remembered.insert(key.clone(), leased);
+                    if let Some(owner) = back.credit_owner() {
+                        for &range in &held {
+                            store.add(CreditRow { owner, range });
+                        }
+                    }
+                    let plan = r.plan_tail(&back, Some(&leased), &held, 7).unwrap();
+                    let answer = r.answer_tail(&back, Some(&leased), &held, 7).unwrap();
+                    let case = alloc::format!("{back:?} max_id {max_id} {held:?}: {plan:?}");
+                    assert_eq!(plan.taken, answer.taken(), "{case}");
+                    assert_eq!(plan.closed, answer.untaken(), "{case}");
+                    assert_eq!(plan.max_id, answer.max_id(max_id), "{case}");
+                    assert_eq!(
+                        plan.remembered.as_ref().map(|(k, c)| (k.as_str(), *c)),
+                        answer.remembered().map(|c| (key.as_str(), c)),
+                        "{case}"
+                    );
+                    match (&answer, &plan.record, plan.credit) {
+                        (TailBackAnswer::Returned { record, .. }, Some(stored), None) => {
+                            assert_eq!(record, stored, "{case}");
+                            assert!(for_isolate, "{case}");
+                        }
+                        (TailBackAnswer::Credited { credit, .. }, None, Some(row)) => {
+                            assert_eq!((row.owner, row.range), ("lease:k1", *credit), "{case}");
+                        }
+                        (_, None, None) => assert!(!plan.taken, "{case}"),
+                        other => panic!("{case}: {other:?}"),
+                    }
+                    store.tail(&plan);
+                    if !for_isolate {
+                        assert_eq!(store.max_id, max_id, "{case}");
+                    }
+                    // The range remembered ends before the tail once taken
+                    // or closed; a second copy takes nothing.
+                    if plan.taken || plan.closed {
+                        let kept = store.remembered.get(&key).map(|k| k.segment);
+                        assert!(kept.is_none_or(|k| k.end < start), "{case}");
+                    }
+                    let r = TagRecord {
+                        max_id: store.max_id,
+                        ..r
+                    };
+                    let held = store.held(back.credit_owner());
+                    let again = r
+                        .plan_tail(&back, store.remembered.get(&key), &held, 8)
+                        .unwrap();
+                    assert!(!again.taken || !plan.taken, "{case}: taken twice");
+                    assert!(!again.taken || !plan.closed, "{case}: taken once closed");
+                }
+            }
+        }
+    }
+}

@@ -3,9 +3,8 @@
 
 use edgeleaf::{
     code::ErrorCode, driver::FillError, driver::IssuedMark, driver::MonotonicIssuer,
-    segment::Allocation, segment::StepPolicy, segment::MAX_SEGMENT_ID, tag::CreditedAnswer,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailBack,
-    tag::TailBackAnswer,
+    segment::Allocation, segment::StepPolicy, segment::MAX_SEGMENT_ID, tag::LeaseSource,
+    tag::SegmentAsk, tag::TagChange, tag::TagRecord, tag::TailBack,
 };
 use edgeleaf_rules::wire::{
     api::IdList, tag::AllocateRequest, tag::GivenId, tag::HistoryEvent, tag::OpaqueGrant,
@@ -134,9 +133,8 @@ impl TagStore {
             caller: req.asker(),
             for_isolate: req.for_isolate,
         };
-        let remembered_as = ask.remembered_as();
-        let remembered = match &remembered_as {
-            Some(key) => self.remembered(key)?,
+        let remembered = match ask.remembered_as() {
+            Some(key) => self.remembered(&key)?,
             None => None,
         };
         let credits = match ask.credit_owner() {
@@ -155,38 +153,27 @@ impl TagStore {
             })?,
         };
         // The core decides (the tag's kind, the request ID, the asker's
-        // credits); this store allocates and remembers, in this one turn.
-        let alloc =
-            match stored
-                .record
-                .lease_with_credits(&ask, remembered.as_ref(), &credits, above)?
-            {
-                CreditedAnswer::Segment(SegmentAnswer::Again(alloc)) => alloc,
-                CreditedAnswer::Segment(SegmentAnswer::Allocate { step }) => {
-                    let (alloc, _) = self.allocate(&stored, Some(step), &req.by)?;
-                    if let Some(key) = &remembered_as {
-                        self.remember_lease(&ask, key, &alloc, step)?;
-                    }
-                    alloc
+        // credits); this store writes its plan, in this one turn.
+        let plan = stored
+            .record
+            .plan_lease(&ask, remembered.as_ref(), &credits, above)?;
+        let alloc = match plan.source {
+            LeaseSource::Again(alloc) => alloc,
+            LeaseSource::Allocate { step } => self.allocate(&stored, Some(step), &req.by)?.0,
+            LeaseSource::Credit {
+                segment, drop, add, ..
+            } => {
+                self.drop_credit(drop.owner, &drop.range)?;
+                if let Some(add) = add {
+                    self.add_credit(add.owner, &add.range)?;
                 }
-                CreditedAnswer::Credit {
-                    segment,
-                    granted,
-                    taken,
-                    rest,
-                } => {
-                    let owner = ask.credit_owner().unwrap_or_default();
-                    self.drop_credit(owner, &taken)?;
-                    if let Some(rest) = rest {
-                        self.add_credit(owner, &rest)?;
-                    }
-                    self.remember(&segment, now_ms(), &req.by)?;
-                    if let Some(key) = &remembered_as {
-                        self.remember_lease(&ask, key, &segment, granted)?;
-                    }
-                    segment
-                }
-            };
+                self.remember(&segment, now_ms(), &req.by)?;
+                segment
+            }
+        };
+        if let Some((key, r)) = plan.remembered(alloc) {
+            self.remember_lease(&ask, key, &r.segment, r.granted)?;
+        }
         // Only an opaque tag's isolates get here with it: its key goes along.
         let opaque = match (&stored.opaque_key, stored.record.kind.opaque()) {
             (Some(key), Some(domain)) => Some(OpaqueGrant {
@@ -208,7 +195,7 @@ impl TagStore {
     }
 
     /// A leased range's unused tail, handed back by its asker: the core
-    /// decides (`TagRecord::answer_tail`) — an allocator's returns, an
+    /// decides (`TagRecord::plan_tail`) — an allocator's returns, an
     /// outside client's becomes its own credit. The record, credits and
     /// remembered range change in one synchronous turn (one write).
     pub(super) fn take_back(&self, req: &TakeBackRequest) -> ApiResult<Response> {
@@ -228,38 +215,35 @@ impl TagStore {
             caller: req.asker(),
             for_isolate: req.for_isolate(),
         };
-        let key = back.remembered_as();
-        let remembered = match &key {
-            Some(k) => self.remembered(k)?,
+        let remembered = match back.remembered_as() {
+            Some(k) => self.remembered(&k)?,
             None => None,
         };
         let credits = match back.credit_owner() {
             Some(owner) => self.credits(owner)?,
             None => Vec::new(),
         };
-        let answer = stored
+        let plan = stored
             .record
-            .answer_tail(&back, remembered.as_ref(), &credits, now_ms())?;
-        match (&answer, back.credit_owner()) {
-            (TailBackAnswer::Returned { record, .. }, _) => self.save(record, false)?,
-            (TailBackAnswer::Credited { credit, .. }, Some(owner)) => {
-                self.add_credit(owner, credit)?
-            }
-            _ => {}
+            .plan_tail(&back, remembered.as_ref(), &credits, now_ms())?;
+        if let Some(record) = &plan.record {
+            self.save(record, false)?;
         }
-        if let (Some(k), Some(change)) = (&key, answer.remembered()) {
-            self.change_remembered(k, change)?;
+        if let Some(credit) = &plan.credit {
+            self.add_credit(credit.owner, &credit.range)?;
+        }
+        if let Some((k, change)) = &plan.remembered {
+            self.change_remembered(k, *change)?;
         }
         // A refusal with proof closes the tail (written just above): the
-        // proof only with that write (no key: no close, no proof).
-        let closed = answer.untaken() && key.is_some();
+        // proof only with that write.
         json(
             200,
             &TakenBack {
-                taken: answer.taken(),
-                untaken: closed,
-                closed,
-                max_id: answer.max_id(stored.record.max_id).to_string(),
+                taken: plan.taken,
+                untaken: plan.closed,
+                closed: plan.closed,
+                max_id: plan.max_id.to_string(),
             },
         )
     }
