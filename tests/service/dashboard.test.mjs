@@ -1,8 +1,10 @@
 // The dashboard (www/index.html, served by the Worker at /) in headless
 // Chromium against the Worker listening on 127.0.0.1: a person types the
 // token, creates tags, draws IDs and sees them charted from the stores'
-// histories, watches worker-ID leases count down, reads a snowflake's bit
-// fields, creates and revokes an API key; then the same on a phone's width.
+// histories, opens one tag's detail (its allocators) by clicking its name —
+// the page asks no tag's own routes until then —, watches worker-ID leases
+// count down, reads a snowflake's bit fields, creates and revokes an API
+// key; then the same on a phone's width.
 // No console errors anywhere. Screenshots land in the temp directory.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,6 +39,9 @@ test('the dashboard: charts from real history, leases counting down, bit fields,
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     page.on('dialog', (d) => d.accept());
+    // What the page asks the service, in order.
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
     await page.goto(`${url}/`);
     // Without a token the page says what to do (and asks nothing it would be refused).
     await page.waitForFunction(() => document.getElementById('status').textContent.includes('token'));
@@ -65,6 +70,22 @@ test('the dashboard: charts from real history, leases counting down, bit fields,
     await page.waitForFunction(() => document.getElementById('tags').textContent.match(/ui-orders.*?> 1,000 years/));
     assert.ok(await seriesPixels(page, 'chart-ids') > 100, 'IDs per minute drawn');
     assert.ok(await seriesPixels(page, 'chart-step') > 20, 'step over time drawn');
+
+    // One tag's detail, on click: loading and refreshing the page asked no
+    // tag's own route (its history, its allocators); the click asks that
+    // tag's, and the panel shows its regional allocators' blocks.
+    const perTag = () => asked.filter((p) => /^\/v1\/tags\/[^/]+\/(history|allocators)$/.test(p));
+    assert.deepEqual(perTag(), [], 'the page asked per-tag routes before any click');
+    await page.click('#tags td.link:text-is("ui-orders")');
+    await page.waitForFunction(() => document.getElementById('detail-name').textContent === 'ui-orders'
+      && [...document.querySelectorAll('#allocators tr')].some((r) => /^\d+ … \d+$/.test(r.children[1]?.textContent ?? '')), null, { timeout: 10_000 });
+    assert.deepEqual([...new Set(perTag())].sort(), ['/v1/tags/ui-orders/allocators', '/v1/tags/ui-orders/history']);
+    const regions = await page.$$eval('#allocators tr', (rows) => rows.map((r) => r.children[0].textContent));
+    const view = await (await call('/v1/tags/ui-orders/allocators')).json();
+    assert.deepEqual(regions.sort(), view.allocators.filter((a) => a.blocksLeased > 0 || a.blocks.length > 0).map((a) => a.region).sort());
+    const maxId = await page.$eval('#detail-tiles', (t) => t.textContent);
+    assert.ok(maxId.includes('max_id'), maxId);
+    assert.ok(await page.$eval('#tags tr.picked', (r) => r.textContent.includes('ui-orders')), 'the picked tag marked');
 
     // A snowflake, drawn as its fields: the worker field holds what the API decodes.
     await page.click('#decode-new');

@@ -123,7 +123,8 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
       assert.equal((await res.json()).error.code, 'out_of_range');
     }
     // The dashboard: every panel drawn (a page of tags, their count, the
-    // charts, the worker IDs, this isolate's buffers), then a search.
+    // charts, the worker IDs, this isolate's buffers) asking no tag's own
+    // route, then one tag's detail on click, then a search.
     const browser = await launch();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -143,9 +144,16 @@ test(`${N} tags: GET /v1/tags, /metrics and /v1/monitor make at most ${MAX_CALLS
       const drawn = Date.now() - t0;
       console.log(`dashboard: every panel drawn in ${drawn} ms`);
       timed.push(['dashboard', drawn, 2000]);
-      const histories = asked.filter((p) => p.endsWith('/history'));
-      assert.deepEqual(histories, [], 'the charts come from /v1/fleet, not from each tag');
+      // Nothing per tag: the charts come from /v1/fleet, a tag's history
+      // and allocators on click only.
+      const perTag = () => asked.filter((p) => /^\/v1\/tags\/[^/]+\/./.test(p));
+      assert.deepEqual(perTag(), [], 'the page load asked per-tag routes');
       assert.ok(asked.includes('/v1/fleet'), asked.join(' '));
+      // A click on a busy tag: its detail, with the allocator that served it.
+      await page.click('#tags td.link:text-is("busy-b")');
+      await page.waitForFunction(() => document.getElementById('detail-name').textContent === 'busy-b'
+        && [...document.querySelectorAll('#allocators tr')].some((r) => /^\d+ … \d+$/.test(r.children[1]?.textContent ?? '')), null, { timeout: 10_000 });
+      assert.deepEqual([...new Set(perTag())].sort(), ['/v1/tags/busy-b/allocators', '/v1/tags/busy-b/history']);
       await page.fill('#tag-q', name(N - 1));
       await page.waitForFunction((t) => document.getElementById('tags').textContent.includes(t) && document.querySelectorAll('#tags tr').length === 1, name(N - 1));
       assert.deepEqual(errors, []);

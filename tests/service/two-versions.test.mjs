@@ -20,7 +20,8 @@
 // backwards to one caller, and no route fails for more than 1% of either
 // version's requests (any answer but 200 counts); work was done on every
 // route by both versions; and the views that list tags (`GET /v1/tags`, its
-// pages, `/metrics`) list every tag on both.
+// pages, `/metrics`) list every tag on both, and this release's
+// `GET /v1/fleet` charts the loaded tags within 2 + `top` object calls.
 //
 // Miniflare hosts a class in one Worker (`className`) and binds it by script
 // name in the other (`scriptName`), so all objects of a class run one version:
@@ -41,7 +42,9 @@ const COLOS = ['LHR', 'IAD', 'NRT'];
 // SNOWFLAKE_MINTERS: each version's own, as shipped (the new one may run more
 // minters, split otherwise: an isolate of one version calls objects the other
 // does not; the registry fences a worker ID that moved region).
-const VARS = { TEST_COLO_HEADER: '1', REGIONAL_ALLOCATORS: '1' };
+// TEST_COUNT_CALLS: this release's answers count their object calls (the
+// previous release ignores the variable).
+const VARS = { TEST_COLO_HEADER: '1', REGIONAL_ALLOCATORS: '1', TEST_COUNT_CALLS: '1' };
 const BINDINGS = {
   TAGS: 'TagStore', CATALOG: 'Catalog', REGISTRY: 'WorkerRegistry', MINTERS: 'SnowflakeMinter',
   KEYS: 'KeyStore', API_KEYS: 'ApiKey', ALLOCATORS: 'RegionalAllocator',
@@ -272,7 +275,41 @@ async function views(fronts, tags, label, more = []) {
     const shown = () => Object.values(tags).every((tag) => new RegExp(`^edgeleaf_tag_max_id\\{tag="${tag}"\\}`, 'm').test(metrics));
     for (let scrape = 0; scrape < 3 && !shown(); scrape++) metrics = await get('/metrics');
     for (const tag of Object.values(tags)) assert.match(metrics, new RegExp(`^edgeleaf_tag_max_id\\{tag="${tag}"\\}`, 'm'), `${label}: ${version} /metrics`);
-    if (version === 'new') assert.deepEqual(await every(2), names, `${label}: new, two at a time`);
+    if (version === 'new') {
+      assert.deepEqual(await every(2), names, `${label}: new, two at a time`);
+      await fleet(front, tags, names.length, label);
+    }
+  }
+}
+
+/** `GET /v1/fleet` on this release (0.1.0 has no such route), beside either
+ *  catalog: over the old one, which keeps no summaries, the first tags by
+ *  name, each from its history (docs/service.md, "Many tags"). Either way
+ *  bounded by `top` — the catalog's page (refused by the old one), its
+ *  names, then one history per tag charted — and showing the loaded `tags`
+ *  (named to come first) with the IDs they handed out. */
+async function fleet(front, tags, total, label) {
+  const get = async (path) => {
+    const res = await front(`http://localhost${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const text = await res.text();
+    assert.equal(res.status, 200, `${label}: new ${path}: ${text.slice(0, 200)}`);
+    assert.ok(res.headers.has('edgeleaf-test-object-calls'), `${label}: ${path}: no call count`);
+    return { calls: Number(res.headers.get('edgeleaf-test-object-calls')), body: JSON.parse(text) };
+  };
+  for (const top of [8, 2]) {
+    const { calls, body } = await get(`/v1/fleet?top=${top}`);
+    const charted = body.tags.map((t) => t.bizTag);
+    console.log(`${label}: new /v1/fleet?top=${top}: ${calls} object calls, ${charted.join(' ')}`);
+    assert.ok(calls <= 2 + top, `${label}: /v1/fleet?top=${top}: ${calls} object calls`);
+    assert.ok(charted.length <= top, `${label}: /v1/fleet?top=${top} charted ${charted.length}`);
+    assert.equal(body.total, total, `${label}: /v1/fleet total`);
+    assert.deepEqual(body.unavailable, [], `${label}: /v1/fleet unavailable`);
+    if (top < Object.keys(tags).length) continue;
+    for (const tag of Object.values(tags)) {
+      const t = body.tags.find((x) => x.bizTag === tag);
+      assert.ok(t, `${label}: /v1/fleet charts no ${tag}: ${charted.join(' ')}`);
+      assert.ok(t.ids.reduce((a, b) => a + b, 0) > 0, `${label}: /v1/fleet ${tag} handed out no IDs: ${JSON.stringify(t)}`);
+    }
   }
 }
 
