@@ -17,9 +17,11 @@
 //! - **minters**: the minter of before regions (`minter-0`) and its regional
 //!   successor, which takes its state over by a hand-over at its first
 //!   request, both under the one worker ID reserved for minter 0;
-//! - **owners**: the registry with a share of worker IDs per owner, and a
-//!   hostile owner leasing under two node keys, renewing and releasing with
-//!   the largest floors the registry accepts (registry_props.rs' attacker);
+//! - **owners**: the registry with a share of worker IDs per owner, a
+//!   hostile owner leasing under two node keys (one the victim's, one with
+//!   its clock ahead by the skew bound), renewing and releasing with the
+//!   largest floors the registry accepts (registry_props.rs' attacker), and
+//!   a victim owner leasing with its clock behind by the skew bound;
 //! - **isolates**: two pool minters under worker IDs 0 and 1, minter 0's
 //!   clock lagging by more than the staleness bound, minting only when an
 //!   isolate's `MintedBuffer` asks (minted_props.rs' lagging minter).
@@ -28,7 +30,10 @@
 //! issuing in one millisecond for two holders (a process after a restart is
 //! another holder: it must never mint into its previous life's time); no
 //! owner keeping more worker IDs from the others than its share; no released
-//! floor further ahead than its holder could have minted.
+//! floor further ahead than its holder could have minted; the victim never
+//! refused (nor made to wait past the skew bound) but for its own share; the
+//! clock the victim's nodes are checked against never moved by the hostile
+//! owner (the vote is per owner).
 //!
 //! Liveness, checked from every reachable state: once the network delivers
 //! (every message in flight arrives, then every answer at once), clocks agree
