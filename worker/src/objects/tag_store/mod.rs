@@ -19,7 +19,8 @@
 //!
 //! A client's tail handed back never moves `max_id` back: it is a credit of
 //! the asker (`credit`, one row per range), leased again only by the same
-//! asker (the core's `TagRecord::credit_back` and `lease_with_credits`).
+//! asker (the core's `TagRecord::plan_tail` and `plan_lease`: the store
+//! writes what they decide).
 //!
 //! It reports its summary (its view, allocations, runway and the last
 //! hour's allocations a minute each, from which readers age the rate) to
