@@ -6,10 +6,10 @@
 //! the recent rate and the runway (and `edgeleaf_tag_up`: 0 for a tag
 //! whose object did not answer, listed, not left out); the registry's
 //! worker IDs by status; and this isolate's counters, labelled with its ID
-//! (each isolate
-//! answers for itself: a scrape sees whichever one answered). A key limited
-//! to some tags gets the samples of those tags only, and no registry or
-//! isolate families (every tenant's): `Access::sees_tag`, `Access::sees_fleet`.
+//! (each isolate answers for itself: a scrape sees whichever one answered).
+//! A key limited to some tags gets the samples of those tags only, and no
+//! registry or isolate families (every tenant's): `Access::sees_tag`,
+//! `Access::sees_fleet`.
 
 use std::fmt::Write;
 
