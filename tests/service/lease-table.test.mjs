@@ -175,3 +175,37 @@ test("one key's remembered request IDs are capped at 1,000 (pruned past 1,100) o
     rmSync(persist, { recursive: true, force: true });
   }
 });
+
+// The object counts each key's remembered leases in memory (so a lease need
+// not read them): a new instance — after a restart, an eviction, a deploy —
+// counts them again from its table before it counts on, so the cap holds
+// across instances (a count started at 0 would let a key hold 1,050 more).
+test("the cap holds across a restart of the tag's object: its new instance counts the key's memory again", async () => {
+  const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-lease-recount-'));
+  const CAP = 1000; // MAX_REMEMBERED_PER_CALLER
+  const MARGIN = 100; // REMEMBERED_PRUNE_MARGIN
+  try {
+    let svc = await start({ persist });
+    let token;
+    try {
+      assert.ok([200, 201].includes((await svc.admin('/v1/tags/recounted', { method: 'PUT', body: JSON.stringify({ step: 10 }) })).status));
+      const key = await svc.admin('/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'recounted', scopes: ['ids'] }) });
+      token = (await key.json()).token;
+      await keyedLeases(svc, 'recounted', token, CAP + 50, 'a');
+    } finally {
+      await svc.dispose();
+    }
+    const [file] = leaseTables(persist);
+    assert.deepEqual(Object.values(leaseRowsByKey(file)), [CAP + 50], 'within the margin: nothing pruned yet');
+    svc = await start({ persist });
+    try {
+      // The 1,101st of the key's leases prunes it to its newest 1,000.
+      await keyedLeases(svc, 'recounted', token, MARGIN - 50 + 1, 'b');
+    } finally {
+      await svc.dispose();
+    }
+    assert.deepEqual(Object.values(leaseRowsByKey(file)), [CAP], 'pruned by the new instance, at the 1,101st');
+  } finally {
+    rmSync(persist, { recursive: true, force: true });
+  }
+});
