@@ -11,16 +11,37 @@ pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// within it is answered the same segment).
 pub const REQUEST_ID_TTL_MS: u64 = 3_600_000;
 
-/// The most request IDs a tag's store remembers for one caller: when one
-/// more is remembered, that caller's oldest beyond it are forgotten, as
-/// after [`REQUEST_ID_TTL_MS`]. So one key sending new request IDs cannot
-/// grow the store without bound (every lease of the tag would pay for it),
-/// the other callers' memory is untouched, and no ID is ever answered
-/// twice: a forgotten request ID sent again is a new ask, answered a new
-/// segment, and a tail handed back under it stays a gap. Forgetting, not
-/// refusing: the caller keeps drawing IDs; only retries older than its last
-/// `MAX_REMEMBERED_PER_CALLER` leases lose their answer.
+/// The request IDs a tag's store remembers for one caller, at least (its
+/// newest, within [`REQUEST_ID_TTL_MS`]): when the caller's memory passes
+/// it by [`REMEMBERED_PRUNE_MARGIN`], that caller's oldest beyond it are
+/// forgotten, as after [`REQUEST_ID_TTL_MS`] ([`remembered_prune`]). So
+/// one key sending new request IDs cannot grow the store without bound
+/// (every lease of the tag would pay for it), the other callers' memory is
+/// untouched, and no ID is ever answered twice: a forgotten request ID sent
+/// again is a new ask, answered a new segment, and a tail handed back under
+/// it stays a gap. Forgetting, not refusing: the caller keeps drawing IDs;
+/// only retries older than its last `MAX_REMEMBERED_PER_CALLER` leases may
+/// lose their answer.
 pub const MAX_REMEMBERED_PER_CALLER: u64 = 1_000;
+
+/// How far one caller's memory may grow past [`MAX_REMEMBERED_PER_CALLER`]
+/// before its oldest are forgotten, back to that, all at once: forgetting
+/// reads every lease the caller has remembered (to find its oldest), so it
+/// is done once in this many of its leases, not at each (1,001 rows read
+/// and sorted a lease, before). A caller holds at most the sum (1,100).
+pub const REMEMBERED_PRUNE_MARGIN: u64 = 100;
+
+/// What a tag's store does with one caller's memory once it has remembered
+/// one more of its leases, given `counted`: at least as many leases as the
+/// caller now has remembered (an upper bound, which forgetting by
+/// [`REQUEST_ID_TTL_MS`] or a tail handed back may leave above the truth).
+/// `Some(keep)`: forget all but its newest `keep` leases, after which it
+/// has at most `keep` (the count to go on from); `None`: keep them all, and
+/// count on from `counted`.
+pub fn remembered_prune(counted: u64) -> Option<u64> {
+    (counted > MAX_REMEMBERED_PER_CALLER + REMEMBERED_PRUNE_MARGIN)
+        .then_some(MAX_REMEMBERED_PER_CALLER)
+}
 
 /// Who asks for a segment lease, as its request IDs see it (by default:
 /// [`Asker::Shared`], which may send none).
@@ -154,4 +175,63 @@ pub enum RememberedChange {
     /// The whole range came back: forget it (a retry of the lease is then a
     /// new lease, of new IDs).
     Remove,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::VecDeque;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A store keeping one caller's count as `remembered_prune` says,
+        /// through leases remembered and leases forgotten otherwise (the
+        /// hour, a tail handed back: the count is not told): the caller
+        /// never holds more than the cap and the margin, a prune keeps at
+        /// least its newest `MAX_REMEMBERED_PER_CALLER`, and the count
+        /// never falls below what it holds.
+        #[test]
+        fn a_callers_memory_is_pruned_to_its_newest_within_cap_and_margin(
+            ops in proptest::collection::vec((0u8..100, 0usize..2_000), 0..4_000),
+        ) {
+            let mut held: VecDeque<u64> = VecDeque::new(); // oldest first
+            let mut counted = 0u64;
+            let mut prunes = 0;
+            for (i, (op, at)) in (0u64..).zip(ops) {
+                if op < 95 {
+                    held.push_back(i);
+                    counted += 1;
+                    if let Some(keep) = remembered_prune(counted) {
+                        // The newest `keep` stay (the store's statement).
+                        prop_assert!(keep >= MAX_REMEMBERED_PER_CALLER);
+                        while held.len() as u64 > keep {
+                            held.pop_front();
+                        }
+                        counted = keep;
+                        prunes += 1;
+                    }
+                } else if !held.is_empty() {
+                    held.remove(at % held.len());
+                }
+                prop_assert!(held.len() as u64 <= counted);
+                prop_assert!(held.len() as u64 <= MAX_REMEMBERED_PER_CALLER + REMEMBERED_PRUNE_MARGIN);
+            }
+            // Pruned once in a margin of leases at most, not at each.
+            prop_assert!(prunes <= 4_000 / REMEMBERED_PRUNE_MARGIN);
+        }
+    }
+
+    #[test]
+    fn a_prune_comes_past_the_margin_and_keeps_the_cap() {
+        assert_eq!(remembered_prune(1), None);
+        assert_eq!(remembered_prune(MAX_REMEMBERED_PER_CALLER + 1), None);
+        assert_eq!(
+            remembered_prune(MAX_REMEMBERED_PER_CALLER + REMEMBERED_PRUNE_MARGIN),
+            None
+        );
+        assert_eq!(
+            remembered_prune(MAX_REMEMBERED_PER_CALLER + REMEMBERED_PRUNE_MARGIN + 1),
+            Some(MAX_REMEMBERED_PER_CALLER)
+        );
+    }
 }

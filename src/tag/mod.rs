@@ -21,8 +21,8 @@ pub use answer::{
     CreditBack, CreditedAnswer, SegmentAnswer, TailBackAnswer, TailSkipped, TakeBack,
 };
 pub use ask::{
-    Asker, Remembered, RememberedChange, SegmentAsk, TailBack, MAX_REMEMBERED_PER_CALLER,
-    MAX_REQUEST_ID_LEN, REQUEST_ID_TTL_MS,
+    remembered_prune, Asker, Remembered, RememberedChange, SegmentAsk, TailBack,
+    MAX_REMEMBERED_PER_CALLER, MAX_REQUEST_ID_LEN, REMEMBERED_PRUNE_MARGIN, REQUEST_ID_TTL_MS,
 };
 pub use change::{TagChange, TagExpected};
 pub use credit::MAX_CREDITS;

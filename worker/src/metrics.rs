@@ -3,11 +3,13 @@
 //! those named (`?tag=a&tag=b`, at most `MAX_NAMED`), from
 //! the summaries their objects report to the catalog (every isolate
 //! together, at most a minute old while busy): `max_id`, step, allocations,
-//! the recent rate and the runway; the registry's worker IDs by
-//! status; and this isolate's counters, labelled with its ID (each isolate
-//! answers for itself: a scrape sees whichever one answered). A key limited
-//! to some tags gets the samples of those tags only, and no registry or
-//! isolate families (every tenant's): `Access::sees_tag`, `Access::sees_fleet`.
+//! the recent rate and the runway (and `edgeleaf_tag_up`: 0 for a tag
+//! whose object did not answer, listed, not left out); the registry's
+//! worker IDs by status; and this isolate's counters, labelled with its ID
+//! (each isolate answers for itself: a scrape sees whichever one answered).
+//! A key limited to some tags gets the samples of those tags only, and no
+//! registry or isolate families (every tenant's): `Access::sees_tag`,
+//! `Access::sees_fleet`.
 
 use std::fmt::Write;
 
@@ -206,58 +208,66 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
 }
 
 /// The rows of the first tags by name (at most `top` and
-/// `MAX_READ_PER_PAGE`), each from its own history, and how many tags
-/// `access` sees: a catalog of the release before (during a deploy) holds
-/// no summaries.
-async fn first_rows(env: &Env, access: &Access, top: u32) -> ApiResult<(Vec<TagRow>, u64)> {
+/// `MAX_READ_PER_PAGE`), each from its own history, those whose object did
+/// not answer, and how many tags `access` sees: a catalog of the release
+/// before (during a deploy) holds no summaries.
+async fn first_rows(
+    env: &Env,
+    access: &Access,
+    top: u32,
+) -> ApiResult<(Vec<TagRow>, Vec<String>, u64)> {
     let now = now_ms();
     let tags = catalog::list(env).await?;
     let seen: Vec<&String> = tags.iter().filter(|t| access.sees_tag(t)).collect();
     let total = seen.len() as u64;
-    let histories = futures::future::join_all(
-        seen.iter()
-            .take((top as usize).min(MAX_READ_PER_PAGE))
-            .map(|t| history::load(env, t)),
-    )
-    .await;
-    let mut rows = Vec::new();
-    for h in histories.into_iter().flatten() {
-        let runway = history::tag_runway(&h, now)?;
-        rows.push(TagRow {
-            tag: h.tag,
-            allocations: h.allocations,
-            runway,
-        });
-    }
-    Ok((rows, total))
+    let read: Vec<&String> = seen
+        .into_iter()
+        .take((top as usize).min(MAX_READ_PER_PAGE))
+        .collect();
+    let (rows, unavailable) = rows_of(env, &read, now).await?;
+    Ok((rows, unavailable, total))
 }
 
 /// The rows of the tags `named` that `access` sees and `rows` lacks, each
-/// from its history (exact); a name that is no tag has none.
+/// from its history (exact), and those whose object did not answer; a name
+/// that is no tag has none.
 async fn named_rows(
     env: &Env,
     access: &Access,
     named: &[String],
     rows: &[TagRow],
-) -> ApiResult<Vec<TagRow>> {
+) -> ApiResult<(Vec<TagRow>, Vec<String>)> {
     let wanted: Vec<&String> = named
         .iter()
         // A name no tag can have is not asked of any object.
         .filter(|t| edgeleaf::name::check_tag(t).is_ok())
         .filter(|t| access.sees_tag(t) && !rows.iter().any(|r| r.tag.biz_tag == **t))
         .collect();
-    let read = futures::future::join_all(wanted.iter().map(|t| history::load(env, t))).await;
-    let now = now_ms();
-    let mut found = Vec::new();
-    for h in read.into_iter().flatten() {
-        let runway = history::tag_runway(&h, now)?;
-        found.push(TagRow {
-            tag: h.tag,
-            allocations: h.allocations,
-            runway,
-        });
+    rows_of(env, &wanted, now_ms()).await
+}
+
+/// The rows of `tags`, each from its history, and the names of those whose
+/// object did not answer (within the request's budget, or with an error),
+/// which a scrape shows as down, never leaves out; a tag that does not
+/// exist (deleted since it was listed, or never made) has neither.
+async fn rows_of(env: &Env, tags: &[&String], now: u64) -> ApiResult<(Vec<TagRow>, Vec<String>)> {
+    let read = futures::future::join_all(tags.iter().map(|t| history::load(env, t))).await;
+    let (mut found, mut unavailable) = (Vec::new(), Vec::new());
+    for (name, h) in tags.iter().zip(read) {
+        match h {
+            Ok(h) => {
+                let runway = history::tag_runway(&h, now)?;
+                found.push(TagRow {
+                    tag: h.tag,
+                    allocations: h.allocations,
+                    runway,
+                });
+            }
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(_) => unavailable.push((*name).clone()),
+        }
     }
-    Ok(found)
+    Ok((found, unavailable))
 }
 
 /// The exposition text `access` may see, with the series of the
@@ -266,12 +276,13 @@ async fn named_rows(
 pub async fn metrics(env: &Env, access: &Access, query: &Query) -> ApiResult<String> {
     let now = now_ms();
     let top = query.top;
-    let (mut rows, total) = match top_rows(env, access, top).await? {
-        Some(found) => found,
+    let (mut rows, mut down, total) = match top_rows(env, access, top).await? {
+        Some((rows, total)) => (rows, Vec::new(), total),
         None => first_rows(env, access, top).await?,
     };
-    let named = named_rows(env, access, &query.tags, &rows).await?;
+    let (named, named_down) = named_rows(env, access, &query.tags, &rows).await?;
     rows.extend(named);
+    down.extend(named_down);
     let mut t = Text::default();
     t.family("edgeleaf_tags", "gauge", "Tags this credential sees (the per-tag series below are the busiest ?top=N, 100 by default, and those named by ?tag=).");
     t.sample("edgeleaf_tags", &[], total as f64);
@@ -283,6 +294,13 @@ pub async fn metrics(env: &Env, access: &Access, query: &Query) -> ApiResult<Str
         ("edgeleaf_tag_remaining_ids", "gauge", "IDs left before max_id reaches the end of the tag's domain."),
         ("edgeleaf_tag_runway_seconds", "gauge", "When max_id reaches the end of the domain at the last hour's rate, seconds from now (+Inf: no recent allocation)."),
     ];
+    t.family("edgeleaf_tag_up", "gauge", "1: the tag's series below are in this scrape; 0: its object did not answer it (a tag named by ?tag=, or read from its history), so it has no other series.");
+    for row in &rows {
+        t.sample("edgeleaf_tag_up", &[("tag", &row.tag.biz_tag)], 1.0);
+    }
+    for name in &down {
+        t.sample("edgeleaf_tag_up", &[("tag", name)], 0.0);
+    }
     for (i, (name, kind, help)) in per_tag.iter().enumerate() {
         t.family(name, kind, help);
         for TagRow {

@@ -38,6 +38,7 @@ mod schema;
 pub mod stubs;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use edgeleaf::driver::MonotonicIssuer;
@@ -64,6 +65,17 @@ pub struct TagStore {
     tables: Cell<bool>,
     /// Monotonic tags only: the IDs this object serves itself.
     issuer: RefCell<Option<MonotonicIssuer>>,
+    /// Per asker that sent request IDs since this instance started (by the
+    /// start of its names' range): at least as many leases as it has
+    /// remembered — counted when this instance first remembers one of its
+    /// leases, one more each lease after, the core's `remembered_prune`
+    /// applied — so that a keyed lease reads the asker's rows only to count
+    /// them once or to prune (once in `REMEMBERED_PRUNE_MARGIN` leases), not
+    /// at each, and writes no row more. Only this instance writes the table
+    /// (an older one's writes fail), so the count never falls below the
+    /// rows; rows forgotten otherwise (the hour, a tail handed back) leave
+    /// it above them, which prunes early at worst.
+    remembered_counts: RefCell<HashMap<String, u64>>,
 }
 
 impl TagStore {
@@ -90,6 +102,7 @@ impl DurableObject for TagStore {
             reported_ms: Cell::new(0),
             tables: Cell::new(false),
             issuer: RefCell::new(None),
+            remembered_counts: RefCell::new(HashMap::new()),
         }
     }
 

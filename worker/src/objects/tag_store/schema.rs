@@ -3,8 +3,8 @@
 
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES,
-    segment::Allocation, tag::Remembered, tag::RememberedChange, tag::SegmentAsk, tag::TagKind,
-    tag::TagRecord, tag::MAX_REMEMBERED_PER_CALLER, tag::REQUEST_ID_TTL_MS,
+    segment::Allocation, tag::remembered_prune, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAsk, tag::TagKind, tag::TagRecord, tag::REQUEST_ID_TTL_MS,
 };
 use edgeleaf_rules::history::HISTORY_LEN;
 use serde::Deserialize;
@@ -70,6 +70,11 @@ struct LeaseRow {
     start: String,
     end: String,
     step: i64,
+}
+
+#[derive(Deserialize)]
+struct CountRow {
+    n: i64,
 }
 
 #[derive(Deserialize)]
@@ -290,8 +295,9 @@ impl TagStore {
 
     /// Remembers a lease's segment under its request ID, with the step its
     /// request was `granted` (the segment is shorter when it was the tag's
-    /// last), forgetting those older than `REQUEST_ID_TTL_MS` and the
-    /// asker's oldest beyond `MAX_REMEMBERED_PER_CALLER` (the core's rule).
+    /// last), forgetting those older than `REQUEST_ID_TTL_MS` and, when the
+    /// core's `remembered_prune` says so, the asker's oldest beyond what it
+    /// keeps.
     pub(super) fn remember_lease(
         &self,
         ask: &SegmentAsk<'_>,
@@ -317,23 +323,51 @@ impl TagStore {
                 ],
             )?;
         }
-        if let Some((from, to)) = ask.remembered_range() {
-            // This asker's names only (by the primary key): the rows it
-            // reads are its own, at most the cap and one.
-            self.sql.exec(
-                "DELETE FROM lease WHERE request_id IN (SELECT request_id FROM lease
-                   WHERE request_id >= ? AND request_id < ?
-                   ORDER BY created DESC, rowid DESC LIMIT -1 OFFSET ?)",
-                vec![
-                    from.into(),
-                    to.into(),
-                    i64::try_from(MAX_REMEMBERED_PER_CALLER)
-                        .unwrap_or(i64::MAX)
-                        .into(),
-                ],
-            )?;
-        }
+        let Some((from, to)) = ask.remembered_range() else {
+            return Ok(());
+        };
+        // Taken out while the statements run: one that fails leaves no
+        // count, so the next lease counts the rows again (never fewer than
+        // there are).
+        let known = self.remembered_counts.borrow_mut().remove(&from);
+        let counted = match known {
+            Some(n) => n + 1,
+            None => self.count_remembered(&from, &to)?,
+        };
+        let counted = match remembered_prune(counted) {
+            Some(keep) => {
+                // This asker's names only (by the primary key): the rows it
+                // reads are its own, at most the cap and the margin, and one.
+                self.sql.exec(
+                    "DELETE FROM lease WHERE request_id IN (SELECT request_id FROM lease
+                       WHERE request_id >= ? AND request_id < ?
+                       ORDER BY created DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                    vec![
+                        from.as_str().into(),
+                        to.into(),
+                        i64::try_from(keep).unwrap_or(i64::MAX).into(),
+                    ],
+                )?;
+                keep
+            }
+            None => counted,
+        };
+        self.remembered_counts.borrow_mut().insert(from, counted);
         Ok(())
+    }
+
+    /// How many leases the asker whose names are `[from, to)` has
+    /// remembered (read once per asker by an instance of the object).
+    fn count_remembered(&self, from: &str, to: &str) -> ApiResult<u64> {
+        let rows: Vec<CountRow> = self
+            .sql
+            .exec(
+                "SELECT COUNT(*) AS n FROM lease WHERE request_id >= ? AND request_id < ?",
+                vec![from.into(), to.into()],
+            )?
+            .to_array()?;
+        rows.first()
+            .map_or(Ok(0), |r| stored_u64("remembered leases", r.n))
     }
 
     /// The credits `owner` holds on this tag.
