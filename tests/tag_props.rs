@@ -27,16 +27,20 @@
 //!   from outside;
 //! - one caller's memory is one range of names (`remembered_range`, where
 //!   the store forgets a caller's oldest beyond `MAX_REMEMBERED_PER_CALLER`):
-//!   every name of its request IDs is in it, no other caller's is.
+//!   every name of its request IDs is in it, no other caller's is; and
+//!   pruned as `remembered_prune` says, it never holds more than the cap
+//!   and the margin, keeps its newest `MAX_REMEMBERED_PER_CALLER`, and is
+//!   pruned once in a margin of leases, not at each.
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use edgeleaf::{
-    opaque::OpaqueDomain, segment::Allocation, tag::Asker, tag::Remembered, tag::RememberedChange,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagExpected, tag::TagKind,
-    tag::TagRecord, tag::TailBack, tag::TakeBack, tag::MAX_REQUEST_ID_LEN, Error,
+    opaque::OpaqueDomain, segment::Allocation, tag::remembered_prune, tag::Asker, tag::Remembered,
+    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagChange, tag::TagExpected,
+    tag::TagKind, tag::TagRecord, tag::TailBack, tag::TakeBack, tag::MAX_REMEMBERED_PER_CALLER,
+    tag::MAX_REQUEST_ID_LEN, tag::REMEMBERED_PRUNE_MARGIN, Error,
 };
 use proptest::prelude::*;
 
@@ -493,4 +497,40 @@ proptest! {
             prop_assert_eq!(from <= other && other < to, a == b, "{:?} of caller {:?} against {:?}'s range", other, b, a);
         }
     }
+
+        /// A store keeping one caller's count as `remembered_prune` says,
+        /// through leases remembered and leases forgotten otherwise (the
+        /// hour, a tail handed back: the count is not told): the caller
+        /// never holds more than the cap and the margin, a prune keeps at
+        /// least its newest `MAX_REMEMBERED_PER_CALLER`, and the count
+        /// never falls below what it holds.
+        #[test]
+        fn a_callers_memory_is_pruned_to_its_newest_within_cap_and_margin(
+            ops in proptest::collection::vec((0u8..100, 0usize..2_000), 0..4_000),
+        ) {
+            let mut held: VecDeque<u64> = VecDeque::new(); // oldest first
+            let mut counted = 0u64;
+            let mut prunes = 0;
+            for (i, (op, at)) in (0u64..).zip(ops) {
+                if op < 95 {
+                    held.push_back(i);
+                    counted += 1;
+                    if let Some(keep) = remembered_prune(counted) {
+                        // The newest `keep` stay (the store's statement).
+                        prop_assert!(keep >= MAX_REMEMBERED_PER_CALLER);
+                        while held.len() as u64 > keep {
+                            held.pop_front();
+                        }
+                        counted = keep;
+                        prunes += 1;
+                    }
+                } else if !held.is_empty() {
+                    held.remove(at % held.len());
+                }
+                prop_assert!(held.len() as u64 <= counted);
+                prop_assert!(held.len() as u64 <= MAX_REMEMBERED_PER_CALLER + REMEMBERED_PRUNE_MARGIN);
+            }
+            // Pruned once in a margin of leases at most, not at each.
+            prop_assert!(prunes <= 4_000 / REMEMBERED_PRUNE_MARGIN);
+        }
 }

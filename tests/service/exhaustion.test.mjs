@@ -6,11 +6,11 @@
 // without making the tag's tables (random names cost no storage).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { start } from '../support/service.mjs';
+import { objectFiles, tableNames } from '../support/fixture.mjs';
 
 const persist = mkdtempSync(join(tmpdir(), 'edgeleaf-exhaustion-'));
 let svc;
@@ -93,16 +93,9 @@ test('a name that is not a tag: not_found through every route, and no tables mad
   await svc.dispose();
   svc = null;
   // Each tag object's database: only the tags created have tables.
-  const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('TagStore')));
-  const withTables = [];
-  let objects = 0;
-  for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
-    objects++;
-    const db = new DatabaseSync(join(dir, f), { readOnly: true });
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name);
-    db.close();
-    if (tables.length) withTables.push(tables);
-  }
+  const files = objectFiles(persist, 'TagStore');
+  const objects = files.length;
+  const withTables = files.map(tableNames).filter((tables) => tables.length);
   assert.ok(objects >= names.length, `the names reached ${objects} objects`);
   const created = ['end-6', 'end-63', 'lease-63', 'end-mono', 'real-one'];
   assert.equal(withTables.length, created.length, `${withTables.length} objects with tables, ${created.length} tags created`);

@@ -8,21 +8,21 @@
 // restart too; old keys are revoked and new ones made as before.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { spawnService, killHard, ADMIN } from '../support/service.mjs';
+import { objectFiles } from '../support/fixture.mjs';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/keys-v1/', import.meta.url));
 const made = JSON.parse(readFileSync(join(FIXTURE, 'made.json'), 'utf8'));
 
 /** The index's rows, read from its SQLite file (the service stopped). */
 function indexRows(persist) {
-  const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('-KeyStore')));
-  const file = readdirSync(dir).find((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite');
-  const db = new DatabaseSync(join(dir, file));
+  const [file] = objectFiles(persist, 'KeyStore');
+  const db = new DatabaseSync(file);
   try {
     return db.prepare('SELECT id, hash FROM keys ORDER BY id').all();
   } finally {

@@ -15,25 +15,17 @@
 // the key's memory, but once to prune it in every 100 of its leases.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start } from '../support/service.mjs';
+import { objectFiles, tableNames } from '../support/fixture.mjs';
 import { parseCost } from '../bench/bill.mjs';
 
 /** The TagStore SQLite files of `persist` that hold a lease table. */
 function leaseTables(persist) {
-  const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('TagStore')));
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')
-    .map((f) => join(dir, f))
-    .filter((f) => {
-      const db = new DatabaseSync(f, { readOnly: true });
-      const n = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'lease'").get().n;
-      db.close();
-      return n > 0;
-    });
+  return objectFiles(persist, 'TagStore').filter((f) => tableNames(f).includes('lease'));
 }
 
 /** How SQLite runs the prune on `file`. */

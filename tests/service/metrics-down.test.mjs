@@ -5,22 +5,20 @@
 // with their series, and a name that is no tag has none at all.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start } from '../support/service.mjs';
+import { objectFiles, tableNames } from '../support/fixture.mjs';
 
 /** The persisted SQLite file of `tag`'s object. */
 function tagFile(persist, tag) {
-  const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('TagStore')));
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')
-    .map((f) => join(dir, f))
+  return objectFiles(persist, 'TagStore')
+    .filter((f) => tableNames(f).includes('tag'))
     .find((f) => {
       const db = new DatabaseSync(f, { readOnly: true });
-      const has = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'tag'").get().n > 0
-        && db.prepare('SELECT biz_tag FROM tag').get()?.biz_tag === tag;
+      const has = db.prepare('SELECT biz_tag FROM tag').get()?.biz_tag === tag;
       db.close();
       return has;
     });

@@ -28,11 +28,12 @@
 //   TEST_COLO_HEADER.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN, CLIENT, spawnService, killHard, start } from '../support/service.mjs';
+import { objectFiles, tableNames } from '../support/fixture.mjs';
 
 const REGIONAL = { REGIONAL_ALLOCATORS: '1', TEST_COLO_HEADER: '1' };
 const COLOS = { LHR: 'weur', IAD: 'enam', NRT: 'apac', SYD: 'oc' };
@@ -576,17 +577,16 @@ test('a name that is not a tag: not_found through the allocators, and no allocat
     }
     await svc.dispose();
     svc = null;
-    const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith('RegionalAllocator')));
-    let objects = 0;
+    const files = objectFiles(persist, 'RegionalAllocator');
+    const objects = files.length;
     let withState = 0;
     let tables = 0;
-    for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
-      objects++;
-      const db = new DatabaseSync(join(dir, f), { readOnly: true });
+    for (const f of files) {
       // A made-up name's object holds nothing, not even its table.
-      const table = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'allocator'").get().n;
-      if (table) withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
-      tables += table;
+      if (!tableNames(f).includes('allocator')) continue;
+      const db = new DatabaseSync(f, { readOnly: true });
+      withState += db.prepare('SELECT COUNT(*) AS n FROM allocator').get().n;
+      tables++;
       db.close();
     }
     assert.ok(objects >= 6, `the names reached ${objects} allocators`);

@@ -20,6 +20,24 @@ const REGISTRY = 'do/-WorkerRegistry';
 const MINTERS = 'do/-SnowflakeMinter';
 const sqliteFiles = (d) => readdirSync(d).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite');
 
+/** The SQLite files of the objects of class `className` in the persist dir
+ * `persist` (Miniflare's `do/<script>-<class>/`), one per object. */
+export function objectFiles(persist, className) {
+  const dir = join(persist, 'do', readdirSync(join(persist, 'do')).find((d) => d.endsWith(`-${className}`)));
+  return sqliteFiles(dir).map((f) => join(dir, f));
+}
+
+/** The names of the tables an object's SQLite file holds (none for an
+ * object that never wrote). */
+export function tableNames(file) {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name);
+  } finally {
+    db.close();
+  }
+}
+
 /** Runs `f(db)` on each named SQLite file, closing it (which folds its WAL in). */
 function withDb(path, f) {
   const db = new DatabaseSync(path);
