@@ -107,6 +107,13 @@ const TAG_STEP: u64 = 1_000;
 /// The regional cold first-ID p99 target, as a multiple of the nearest
 /// region's.
 const TARGET_RATIO: f64 = 1.5;
+/// How long after its last call an object is still billed for duration
+/// (Cloudflare: an object is billed while it runs or something is pending
+/// in it, and until it is evicted ~10 s after; docs/benchmarks.md, "The
+/// bill").
+const IDLE_BILLED_MS: u64 = 10_000;
+/// The memory an object is billed for, GB (128 MB).
+const OBJECT_GB: f64 = 0.125;
 /// A far colo's (`far_colo`) first-ID p99 target, as a multiple of the
 /// p99 of its hosting region's cold figure: its first load or fetch is
 /// waited for, not passed over.
@@ -427,6 +434,10 @@ struct Obj {
     peak_queue: u64,
     overloaded: u64,
     calls: u64,
+    /// Duration billed in the window (`IDLE_BILLED_MS` after each call
+    /// counted), and until when it is billed so far.
+    billed_ms: u64,
+    billed_until: u64,
 }
 
 impl Obj {
@@ -441,10 +452,17 @@ impl Obj {
             peak_queue: 0,
             overloaded: 0,
             calls: 0,
+            billed_ms: 0,
+            billed_until: 0,
         }
     }
     fn is_root(&self) -> bool {
         matches!(self.kind, ObjKind::Root { .. })
+    }
+    /// The route whose IDs it serves: 0 segment (roots, allocators), 1
+    /// snowflake (minters).
+    fn route(&self) -> usize {
+        usize::from(matches!(self.kind, ObjKind::Minter { .. }))
     }
 }
 
@@ -669,6 +687,20 @@ struct Report {
     retired: u64,
     /// Refused tails served again (`BlockAllocator::keep`).
     kept: u64,
+    /// Per route (0 segment, 1 snowflake): requests, IDs served, rows
+    /// written (each state an object stores: a root's record on an
+    /// allocation or a hand-back, an allocator's blocks, a minter's saved
+    /// reservation, the registry's lease on a minter's lease or renewal),
+    /// and the registry's calls (the simulation's registry is in-process:
+    /// each of its calls would be an object request).
+    route_requests: [u64; 2],
+    route_served: [u64; 2],
+    rows_written: [u64; 2],
+    registry_calls: u64,
+    /// Per route: object requests (calls delivered; the registry's
+    /// added) and duration billed, ms.
+    object_requests: [u64; 2],
+    billed_ms: [u64; 2],
     /// Minter calls answered with no IDs, by the code of the answer.
     minter_empty: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -1078,6 +1110,7 @@ impl<'a> Sim<'a> {
         self.at(next, Event::Request(i));
         if self.measuring() {
             self.report.requests += 1;
+            self.report.route_requests[usize::from(k == tags)] += 1;
         }
         let iso = &mut self.isolates[i];
         iso.waiting[k].push(now);
@@ -1185,6 +1218,7 @@ impl<'a> Sim<'a> {
         }
         if measuring {
             self.report.served += 1;
+            self.report.route_served[usize::from(k == tags)] += 1;
             // The API's bound, whatever the isolate did to keep it.
             if now - since > MAX_WAIT_MS {
                 self.report.late += 1;
@@ -1365,6 +1399,11 @@ impl<'a> Sim<'a> {
         let queued = obj.busy_until.saturating_sub(now) / WORK_MS;
         if measuring {
             obj.calls += 1;
+            // Billed from the call's arrival until IDLE_BILLED_MS after its
+            // work, overlapping spans once.
+            let end = now.max(obj.busy_until) + WORK_MS + IDLE_BILLED_MS;
+            obj.billed_ms += end.saturating_sub(obj.billed_until.max(now));
+            obj.billed_until = obj.billed_until.max(end);
             obj.peak_rps = obj.peak_rps.max(obj.window_n);
             obj.peak_queue = obj.peak_queue.max(queued);
         }
@@ -1420,6 +1459,7 @@ impl<'a> Sim<'a> {
     /// its request ID) for an allocator. Stored before it is answered.
     fn root_allocate(&mut self, o: usize, ask: &SegmentAsk<'_>) -> Answer {
         let now = self.now;
+        let m = u64::from(self.measuring());
         let ObjKind::Root {
             record, remembered, ..
         } = &mut self.objs[o].kind
@@ -1433,6 +1473,7 @@ impl<'a> Sim<'a> {
             Ok(SegmentAnswer::Allocate { step }) => match record.allocate(Some(step), now) {
                 Ok((a, next)) => {
                     *record = next;
+                    self.report.rows_written[0] += m;
                     if let Some(k) = key {
                         remembered.insert(
                             k,
@@ -1465,6 +1506,7 @@ impl<'a> Sim<'a> {
     /// nothing followed it (`TagRecord::take_back`). Whether it took it
     /// (`None`: an error, no answer to rely on).
     fn root_take_back(&mut self, o: usize, tail: &Tail, from: usize) -> Option<bool> {
+        let m = u64::from(self.measuring());
         let now = self.now;
         let caller = self.name_of(from);
         let ObjKind::Root {
@@ -1482,6 +1524,7 @@ impl<'a> Sim<'a> {
                 remembered: change,
             }) => {
                 *record = next;
+                self.report.rows_written[0] += m;
                 if let Some(k) = key {
                     remember(remembered, k, change);
                 }
@@ -1492,6 +1535,7 @@ impl<'a> Sim<'a> {
                 remembered: change, ..
             }) => {
                 // Refused with proof, closed in the same write.
+                self.report.rows_written[0] += m;
                 if let Some(k) = key {
                     remember(remembered, k, change);
                 }
@@ -1524,6 +1568,7 @@ impl<'a> Sim<'a> {
     /// as its host does: `serve`, persist, then answer and send the ask.
     fn allocator_serve(&mut self, o: usize, cs: Vec<usize>, at: u64) {
         let now = self.now;
+        let m = u64::from(self.measuring());
         let fault = self.args.fault;
         let mut asks = Vec::new();
         let mut answers = Vec::new();
@@ -1561,6 +1606,7 @@ impl<'a> Sim<'a> {
         // first, and the state is stored only with a block ask).
         if fault != Fault::ServeBeforePersist || !asks.is_empty() {
             *stored = persist(state);
+            self.report.rows_written[0] += m;
         }
         for (c, a) in answers {
             self.answer(c, at, Answer::Range(a));
@@ -1578,6 +1624,7 @@ impl<'a> Sim<'a> {
     /// `o` was replaced since it asked: `asked_in`).
     fn allocator_block(&mut self, o: usize, ask: &BlockAsk, answer: Answer, asked_in: u32) {
         let now = self.now;
+        let m = u64::from(self.measuring());
         match self.objs[o].kind {
             ObjKind::Allocator { epoch, .. } if epoch == asked_in => {}
             _ => return,
@@ -1606,6 +1653,7 @@ impl<'a> Sim<'a> {
             return;
         };
         *stored = persist(live.as_ref().expect("live"));
+        self.report.rows_written[0] += m;
         let parked = std::mem::take(parked);
         if installed {
             self.allocator_serve(o, parked, now + WORK_MS);
@@ -1625,6 +1673,7 @@ impl<'a> Sim<'a> {
     /// persisted.
     fn allocator_back(&mut self, o: usize, tail: Tail, answer: &Answer, asked_in: u32) {
         let now = self.now;
+        let m = u64::from(self.measuring());
         let drop_refused = self.args.drop_refused;
         let ObjKind::Allocator {
             epoch,
@@ -1667,6 +1716,7 @@ impl<'a> Sim<'a> {
             return;
         };
         *stored = persist(live.as_ref().expect("live"));
+        self.report.rows_written[0] += m;
         self.report.kept += kept as u64;
     }
 
@@ -1676,6 +1726,7 @@ impl<'a> Sim<'a> {
     fn retire_due(&mut self) {
         let now = self.now;
         let no_retire = self.args.no_retire;
+        let m = u64::from(self.measuring());
         for o in 0..self.objs.len() {
             let ObjKind::Allocator {
                 live,
@@ -1698,6 +1749,7 @@ impl<'a> Sim<'a> {
             }
             let mut back = HandBack::new(state.retire());
             *stored = persist(state);
+            self.report.rows_written[0] += m;
             let (tag, epoch) = (*tag, *epoch);
             self.report.retired += 1;
             if let Some(tail) = back.to_send() {
@@ -1713,6 +1765,7 @@ impl<'a> Sim<'a> {
     /// A minter's loop, as its Durable Object runs it (fleet_sim's).
     fn mint(&mut self, o: usize, count: usize, now: u64) -> Answer {
         let layout = self.layout;
+        let m = u64::from(self.measuring());
         let ObjKind::Minter {
             index,
             holder,
@@ -1746,6 +1799,7 @@ impl<'a> Sim<'a> {
             if h.save_due_in(now) == Some(0) {
                 if let Some(state) = h.save_request(now) {
                     *saved = state;
+                    self.report.rows_written[1] += m;
                     h.saved(&state);
                 }
             }
@@ -1755,6 +1809,8 @@ impl<'a> Sim<'a> {
             filled += poll.filled;
             if let Some(r) = poll.renew {
                 renew(&mut self.reg, h, r, now, layout);
+                self.report.registry_calls += m;
+                self.report.rows_written[1] += m;
             }
             match minter_step(filled, poll.next, leased) {
                 MinterStep::Answer => break,
@@ -1764,6 +1820,8 @@ impl<'a> Sim<'a> {
                 }
                 MinterStep::Lease(ask) => {
                     leased = true;
+                    self.report.registry_calls += m;
+                    self.report.rows_written[1] += m;
                     let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
                     let previous = ask.previous.map(|c| c.proof(sha256));
                     match self.reg.lease_minter(
@@ -2101,11 +2159,14 @@ impl<'a> Sim<'a> {
                 }
                 ObjKind::Minter { index, .. } => format!("minter-{index}"),
             };
+            r.object_requests[obj.route()] += obj.calls;
+            r.billed_ms[obj.route()] += obj.billed_ms;
             let at = obj.region.map_or("-", |r| region_name(r));
             let _ = o;
             r.busiest
                 .push((format!("{name} ({at})"), obj.peak_rps, obj.peak_queue));
         }
+        r.object_requests[1] += r.registry_calls;
         r.busiest.sort_by_key(|b| Reverse(b.1));
         r.busiest.truncate(3);
         let mut minter_peaks: Vec<(String, u32, u32)> = Vec::new();
@@ -2129,6 +2190,99 @@ impl<'a> Sim<'a> {
             down_region: self.down_region,
             alive_at_event: self.alive_at_event,
             minter_peaks,
+        }
+    }
+}
+
+/// The dated price list: `PRICES` in `tests/bench/bill.mjs`, the one table
+/// the bench and this simulation both price with (docs/benchmarks.md,
+/// "The bill", gives it and its date). USD per unit.
+struct Prices {
+    date: String,
+    worker_request: f64,
+    object_request: f64,
+    row_written: f64,
+    row_read: f64,
+    gb_second: f64,
+}
+
+impl Prices {
+    fn read() -> Prices {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bench/bill.mjs");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let body = text
+            .split_once("export const PRICES = {")
+            .and_then(|(_, rest)| rest.split_once("};"))
+            .unwrap_or_else(|| panic!("{path}: expected `export const PRICES = {{ ... }};`"))
+            .0;
+        let field = |name: &str| -> &str {
+            body.lines()
+                .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+                .unwrap_or_else(|| panic!("{path}: PRICES.{name} missing"))
+                .trim()
+                .trim_end_matches(',')
+        };
+        // `0.30 / 1e6`: dollars a million, per unit.
+        let per_unit = |name: &str| -> f64 {
+            let (a, b) = field(name)
+                .split_once('/')
+                .unwrap_or_else(|| panic!("{path}: PRICES.{name}: expected `N / 1e6`"));
+            let num = |x: &str| -> f64 {
+                x.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{path}: PRICES.{name}: {x}?"))
+            };
+            num(a) / num(b)
+        };
+        Prices {
+            date: field("date").trim_matches('\'').to_string(),
+            worker_request: per_unit("workerRequest"),
+            object_request: per_unit("objectRequest"),
+            row_written: per_unit("rowWritten"),
+            row_read: per_unit("rowRead"),
+            gb_second: per_unit("gbSecond"),
+        }
+    }
+}
+
+/// What a million IDs of each route cost in a scenario, per design, at
+/// `prices`: the Worker's requests (one per ID: each simulated request
+/// asks one), the objects' requests and rows written as counted (`Report`),
+/// and their duration as estimated (`IDLE_BILLED_MS` after each call, at
+/// `OBJECT_GB`; it cannot be measured locally). Rows read are not
+/// simulated (objects keep their state in memory; a few per call at
+/// the bench's count, $0.001 a million).
+fn print_bill(prices: &Prices, today: &Outcome, regional: &Outcome) {
+    println!();
+    println!(
+        "The bill, per million IDs served, at the prices of {} (tests/bench/bill.mjs; duration estimated):",
+        prices.date
+    );
+    println!();
+    println!("| design | route | IDs served | per million IDs: Worker requests / object requests / rows written / GB-s | $ Worker | $ objects (requests + rows) | $ duration | $ total |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let _ = prices.row_read;
+    for (name, o) in [("today", today), ("regional", regional)] {
+        let r = &o.report;
+        for (k, route) in ["segment", "snowflake"].iter().enumerate() {
+            let served = r.route_served[k].max(1) as f64;
+            let per_m = |n: f64| n * 1e6 / served;
+            let (wr, or, rw) = (
+                per_m(r.route_requests[k] as f64),
+                per_m(r.object_requests[k] as f64),
+                per_m(r.rows_written[k] as f64),
+            );
+            let gbs = per_m(r.billed_ms[k] as f64 / 1_000.0 * OBJECT_GB);
+            let (dw, dobj, ddur) = (
+                wr * prices.worker_request,
+                or * prices.object_request + rw * prices.row_written,
+                gbs * prices.gb_second,
+            );
+            println!(
+                "| {name} | {route} | {} | {wr:.0} / {or:.1} / {rw:.1} / {gbs:.0} | ${dw:.4} | ${dobj:.5} | ${ddur:.4} | ${:.4} |",
+                r.route_served[k],
+                dw + dobj + ddur
+            );
         }
     }
 }
@@ -2234,6 +2388,7 @@ fn main() {
     println!(
         "latency: the data's figure for a caller's first call to an object (cold), a third of it after (warm); objects: {WORK_MS} ms a request, one at a time, \"overloaded\" at {OVERLOAD_QUEUE} queued (soft limit {SOFT_LIMIT} req/s); a request waits at most {MAX_WAIT_MS} ms, then a typed 503"
     );
+    let prices = Prices::read();
     let scenarios: Vec<Scenario> = [Scenario::Steady, Scenario::Storm, Scenario::Outage]
         .into_iter()
         .filter(|s| a.only.is_none_or(|o| o == *s))
@@ -2376,6 +2531,7 @@ fn main() {
             "Minter calls answered without IDs, by code (a replaced minter's clock is behind the reservation it saved for up to 3 s: clock_moved_backwards): today {:?}, regional {:?}.",
             today.report.minter_empty, regional.report.minter_empty
         );
+        print_bill(&prices, today, regional);
         // The checks, per design.
         for (name, o) in [("today", today), ("regional", regional)] {
             let r = &o.report;
