@@ -10,16 +10,19 @@
 //! Two designs run the same isolates side by side:
 //! - today: one root object per tag, placed near its first caller; isolates
 //!   load their segments from it; minters placed where each was first called;
-//! - regional: per (tag, region) an allocator created with the region's
-//!   `locationHint`, holding blocks leased from the root and serving the
-//!   segments of its region's isolates (an isolate falls back to the root
-//!   within its wait budget when its allocator does not answer); minters
+//! - regional: per (tag, hosting region) an allocator created with that
+//!   region's `locationHint`, as the Worker places them (`Region::hosting`:
+//!   `sam`, `afr` and `me` isolates use `enam`'s, `weur`'s and `eeur`'s),
+//!   holding blocks leased from the root and serving the segments of its
+//!   regions' isolates (an isolate falls back to the root within its wait
+//!   budget when its allocator does not answer); minters
 //!   placed and chosen as the Worker does, by the core's own rules: the
 //!   split over the hosting regions (`MinterPools::over_regions`), each
 //!   isolate's order of minters (`MintConfig::for_region`), and its
 //!   request's fallback and wait (`MintedBuffer::fetch_refused`,
 //!   `MintTries`, `POLL_MS`, a fetch raced against the request's
-//!   `WaitBudget`).
+//!   `WaitBudget` and, unanswered at its bound, awaited on in the
+//!   background as `MintedBuffer::fetch_unanswered` says).
 //!
 //! The service's settings are read from `worker/wrangler.toml` (the
 //! shipped `SNOWFLAKE_MINTERS` and `SNOWFLAKE_STALENESS_MS`), so that the
@@ -65,7 +68,9 @@
 //! bound (both designs: exit 1); for the regional design, exit 1 on: an
 //! object above half its soft limit in the steady hour or the storm; a
 //! continent whose cold first-ID p99 (steady state) is above 1.5x its
-//! isolates' nearest-region p99; a root above 100 req/s in the deploy
+//! isolates' nearest-region p99 (but for the colos whose hosting region is
+//! beyond a first request's budget, `far_colo`: theirs, above 1.5x the p99
+//! of that region's figure); a root above 100 req/s in the deploy
 //! storm; an object above 1,000 req/s; an overloaded answer in steady
 //! state; a request answered after its bound (`MAX_WAIT_MS` from its
 //! arrival: isolates give up by their `WaitBudget`, which
@@ -73,6 +78,11 @@
 //! region whose isolates were served no ID in a scenario; a region down
 //! whose cold isolates got no ID through the fallback. Today's design's
 //! checks are printed beside, not enforced.
+//!
+//! The bill: per scenario, design and route, what a million IDs served
+//! cost at the dated prices of `tests/bench/bill.mjs` (`Prices`, the
+//! bench's one table): Worker requests, object requests and rows written as
+//! counted, duration estimated (`print_bill`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
