@@ -2080,18 +2080,23 @@ impl<'a> Sim<'a> {
 
     fn set_down(&mut self, r: usize, down: bool) {
         if r == usize::MAX {
-            // The busiest region (by traffic weight) that holds no root:
-            // its allocators and minters (and, today, whatever objects were
-            // placed there) unreachable for a minute.
+            // The busiest region where objects live (`Region::HOSTING`,
+            // by the traffic of the isolates whose objects it hosts) that
+            // holds no root: its allocators and minters (and, today,
+            // whatever objects were placed there) unreachable for a minute.
+            // (A hint that hosts nothing, `afr`, would take nothing down.)
             let mut weight = [0.0; 9];
             let mut before = 0.0;
             for (c, cum) in self.colo_cumulative.iter().enumerate() {
-                weight[self.colos[c].region] += cum - before;
+                let host = region_index(Region::ALL[self.colos[c].region].hosting());
+                weight[host] += cum - before;
                 before = *cum;
             }
             let roots: Vec<Option<usize>> =
                 self.roots.iter().map(|&o| self.objs[o].region).collect();
-            let r = (0..9)
+            let r = Region::HOSTING
+                .map(region_index)
+                .into_iter()
                 .filter(|r| !roots.contains(&Some(*r)))
                 .max_by(|a, b| weight[*a].total_cmp(&weight[*b]))
                 .unwrap_or(0);
