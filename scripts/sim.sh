@@ -4,11 +4,14 @@
 # per tag, minters placed where first called) against regional allocators and
 # minters, in an hour of steady traffic, a deploy storm at 10,000 isolates and
 # a region's objects unreachable for a minute. Prints the tables of
-# docs/benchmarks.md#the-world-simulation; exits 1 on a duplicate (either
+# docs/benchmarks.md#the-world-simulation, and the bill per million IDs per
+# route at the prices of tests/bench/bill.mjs; exits 1 on a duplicate (either
 # design) or a violation of the regional design's targets.
 # It runs the service as shipped: SNOWFLAKE_MINTERS and SNOWFLAKE_STALENESS_MS
 # from worker/wrangler.toml, the minters placed and chosen by the core's own
-# rules (MinterPools::over_regions, MintConfig::for_region, MintTries).
+# rules (MinterPools::over_regions, MintConfig::for_region, MintTries,
+# MintedBuffer::fetch_unanswered), allocators at the hosting regions
+# (Region::hosting).
 # Arguments go to the simulation: scripts/sim.sh --short (what make test
 # runs), --seed N, --isolates N, --minutes N, --minters N (to size them),
 # --scenario steady|storm|outage (one alone),

@@ -5,6 +5,7 @@ use crate::error::Error;
 use alloc::vec::Vec;
 
 use super::{Held, MintedBuffer, MAX_MINT_BATCH_BEFORE_BORROW, MINTER_BORROW_MS, MIN_MINT_BATCH};
+use crate::wait::MAX_BACKGROUND_WAIT_MS;
 
 /// What [`MintedBuffer::fetched`] made of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,25 @@ pub enum Refused {
         /// When asking again may help, ms.
         retry_after_ms: u64,
     },
+}
+
+/// What a fetch still unanswered at its request's bound becomes
+/// ([`MintedBuffer::fetch_unanswered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Unanswered {
+    /// Await it on in the background (the isolate's `waitUntil`) for at
+    /// most `for_ms` more; its answer or failure is the buffer's as any
+    /// other's ([`MintedBuffer::fetched`], [`MintedBuffer::fetch_refused`]).
+    /// Until then it stays in flight, so the requests that follow wait for
+    /// it.
+    Await {
+        /// How long it may still be awaited, ms.
+        for_ms: u64,
+    },
+    /// Presumed lost (sent the buffer's `take_over_ms` ago or more):
+    /// counted as failed, the next fetch goes to the next minter. Drop it.
+    Failed,
 }
 
 /// One request's account of the minters it asked that failed it
@@ -166,6 +186,35 @@ impl MintedBuffer {
         } else {
             Refused::Again
         }
+    }
+
+    /// The request that sent the fetch in flight ran out of its budget at
+    /// `now_ms` before its answer came. A minter further than a request's
+    /// budget (a first call to a Durable Object costs the most) answers
+    /// only after it: counting that as a failure sends the next request to
+    /// the next minter, cold again, and its colo waits for ever. So the
+    /// fetch is awaited on in the background until the buffer would
+    /// presume it lost (`take_over_ms` after it was sent, within
+    /// [`MAX_BACKGROUND_WAIT_MS`]): [`Unanswered::Await`], the buffer
+    /// unchanged. Past that, [`Unanswered::Failed`], as
+    /// [`MintedBuffer::fetch_failed`].
+    pub fn fetch_unanswered(&mut self, now_ms: u64) -> Unanswered {
+        if !self.fetching.is_busy() {
+            // Its answer is in: nothing to await, nothing failed.
+            return Unanswered::Failed;
+        }
+        // As `InFlight` reckons it (a clock stepped back counts too).
+        let since = now_ms.abs_diff(self.sent_ms);
+        let for_ms = self
+            .config
+            .take_over_ms
+            .saturating_sub(since)
+            .min(MAX_BACKGROUND_WAIT_MS);
+        if for_ms == 0 {
+            self.fetch_failed();
+            return Unanswered::Failed;
+        }
+        Unanswered::Await { for_ms }
     }
 
     /// The fetch failed (no answer, or the minter refused): the next one

@@ -22,6 +22,12 @@
 //! - a failed fetch moves to the next minter; a request tries at most
 //!   [`MINTERS_PER_REQUEST`] of them (more when the isolate's region hosts
 //!   more: [`MintConfig::tries_per_request`]);
+//! - a fetch still unanswered when the request that sent it runs out of
+//!   its budget is awaited on in the background
+//!   ([`MintedBuffer::fetch_unanswered`]) and stays in flight: its answer
+//!   fills the buffer for the requests after it, which wait for it rather
+//!   than ask the next minter, cold again (a colo whose minters are further
+//!   than a request's budget is served from its first answer, not never);
 //! - minters are placed per region ([`MinterPools`]: the reserved worker IDs
 //!   split so that two regions never share one); an isolate asks its own
 //!   region's pool first and the others on failure, and comes back to its
@@ -45,7 +51,7 @@ pub use config::{
     MAX_MINT_BATCH_BEFORE_BORROW, MINTERS_PER_REQUEST, MINTER_BORROW_MS, MIN_MINT_BATCH,
     RETURN_HOME_MS,
 };
-pub use fetch::{Fetched, MintTries, Refused};
+pub use fetch::{Fetched, MintTries, Refused, Unanswered};
 pub use histogram::StalenessHistogram;
 pub use minter::{
     batch_ranges, minter_holder_config, minter_lease_refused, minter_restore_refused, minter_step,
@@ -139,6 +145,8 @@ pub struct MintedBuffer {
     /// Since when it asks other regions' minters (it failed over), if so.
     away_since_ms: Option<u64>,
     fetching: InFlight,
+    /// When the fetch in flight (if any) was sent.
+    sent_ms: u64,
     /// The start of the latest time unit of any batch fetched (Unix ms): the
     /// minters' clocks had reached it, less [`MINTER_BORROW_MS`].
     minted_up_to_ms: u64,
@@ -168,6 +176,7 @@ impl MintedBuffer {
             pos: 0,
             away_since_ms: None,
             fetching: InFlight::default(),
+            sent_ms: 0,
             minted_up_to_ms: 0,
             window_start_ms: None,
             window_served: 0,
@@ -234,6 +243,7 @@ impl MintedBuffer {
             self.pos = (self.pos + 1) % self.config.minters;
         }
         if claimed {
+            self.sent_ms = now_ms;
             // Away from its region's pool: back to it after a while (its
             // minters may be back), never stuck on another region's.
             // (The whole order's position: the early other region's minter

@@ -200,6 +200,41 @@ fn a_failed_fetch_moves_to_the_next_minter() {
 }
 
 #[test]
+fn a_fetch_unanswered_at_its_requests_bound_is_awaited_and_fills_the_buffer() {
+    // A minter 1,472 ms away cold (BEY's in weur): the request that asked
+    // gives up at its 1 s; the answer still serves the next request, and
+    // the minter is not passed over.
+    let mut b = buf();
+    let mut out = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(
+        b.fetch_unanswered(T + 1_000),
+        Unanswered::Await { for_ms: 2_000 }
+    );
+    assert_eq!(b.minter(), ask.minter);
+    // The next request waits for it rather than asks another minter.
+    assert_eq!(b.poll(T + 1_200, &mut out).next, MintStep::Wait);
+    let first = id(T + 1_400, ask.minter, 0);
+    assert_eq!(
+        b.fetched(&[(first, first + 8)], T + 1_472),
+        Ok(Fetched::Kept)
+    );
+    let poll = b.poll(T + 1_472, &mut out);
+    assert_eq!((poll.filled, out[0]), (1, first));
+    assert_eq!(b.minter(), ask.minter);
+    // Presumed lost once the buffer would take it over: failed, next minter.
+    let mut b = buf();
+    let _ = b.poll(T, &mut out);
+    assert_eq!(b.fetch_unanswered(T + 3_000), Unanswered::Failed);
+    assert_eq!(b.minter(), ask.minter + 1);
+    // Nothing in flight: nothing to await, nothing failed.
+    assert_eq!(b.fetch_unanswered(T + 3_000), Unanswered::Failed);
+    assert_eq!(b.minter(), ask.minter + 1);
+}
+
+#[test]
 fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
     // 6 minters, this region's pool 2..4, first asked: 3.
     let config = MintConfig::in_pool(6, 2..4, 1);

@@ -5,23 +5,24 @@ use std::cell::Cell;
 
 use edgeleaf::{
     code::ErrorCode, minted::BatchAsk, minted::Fetched, minted::MintStep, minted::MintTries,
-    minted::Refused, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
+    minted::Refused, minted::Unanswered, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
-use futures::future::FutureExt;
+use futures::future::{self, Either, FutureExt};
 use worker::{Context, Env};
 
 use super::{run, with, Isolate, Then, Turn, POLL_MS};
 use crate::api::{ApiError, ApiResult};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, sleep_ms};
 use crate::config::Config;
 use crate::objects::minter_store::stubs as minter_store;
+use crate::scope;
 
 /// `count` snowflake IDs from the minters' batches in this isolate's buffer,
-/// within the request's budget: a minter that does not answer in what is
-/// left of it (`objects::call` races it; its Durable Object may be stuck on a
-/// clock that stepped back), or answers a batch already stale (its clock
-/// lags this one's by more than the staleness bound), is passed over, and a
-/// request that runs out answers 503 at once.
+/// within the request's budget: a minter that answers a batch already stale
+/// (its clock lags this one's by more than the staleness bound) is passed
+/// over, and a request that runs out answers 503 at once. A fetch that has
+/// not answered when the request runs out goes on in the background as the
+/// core says (`MintedBuffer::fetch_unanswered`; `send_fetch`).
 pub(super) async fn ids(
     env: &Env,
     ctx: &Context,
@@ -45,7 +46,10 @@ pub(super) async fn ids(
     let last_error = Cell::new(None);
     let mut tries = MintTries::default();
     let send = async |ask: BatchAsk, left| {
-        let (error, then) = match fetch_batch(env.clone(), ask, left).await {
+        let Some(answer) = send_fetch(env, ctx, ask, left).await else {
+            return Ok(Then::Late);
+        };
+        let (error, then) = match answer {
             Ok(()) => return Ok(Then::Poll),
             Err(failed) => failed,
         };
@@ -89,6 +93,44 @@ pub(super) async fn ids(
         }
     };
     run(count, poll, send, late).await
+}
+
+/// Sends a batch fetch in this request's background (`waitUntil`, with the
+/// background budget) and waits for it for what is left of the request
+/// (`left_ms`): its answer, or `None` when the request ran out first. Then
+/// the core says what becomes of the fetch (`MintedBuffer::fetch_unanswered`):
+/// awaited on for a while more, its answer the buffer's for the requests
+/// after this one (a minter further than a request's budget, as `BEY`'s
+/// are, is otherwise passed over at every first call), or dropped.
+async fn send_fetch(
+    env: &Env,
+    ctx: &Context,
+    ask: BatchAsk,
+    left_ms: u64,
+) -> Option<Result<(), (ApiError, Refused)>> {
+    let (fetch, abort) = future::abortable(fetch_batch(env.clone(), ask, left_ms));
+    let (fetch, answer) = fetch.remote_handle();
+    ctx.wait_until(scope::background().run(fetch));
+    match future::select(answer, sleep_ms(left_ms).boxed_local()).await {
+        Either::Left((Ok(answer), _)) => Some(answer),
+        // Aborted: never, but by the timer below, after this request.
+        Either::Left((Err(_), _)) => None,
+        Either::Right(((), answer)) => {
+            let then = with(|i| i.minted.as_mut().map(|b| b.fetch_unanswered(now_ms())));
+            match then {
+                Some(Unanswered::Await { for_ms }) => {
+                    answer.forget();
+                    ctx.wait_until(async move {
+                        sleep_ms(for_ms).await;
+                        abort.abort();
+                    });
+                }
+                // Dropping the handle drops the call.
+                Some(Unanswered::Failed) | None => abort.abort(),
+            }
+            None
+        }
+    }
 }
 
 /// Fetches a batch from a minter into this isolate's buffer; on failure, the
