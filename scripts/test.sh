@@ -83,13 +83,21 @@ core() {
 
   step "the world simulation (tests/sim/), short form: 276 colos, today's design vs regional allocators, steady / deploy storm / a region down (fails on a duplicate or a regional target missed; make sim runs the full form)"
   scripts/sim.sh --short
-  # Its checks can fail: an allocator that answers before it stores what it
-  # answered serves IDs twice after the storm's replacements (must exit 1).
-  # And an isolate that waits past its request's budget answers late.
-  for fault in serve-before-persist ignore-budget; do
-    if scripts/sim.sh --short --fault "$fault" >/dev/null 2>&1; then
-      echo "the world simulation missed a planted fault (--fault $fault)"; exit 1
+  # Its checks can fail, each planted fault (--fault) by the check meant for
+  # it (exit 1, that check's violation printed): an allocator that answers
+  # before it stores what it answered serves IDs twice after the storm's
+  # replacements; an isolate that waits past its request's budget answers
+  # late; isolates that never fall back leave the cold isolates of the
+  # region down unserved in their first request.
+  for planted in "serve-before-persist:IDs served twice" \
+    "ignore-budget:requests answered after their bound" \
+    "no-fallback:in its first request while they were unreachable"; do
+    fault=${planted%%:*} check=${planted#*:} rc=0
+    out=$(scripts/sim.sh --short --fault "$fault" 2>&1) || rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -q "^VIOLATION: .*$check" <<<"$out"; then
+      echo "the world simulation missed a planted fault (--fault $fault: exit $rc, no violation \"$check\")"; exit 1
     fi
+    echo "--fault $fault caught: $(grep -c '^VIOLATION: ' <<<"$out") violations, e.g. $(grep -m1 "^VIOLATION: .*$check" <<<"$out")"
   done
 
   step "core on wasm32: wasm-pack test --node"

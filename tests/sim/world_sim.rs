@@ -76,8 +76,10 @@
 //! arrival: isolates give up by their `WaitBudget`, which
 //! `--fault ignore-budget` ignores); a
 //! region whose isolates were served no ID in a scenario; a region down
-//! whose cold isolates got no ID through the fallback. Today's design's
-//! checks are printed beside, not enforced.
+//! whose cold isolates got no segment, or no snowflake, in their first
+//! request while it was down (only the fallbacks can serve them: the root,
+//! another region's minters; `--fault no-fallback` takes them away). Today's
+//! design's checks are printed beside, not enforced.
 //!
 //! The bill: per scenario, design and route, what a million IDs served
 //! cost at the dated prices of `tests/bench/bill.mjs` (`Prices`, the
@@ -237,7 +239,9 @@ enum Fault {
     /// replacement serves it again.
     ServeBeforePersist,
     /// Isolates do not fall back to the root when their allocator does not
-    /// answer.
+    /// answer, nor to another region's minter within a request when theirs
+    /// do not (the "first ID in the first request while down" check must
+    /// catch it).
     NoFallback,
     /// Isolates ignore their requests' wait budget: a request waits for
     /// its IDs however long they take (the "answered after its bound"
@@ -683,9 +687,14 @@ struct Report {
     refused_full: u64,
     /// Snowflake IDs served past the staleness bound.
     stale: u64,
-    /// Cold isolates of the region down given their first ID while it was
-    /// (through the fallback).
-    first_while_down: u64,
+    /// Cold first-ID latency, per kind (0 segment, 1 snowflake), of the
+    /// isolates whose hosting region is down, counted when the request
+    /// that asked first arrived while it was down and got that ID itself:
+    /// only a fallback answers it (a segment from the root, a batch from
+    /// another region's minter). A later request served instead (the first
+    /// refused) is not counted: a snowflake buffer reaches another region's
+    /// minter even without the fallback, one refused request at a time.
+    first_down: [Hist; 2],
     /// IDs of tails the roots took back, and of tails they refused.
     handed_back: u64,
     not_handed_back: u64,
@@ -775,6 +784,8 @@ struct Sim<'a> {
     calls: Vec<Call>,
     free_calls: Vec<usize>,
     down: [bool; 9],
+    /// When the outage began.
+    down_at: u64,
     colo_cumulative: Vec<f64>,
     tag_cumulative: Vec<f64>,
     region_lat: [[f64; 9]; 9],
@@ -939,6 +950,7 @@ impl<'a> Sim<'a> {
             calls: Vec::new(),
             free_calls: Vec::new(),
             down: [false; 9],
+            down_at: 0,
             colo_cumulative,
             tag_cumulative,
             region_lat,
@@ -1269,11 +1281,15 @@ impl<'a> Sim<'a> {
             return;
         }
         let colo = &self.colos[iso.colo];
-        if self.down[colo.region] {
-            self.report.first_while_down += 1;
+        let kind = usize::from(k == self.args.tags);
+        let first_asked = iso.waiting[k].first() == Some(&since);
+        if self.down[region_index(Region::ALL[colo.region].hosting())]
+            && since >= self.down_at
+            && first_asked
+        {
+            self.report.first_down[kind].record(self.now - since);
         }
         let cont = continent_of(colo.region);
-        let kind = usize::from(k == self.args.tags);
         self.report.first[cont][kind].record(self.now - since);
         if self.far[iso.colo] {
             self.report.far_first.record(self.now - since);
@@ -2104,6 +2120,7 @@ impl<'a> Sim<'a> {
             self.down_region = Some(r);
             self.down[r] = true;
             let now = self.now;
+            self.down_at = now;
             self.at(now + 60_000, Event::Down(r, false));
             return;
         }
@@ -2499,6 +2516,27 @@ fn main() {
                 ));
             }
         }
+        if *s == Scenario::Outage {
+            let first_down = |o: &Outcome| {
+                let [seg, snow] = &o.report.first_down;
+                format!(
+                    "{} segments (p50 / p99 {} / {} ms), {} snowflakes ({} / {} ms)",
+                    seg.n(),
+                    seg.pct(50.0),
+                    seg.pct(99.0),
+                    snow.n(),
+                    snow.pct(50.0),
+                    snow.pct(99.0)
+                )
+            };
+            println!();
+            println!(
+                "Cold isolates whose objects are in {} given their first ID in their first request while they were unreachable (regional: only a fallback can, to the root or to another region's minters): regional {}; today {}.",
+                region_name(regional.down_region.unwrap_or(0)),
+                first_down(regional),
+                first_down(today)
+            );
+        }
         println!();
         println!("| design | requests | served | typed 503s | overloaded | root peak req/s (queue) | busiest objects: peak req/s (queue) | fallbacks (ranges from the root) | IDs skipped per hour | IDs handed back per hour (refused) | duplicates |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
@@ -2602,11 +2640,18 @@ fn main() {
             if !unserved.is_empty() {
                 fails.push(format!("regions served no ID: {}", unserved.join(", ")));
             }
-            if *s == Scenario::Outage && r.first_while_down == 0 {
-                fails.push(format!(
-                    "no cold isolate of {} got an ID while its objects were unreachable",
-                    region_name(o.down_region.unwrap_or(0))
-                ));
+            if *s == Scenario::Outage {
+                let down = region_name(o.down_region.unwrap_or(0));
+                for (kind, what, through) in [
+                    (0, "segment", "the root"),
+                    (1, "snowflake", "another region's minters"),
+                ] {
+                    if r.first_down[kind].n() == 0 {
+                        fails.push(format!(
+                            "no cold isolate whose objects are in {down} got its first {what} in its first request while they were unreachable (the fallback to {through})"
+                        ));
+                    }
+                }
             }
             duplicates += o.duplicates;
             if name == "regional" {
