@@ -609,15 +609,18 @@ impl RootState {
                 range
             }
             LeaseSource::Credit {
-                segment, drop, add, ..
+                segment,
+                taken,
+                rest,
+                ..
             } => {
-                let held = self.credits.entry(drop.owner.into()).or_default();
-                held.retain(|c| *c != drop.range);
-                if let Some(add) = add {
+                let held = self.credits.entry(taken.owner.into()).or_default();
+                held.retain(|c| *c != taken.range);
+                if let Some(rest) = rest {
                     self.credits
-                        .entry(add.owner.into())
+                        .entry(rest.owner.into())
                         .or_default()
-                        .push(add.range);
+                        .push(rest.range);
                 }
                 segment
             }

@@ -1749,9 +1749,15 @@ fn cpu_secs() -> f64 {
     ticks / 100.0
 }
 
-/// `MODEL_ONLY=<world or fault>` runs that one alone (while working on it).
+/// `MODEL_ONLY=<world or fault>` runs that one alone (while working on it);
+/// the others say they were skipped, so a run with it set never reads as a
+/// whole one.
 fn only(name: &str) -> bool {
-    std::env::var("MODEL_ONLY").map_or(true, |o| o == name)
+    let run = std::env::var("MODEL_ONLY").map_or(true, |o| o == name);
+    if !run {
+        println!("skipped (MODEL_ONLY): {name}");
+    }
+    run
 }
 
 /// Every planted fault, the world it is planted in.

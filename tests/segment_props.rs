@@ -509,14 +509,14 @@ proptest! {
                                 alloc
                             })
                         }
-                        LeaseSource::Credit { segment, granted, drop, add } => {
+                        LeaseSource::Credit { segment, granted, taken, rest } => {
                             let lowest = mine.iter().map(|c| c.start).filter(|s| *s > above).min();
                             prop_assert_eq!(Some(segment.start), lowest, "not the lowest credit");
                             prop_assert!(segment.step <= granted);
-                            prop_assert_eq!((drop.owner, add.map(|a| a.owner).unwrap_or(drop.owner)), (cl.name.as_str(), cl.name.as_str()));
-                            let i = mine.iter().position(|c| *c == drop.range).unwrap();
+                            prop_assert_eq!((taken.owner, rest.map(|a| a.owner).unwrap_or(taken.owner)), (cl.name.as_str(), cl.name.as_str()));
+                            let i = mine.iter().position(|c| *c == taken.range).unwrap();
                             mine.remove(i);
-                            mine.extend(add.map(|a| a.range));
+                            mine.extend(rest.map(|a| a.range));
                             Ok(segment)
                         }
                         other => panic!("a new request ID answered {other:?}"),

@@ -51,13 +51,13 @@ impl TagRecord {
             LeaseSource::Credit {
                 segment,
                 granted,
-                drop,
-                add,
+                taken,
+                rest,
             } => CreditedAnswer::Credit {
                 segment,
                 granted,
-                taken: drop.range,
-                rest: add.map(|a| a.range),
+                taken: taken.range,
+                rest: rest.map(|a| a.range),
             },
         })
     }

@@ -33,7 +33,7 @@ pub enum LeaseSource<'a> {
         /// The step granted.
         step: u64,
     },
-    /// From the asker's lowest credit: remove `drop`, store `add` (what is
+    /// From the asker's lowest credit: remove `taken`, store `rest` (what is
     /// left of it, if anything), answer `segment`. `max_id` does not move.
     Credit {
         /// The IDs answered: the start of the credit, at most the step
@@ -42,9 +42,9 @@ pub enum LeaseSource<'a> {
         /// The step the lease was granted.
         granted: u64,
         /// The credit used.
-        drop: CreditRow<'a>,
+        taken: CreditRow<'a>,
         /// What is left of it.
-        add: Option<CreditRow<'a>>,
+        rest: Option<CreditRow<'a>>,
     },
 }
 
@@ -132,11 +132,11 @@ impl TagRecord {
                 Self::lowest_credit(credits, above, step)?.map(|used| LeaseSource::Credit {
                     segment: used.segment,
                     granted: step,
-                    drop: CreditRow {
+                    taken: CreditRow {
                         owner,
                         range: used.taken,
                     },
-                    add: used.rest.map(|range| CreditRow { owner, range }),
+                    rest: used.rest.map(|range| CreditRow { owner, range }),
                 })
             }
             None => None,

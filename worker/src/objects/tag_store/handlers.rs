@@ -161,11 +161,14 @@ impl TagStore {
             LeaseSource::Again(alloc) => alloc,
             LeaseSource::Allocate { step } => self.allocate(&stored, Some(step), &req.by)?.0,
             LeaseSource::Credit {
-                segment, drop, add, ..
+                segment,
+                taken,
+                rest,
+                ..
             } => {
-                self.drop_credit(drop.owner, &drop.range)?;
-                if let Some(add) = add {
-                    self.add_credit(add.owner, &add.range)?;
+                self.drop_credit(taken.owner, &taken.range)?;
+                if let Some(rest) = rest {
+                    self.add_credit(rest.owner, &rest.range)?;
                 }
                 self.remember(&segment, now_ms(), &req.by)?;
                 segment
