@@ -27,9 +27,20 @@ pub const MAX_REMEMBERED_PER_CALLER: u64 = 1_000;
 /// How far one caller's memory may grow past [`MAX_REMEMBERED_PER_CALLER`]
 /// before its oldest are forgotten, back to that, all at once: forgetting
 /// reads every lease the caller has remembered (to find its oldest), so it
-/// is done once in this many of its leases, not at each (1,001 rows read
-/// and sorted a lease, before). A caller holds at most the sum (1,100).
+/// is done once in this many of its leases, not at each (2,018 rows read a
+/// lease at the cap before, as measured). A caller holds at most the sum
+/// (1,100).
 pub const REMEMBERED_PRUNE_MARGIN: u64 = 100;
+
+/// The most callers a tag's store keeps a count of remembered leases for
+/// (the count [`remembered_prune`] is given), in the memory of one instance
+/// of it: past that, it forgets every count at once. A caller whose count
+/// it does not hold has its leases counted again from the store, all its
+/// rows (up to 1,100) read once — as at the first lease of each caller in
+/// a new instance (after an eviction, a restart, a deploy). So the counts
+/// never outgrow memory however many keys lease the tag, and forgetting
+/// them costs those reads, never a count below the rows.
+pub const MAX_COUNTED_CALLERS: usize = 10_000;
 
 /// What a tag's store does with one caller's memory once it has remembered
 /// one more of its leases, given `counted`: at least as many leases as the

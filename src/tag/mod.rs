@@ -22,7 +22,8 @@ pub use answer::{
 };
 pub use ask::{
     remembered_prune, Asker, Remembered, RememberedChange, SegmentAsk, TailBack,
-    MAX_REMEMBERED_PER_CALLER, MAX_REQUEST_ID_LEN, REMEMBERED_PRUNE_MARGIN, REQUEST_ID_TTL_MS,
+    MAX_COUNTED_CALLERS, MAX_REMEMBERED_PER_CALLER, MAX_REQUEST_ID_LEN, REMEMBERED_PRUNE_MARGIN,
+    REQUEST_ID_TTL_MS,
 };
 pub use change::{TagChange, TagExpected};
 pub use credit::MAX_CREDITS;

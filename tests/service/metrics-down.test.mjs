@@ -2,7 +2,9 @@
 // does not answer (here: its stored row made unreadable, so it answers
 // `store_error`) is shown down — `edgeleaf_tag_up{tag="…"} 0`, and no other
 // series of it — never silently left out; the tags that answer are up (1)
-// with their series, and a name that is no tag has none at all.
+// with their series, and a name that is no tag has none at all. So too in
+// the default scrape (the busiest), for a tag with no summary's stats yet,
+// whose history is read; named as well, it is listed once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -55,6 +57,20 @@ test('/metrics?tag= shows a named tag whose object does not answer as down, not 
       assert.ok(series('m-up').includes('edgeleaf_tag_up 1'), text);
       assert.ok(series('m-up').includes('edgeleaf_tag_step 10'), text);
       assert.deepEqual(series('no-such-tag'), [], text);
+
+      // The busiest (the default scrape): m-down has no stats in the catalog
+      // yet (its summary has none until its object reports), so it is read
+      // from its history; that fails, and it is listed down, not left out.
+      const busiest = await svc.admin('/metrics');
+      const all = await busiest.text();
+      assert.equal(busiest.status, 200, all);
+      const seriesOf = (tag) => [...all.matchAll(/^(edgeleaf_tag_\w+)\{tag="([^"]*)"\} (\S+)$/gm)]
+        .filter((m) => m[2] === tag).map((m) => `${m[1]} ${m[3]}`);
+      assert.deepEqual(seriesOf('m-down'), ['edgeleaf_tag_up 0'], all);
+      assert.ok(seriesOf('m-up').includes('edgeleaf_tag_up 1'), all);
+      // Named too: listed once (asked once), not down twice.
+      const both = await (await svc.admin('/metrics?top=10&tag=m-down')).text();
+      assert.equal(both.match(/^edgeleaf_tag_up\{tag="m-down"\} 0$/gm)?.length, 1, both);
     } finally {
       await svc.dispose();
     }

@@ -3,8 +3,10 @@
 //! those named (`?tag=a&tag=b`, at most `MAX_NAMED`), from
 //! the summaries their objects report to the catalog (every isolate
 //! together, at most a minute old while busy): `max_id`, step, allocations,
-//! the recent rate and the runway (and `edgeleaf_tag_up`: 0 for a tag
-//! whose object did not answer, listed, not left out); the registry's
+//! the recent rate and the runway (and `edgeleaf_tag_up`: 1 for a tag with
+//! series — from a summary, that it was read, not that the object answered
+//! now; 0 for a tag whose object was asked and did not answer, listed, not
+//! left out); the registry's
 //! worker IDs by status; and this isolate's counters, labelled with its ID
 //! (each isolate answers for itself: a scrape sees whichever one answered).
 //! A key limited to some tags gets the samples of those tags only, and no
@@ -126,9 +128,15 @@ fn top(url: &worker::Url) -> ApiResult<u32> {
 
 /// The rows of the `top` busiest tags `access` sees, from the catalog's
 /// summaries (a tag without stats yet read from its history, at most
-/// `MAX_READ_PER_PAGE` a scrape; all of them if that many or fewer), and how many tags it sees in all; `None`
-/// from a catalog of the release before.
-async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec<TagRow>, u64)>> {
+/// `MAX_READ_PER_PAGE` a scrape; all of them if that many or fewer), the
+/// names of those without stats whose object did not answer (listed as
+/// down: as `rows_of`), and how many tags it sees in all; `None` from a
+/// catalog of the release before.
+async fn top_rows(
+    env: &Env,
+    access: &Access,
+    top: u32,
+) -> ApiResult<Option<(Vec<TagRow>, Vec<String>, u64)>> {
     if top == 0 {
         let query = ListQuery {
             cursor: None,
@@ -137,7 +145,7 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
         };
         return Ok(catalog::page(env, query.page(access, true))
             .await?
-            .map(|p| (Vec::new(), p.total)));
+            .map(|p| (Vec::new(), Vec::new(), p.total)));
     }
     let query = ListQuery {
         cursor: None,
@@ -158,11 +166,16 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
         .collect();
     let read = futures::future::join_all(unread.iter().map(|t| history::load(env, t))).await;
     let now = now_ms();
-    let mut found = std::collections::BTreeMap::new();
+    let (mut found, mut failed) = (std::collections::BTreeMap::new(), Vec::new());
     for (name, h) in unread.into_iter().zip(read) {
-        if let Ok(h) = h {
-            let runway = history::tag_runway(&h, now)?;
-            found.insert(name, (h, runway));
+        match h {
+            Ok(h) => {
+                let runway = history::tag_runway(&h, now)?;
+                found.insert(name, (h, runway));
+            }
+            // Deleted since it was listed: no longer a tag.
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(_) => failed.push(name),
         }
     }
     if !found.is_empty() {
@@ -173,7 +186,7 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
         // Kept for the next scrape; one not kept is read again then.
         let _ = catalog::report(env, summaries).await;
     }
-    let mut rows = Vec::new();
+    let (mut rows, mut down) = (Vec::new(), Vec::new());
     for e in page.entries {
         if let Some((h, runway)) = found.remove(&e.biz_tag) {
             rows.push(TagRow {
@@ -188,6 +201,10 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
             stats: Some(st),
         }) = e.summary
         else {
+            // No stats to show it by: down if its object did not answer.
+            if failed.contains(&e.biz_tag) {
+                down.push(e.biz_tag);
+            }
             continue;
         };
         let remaining = st
@@ -204,7 +221,7 @@ async fn top_rows(env: &Env, access: &Access, top: u32) -> ApiResult<Option<(Vec
             },
         });
     }
-    Ok(Some((rows, page.total)))
+    Ok(Some((rows, down, page.total)))
 }
 
 /// The rows of the first tags by name (at most `top` and
@@ -228,20 +245,25 @@ async fn first_rows(
     Ok((rows, unavailable, total))
 }
 
-/// The rows of the tags `named` that `access` sees and `rows` lacks, each
-/// from its history (exact), and those whose object did not answer; a name
-/// that is no tag has none.
+/// The rows of the tags `named` that `access` sees and neither `rows` nor
+/// `down` lists, each from its history (exact), and those whose object did
+/// not answer; a name that is no tag has none. (A tag already down is not
+/// asked again: a second failure would list it twice, which the exposition
+/// format does not allow.)
 async fn named_rows(
     env: &Env,
     access: &Access,
     named: &[String],
     rows: &[TagRow],
+    down: &[String],
 ) -> ApiResult<(Vec<TagRow>, Vec<String>)> {
     let wanted: Vec<&String> = named
         .iter()
         // A name no tag can have is not asked of any object.
         .filter(|t| edgeleaf::name::check_tag(t).is_ok())
-        .filter(|t| access.sees_tag(t) && !rows.iter().any(|r| r.tag.biz_tag == **t))
+        .filter(|t| {
+            access.sees_tag(t) && !rows.iter().any(|r| r.tag.biz_tag == **t) && !down.contains(t)
+        })
         .collect();
     rows_of(env, &wanted, now_ms()).await
 }
@@ -277,10 +299,10 @@ pub async fn metrics(env: &Env, access: &Access, query: &Query) -> ApiResult<Str
     let now = now_ms();
     let top = query.top;
     let (mut rows, mut down, total) = match top_rows(env, access, top).await? {
-        Some((rows, total)) => (rows, Vec::new(), total),
+        Some(top) => top,
         None => first_rows(env, access, top).await?,
     };
-    let (named, named_down) = named_rows(env, access, &query.tags, &rows).await?;
+    let (named, named_down) = named_rows(env, access, &query.tags, &rows, &down).await?;
     rows.extend(named);
     down.extend(named_down);
     let mut t = Text::default();
@@ -294,7 +316,7 @@ pub async fn metrics(env: &Env, access: &Access, query: &Query) -> ApiResult<Str
         ("edgeleaf_tag_remaining_ids", "gauge", "IDs left before max_id reaches the end of the tag's domain."),
         ("edgeleaf_tag_runway_seconds", "gauge", "When max_id reaches the end of the domain at the last hour's rate, seconds from now (+Inf: no recent allocation)."),
     ];
-    t.family("edgeleaf_tag_up", "gauge", "1: the tag's series below are in this scrape; 0: its object did not answer it (a tag named by ?tag=, or read from its history), so it has no other series.");
+    t.family("edgeleaf_tag_up", "gauge", "1: the tag's series below are in this scrape (read from its object, or from the summary it last reported to the catalog: then 1 says the summary was read, not that its object answered now); 0: its object did not answer it (a tag named by ?tag=, or one with no summary yet read from its history), so it has no other series.");
     for row in &rows {
         t.sample("edgeleaf_tag_up", &[("tag", &row.tag.biz_tag)], 1.0);
     }

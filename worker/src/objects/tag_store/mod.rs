@@ -74,7 +74,9 @@ pub struct TagStore {
     /// at each, and writes no row more. Only this instance writes the table
     /// (an older one's writes fail), so the count never falls below the
     /// rows; rows forgotten otherwise (the hour, a tail handed back) leave
-    /// it above them, which prunes early at worst.
+    /// it above them, which prunes early at worst. At most the core's
+    /// `MAX_COUNTED_CALLERS` askers: past that, all are forgotten at once
+    /// (`schema::keep_count`), each counted again at its next lease.
     remembered_counts: RefCell<HashMap<String, u64>>,
 }
 

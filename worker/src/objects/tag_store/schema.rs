@@ -4,8 +4,11 @@
 use edgeleaf::{
     code::ErrorCode, driver::IssuedMark, opaque::OpaqueDomain, opaque::OPAQUE_KEY_BYTES,
     segment::Allocation, tag::remembered_prune, tag::Remembered, tag::RememberedChange,
-    tag::SegmentAsk, tag::TagKind, tag::TagRecord, tag::REQUEST_ID_TTL_MS,
+    tag::SegmentAsk, tag::TagKind, tag::TagRecord, tag::MAX_COUNTED_CALLERS,
+    tag::REQUEST_ID_TTL_MS,
 };
+use std::collections::HashMap;
+
 use edgeleaf_rules::history::HISTORY_LEN;
 use serde::Deserialize;
 
@@ -352,7 +355,7 @@ impl TagStore {
             }
             None => counted,
         };
-        self.remembered_counts.borrow_mut().insert(from, counted);
+        keep_count(&mut self.remembered_counts.borrow_mut(), from, counted);
         Ok(())
     }
 
@@ -475,5 +478,37 @@ impl TagStore {
             ));
         }
         Ok(())
+    }
+}
+
+/// Keeps `counted` as the count of the asker whose names start at `from`,
+/// having forgotten every other count first if `MAX_COUNTED_CALLERS` are
+/// held (the core's: a count forgotten is read again from the table).
+fn keep_count(counts: &mut HashMap<String, u64>, from: String, counted: u64) {
+    if counts.len() >= MAX_COUNTED_CALLERS && !counts.contains_key(&from) {
+        counts.clear();
+    }
+    counts.insert(from, counted);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counts_are_forgotten_all_at_once_past_their_bound() {
+        let mut counts = HashMap::new();
+        for i in 0..MAX_COUNTED_CALLERS {
+            keep_count(&mut counts, format!("{i}:"), 1);
+        }
+        assert_eq!(counts.len(), MAX_COUNTED_CALLERS);
+        // An asker already counted: its count moves on, none is forgotten.
+        keep_count(&mut counts, "0:".to_owned(), 2);
+        assert_eq!(counts.len(), MAX_COUNTED_CALLERS);
+        assert_eq!(counts["0:"], 2);
+        // One more: the others are forgotten (counted again when they lease).
+        keep_count(&mut counts, "new:".to_owned(), 5);
+        assert_eq!(counts.len(), 1);
+        assert_eq!(counts["new:"], 5);
     }
 }
