@@ -27,7 +27,7 @@
 use std::collections::HashSet;
 
 use edgeleaf::{
-    holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
+    code::ErrorCode, holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState,
     holder::SnowflakeHolder, minted::batch_ranges, minted::minter_holder_config,
     minted::MintConfig, minted::MintStep, minted::MintedBuffer, minted::MinterPools,
     minted::MINTERS_PER_REQUEST, minted::RETURN_HOME_MS, rand::SplitMix64, registry::GrantRequest,
@@ -282,9 +282,22 @@ struct World {
     now: u64,
     /// The latest clock reading of any minter.
     latest_clock: u64,
-    in_flight: Vec<(usize, Vec<(u64, u64)>)>,
+    /// Batch answers on their way: the isolate, its fetch's ticket and
+    /// the isolate's clock when it was sent, the ranges (none: the call
+    /// failed).
+    in_flight: Vec<InFlightFetch>,
     minted: HashSet<u64>,
     served: HashSet<u64>,
+}
+
+/// A batch answer on its way: the isolate, its fetch, the ranges.
+type InFlightFetch = (usize, Fetch, Vec<(u64, u64)>);
+
+/// A fetch sent: its ticket, and its isolate's clock then.
+#[derive(Debug, Clone, Copy)]
+struct Fetch {
+    ticket: u64,
+    sent: u64,
 }
 
 impl World {
@@ -313,13 +326,31 @@ impl World {
             MintStep::Wait => None,
         };
         if let Some(ask) = ask {
+            // One fetch in flight at a time: the one before it was answered,
+            // or presumed lost (take_over_ms old) — never closed by another's
+            // answer (a late one's, whose fetch a later one took over from).
+            let take_over = self.isolates[n].0.config().take_over_ms;
+            let before = self.in_flight.iter().rev().find(|f| f.0 == n);
+            if let Some((_, f, _)) = before.filter(|f| f.1.ticket + 1 == ask.ticket) {
+                prop_assert!(
+                    clock.abs_diff(f.sent) >= take_over,
+                    "isolate {n}: fetch {} sent while fetch {} ({} ms old) is in flight",
+                    ask.ticket,
+                    f.ticket,
+                    clock.abs_diff(f.sent)
+                );
+            }
             let m = self.builds[n] * MINTERS as usize + ask.minter as usize;
             let ids = if self.down.contains(&ask.minter) {
                 Vec::new()
             } else {
                 self.mint(m, ask.count as usize)?
             };
-            self.in_flight.push((n, batch_ranges(&LAYOUT, &ids)));
+            let fetch = Fetch {
+                ticket: ask.ticket,
+                sent: clock,
+            };
+            self.in_flight.push((n, fetch, batch_ranges(&LAYOUT, &ids)));
         }
         Ok(poll.filled)
     }
@@ -359,14 +390,23 @@ impl World {
     }
 
     fn deliver(&mut self, k: usize) {
-        let (n, ranges) = self.in_flight.remove(k % self.in_flight.len());
+        let (n, fetch, ranges) = self.in_flight.remove(k % self.in_flight.len());
         let (buf, offset) = &mut self.isolates[n];
         let clock = self.now.saturating_add_signed(*offset);
         if ranges.is_empty() {
-            buf.fetch_failed();
+            // The call failed, as the Worker tells it: by its ticket.
+            let _ = buf.fetch_refused(fetch.ticket, ErrorCode::StoreUnavailable, clock, 0);
         } else {
-            buf.fetched(&ranges, clock).unwrap();
+            buf.fetched(fetch.ticket, &ranges, clock).unwrap();
         }
+    }
+
+    /// A fetch is lost: its call fails (its answer never comes).
+    fn lose(&mut self, k: usize) {
+        let (n, fetch, _) = self.in_flight.remove(k % self.in_flight.len());
+        let (buf, offset) = &mut self.isolates[n];
+        let clock = self.now.saturating_add_signed(*offset);
+        let _ = buf.fetch_refused(fetch.ticket, ErrorCode::StoreUnavailable, clock, 0);
     }
 
     /// Liveness: from `CALM_DEADLINE` on, each minter mints when asked and
@@ -523,10 +563,7 @@ proptest! {
                     let _ = w.serve(n, count)?;
                 }
                 Op::Deliver(k) if !w.in_flight.is_empty() => w.deliver(k),
-                Op::Lose(k) if !w.in_flight.is_empty() => {
-                    let (n, _) = w.in_flight.remove(k % w.in_flight.len());
-                    w.isolates[n].0.fetch_failed();
-                }
+                Op::Lose(k) if !w.in_flight.is_empty() => w.lose(k),
                 Op::Restart(m, back) => {
                     let minter = &mut w.minters[m];
                     minter.holder = None;
@@ -685,10 +722,7 @@ proptest! {
                     let _ = w.serve(n % isolates, count)?;
                 }
                 Op::Deliver(k) if !w.in_flight.is_empty() => w.deliver(k),
-                Op::Lose(k) if !w.in_flight.is_empty() => {
-                    let (n, _) = w.in_flight.remove(k % w.in_flight.len());
-                    w.isolates[n].0.fetch_failed();
-                }
+                Op::Lose(k) if !w.in_flight.is_empty() => w.lose(k),
                 Op::Restart(m, back) => {
                     let object = (m + (back as usize % 2) * MINTERS as usize * k) % w.minters.len();
                     let minter = &mut w.minters[object];

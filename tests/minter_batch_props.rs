@@ -165,10 +165,10 @@ fn fetch(
 ) -> Option<Refused> {
     match minters[ask.minter as usize].mint(ask, now) {
         Ok(ranges) => {
-            buf.fetched(&ranges, now).unwrap();
+            buf.fetched(ask.ticket, &ranges, now).unwrap();
             None
         }
-        Err(code) => Some(buf.fetch_refused(code, now, 1_000)),
+        Err(code) => Some(buf.fetch_refused(ask.ticket, code, now, 1_000)),
     }
 }
 

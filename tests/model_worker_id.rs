@@ -874,11 +874,11 @@ impl WorkerIdModel {
                     Err(code) => {
                         // Asked again (the same minter), or the next; the
                         // request's budget left: the calm's one round.
-                        let _ = buf.fetch_refused(code, now, CALM_STEP_MS);
+                        let _ = buf.fetch_refused(buf.ticket(), code, now, CALM_STEP_MS);
                         return;
                     }
                 };
-                match buf.fetched(&ranges, now) {
+                match buf.fetched(buf.ticket(), &ranges, now) {
                     Ok(Fetched::Stale) if self.fault == Fault::LaggingMinterAskedAgain => {
                         w.pinned = Some(m);
                     }

@@ -15,6 +15,15 @@ pub enum Fetched {
     /// Every ID was older than the staleness bound on arrival: dropped, and
     /// counted as a failed fetch (the next goes to the next minter).
     Stale,
+    /// The answer of a fetch a later one took over from (its ticket is not
+    /// the latest, [`BatchAsk::ticket`](super::BatchAsk::ticket)): dropped,
+    /// nothing changed. Its fetch was already presumed lost and counted
+    /// failed; taking its answer as the later fetch's would close that one
+    /// while it is still in flight. (Its IDs would be safe to serve, as
+    /// the overlap and staleness checks hold, but a late answer is rare —
+    /// one past `take_over_ms` — and dropping it keeps one rule: only the
+    /// latest fetch's answer counts.)
+    Late,
 }
 
 /// What a request does after a minter answered that it has nothing.
@@ -51,6 +60,12 @@ pub enum Unanswered {
     /// Presumed lost (sent the buffer's `take_over_ms` ago or more):
     /// counted as failed, the next fetch goes to the next minter. Drop it.
     Failed,
+    /// Its answer (or refusal) is already in: nothing to await, nothing
+    /// failed.
+    Answered,
+    /// A later fetch took over from it (it was presumed lost, and counted
+    /// failed then): nothing to await, nothing more to count. Drop it.
+    TakenOver,
 }
 
 /// One request's account of the minters it asked that failed it
@@ -80,7 +95,9 @@ impl MintTries {
 }
 
 impl MintedBuffer {
-    /// A minter answered `ranges` (`[start, end)` each) at `now_ms`: kept,
+    /// A minter answered `ranges` (`[start, end)` each) at `now_ms` to the
+    /// fetch of `ticket` ([`BatchAsk::ticket`](super::BatchAsk::ticket)):
+    /// dropped if a later fetch took over from it ([`Fetched::Late`]); kept,
     /// or, when every ID of a batch is already older than the staleness
     /// bound, dropped and counted as a failed fetch ([`Fetched::Stale`]: the
     /// next fetch goes to the next minter).
@@ -89,7 +106,15 @@ impl MintedBuffer {
     /// [`Error::InvalidBatch`] for a range that is empty, beyond the layout,
     /// spans two time units or worker IDs, or overlaps IDs held; nothing of
     /// the batch is kept then.
-    pub fn fetched(&mut self, ranges: &[(u64, u64)], now_ms: u64) -> Result<Fetched, Error> {
+    pub fn fetched(
+        &mut self,
+        ticket: u64,
+        ranges: &[(u64, u64)],
+        now_ms: u64,
+    ) -> Result<Fetched, Error> {
+        if ticket != self.ticket {
+            return Ok(Fetched::Late);
+        }
         self.fetching.done();
         let mut add = Vec::with_capacity(ranges.len());
         for &(start, end) in ranges {
@@ -147,8 +172,11 @@ impl MintedBuffer {
         Ok(Fetched::Kept)
     }
 
-    /// The minter answered at `now_ms` that it has nothing for now, with
-    /// `code`; the request may still wait `remaining_ms`. A minter whose time
+    /// The minter asked by the fetch of `ticket` answered at `now_ms` that it
+    /// has nothing for now, with `code`; the request may still wait
+    /// `remaining_ms`. The answer of a fetch a later one took over from
+    /// changes nothing ([`Refused::Again`]: polling again finds the later
+    /// fetch's IDs, or waits for it). A minter whose time
     /// unit is used up (`sequence_exhausted`) is asked again after a short
     /// wait ([`Refused::Again`]), unless this clock is behind IDs already
     /// minted by more than the request can wait: then the minters' clocks
@@ -159,7 +187,16 @@ impl MintedBuffer {
     /// [`MAX_MINT_BATCH_BEFORE_BORROW`]) is asked again, once, for no more
     /// than it takes. Anything else moves to the next minter
     /// ([`Refused::Next`], as [`MintedBuffer::fetch_failed`]).
-    pub fn fetch_refused(&mut self, code: ErrorCode, now_ms: u64, remaining_ms: u64) -> Refused {
+    pub fn fetch_refused(
+        &mut self,
+        ticket: u64,
+        code: ErrorCode,
+        now_ms: u64,
+        remaining_ms: u64,
+    ) -> Refused {
+        if ticket != self.ticket {
+            return Refused::Again;
+        }
         if code == ErrorCode::OutOfRange && self.max_batch > MAX_MINT_BATCH_BEFORE_BORROW {
             // A minter of the release before refused the count: ask again,
             // for no more than it takes.
@@ -188,7 +225,7 @@ impl MintedBuffer {
         }
     }
 
-    /// The request that sent the fetch in flight ran out of its budget at
+    /// The request that sent the fetch of `ticket` ran out of its budget at
     /// `now_ms` before its answer came. A minter further than a request's
     /// budget (a first call to a Durable Object costs the most) answers
     /// only after it: counting that as a failure sends the next request to
@@ -197,11 +234,15 @@ impl MintedBuffer {
     /// presume it lost (`take_over_ms` after it was sent, within
     /// [`MAX_BACKGROUND_WAIT_MS`]): [`Unanswered::Await`], the buffer
     /// unchanged. Past that, [`Unanswered::Failed`], as
-    /// [`MintedBuffer::fetch_failed`].
-    pub fn fetch_unanswered(&mut self, now_ms: u64) -> Unanswered {
+    /// [`MintedBuffer::fetch_failed`]. A fetch already answered, or taken
+    /// over from, changes nothing ([`Unanswered::Answered`],
+    /// [`Unanswered::TakenOver`]).
+    pub fn fetch_unanswered(&mut self, ticket: u64, now_ms: u64) -> Unanswered {
+        if ticket != self.ticket {
+            return Unanswered::TakenOver;
+        }
         if !self.fetching.is_busy() {
-            // Its answer is in: nothing to await, nothing failed.
-            return Unanswered::Failed;
+            return Unanswered::Answered;
         }
         // As `InFlight` reckons it (a clock stepped back counts too).
         let since = now_ms.abs_diff(self.sent_ms);
@@ -217,8 +258,11 @@ impl MintedBuffer {
         Unanswered::Await { for_ms }
     }
 
-    /// The fetch failed (no answer, or the minter refused): the next one
-    /// goes to the next minter.
+    /// The latest fetch failed (no answer, or the minter refused, or
+    /// [`MintedBuffer::fetched`] refused its batch): the next one goes to
+    /// the next minter. Only for the latest fetch, as the caller knows
+    /// (right after `fetched` answered an error for its ticket): the answer
+    /// of one that may be late goes through [`MintedBuffer::fetch_refused`].
     pub fn fetch_failed(&mut self) {
         self.fetching.done();
         self.pos = (self.pos + 1) % self.config.minters;

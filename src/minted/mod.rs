@@ -28,6 +28,11 @@
 //!   fills the buffer for the requests after it, which wait for it rather
 //!   than ask the next minter, cold again (a colo whose minters are further
 //!   than a request's budget is served from its first answer, not never);
+//! - each fetch has a ticket ([`BatchAsk::ticket`]): an answer that comes
+//!   after a later fetch took over from its (presumed lost) one is dropped
+//!   ([`Fetched::Late`]), so it never closes the later fetch — which would
+//!   let a third go out while that one is still in flight, or move past a
+//!   minter twice;
 //! - minters are placed per region ([`MinterPools`]: the reserved worker IDs
 //!   split so that two regions never share one); an isolate asks its own
 //!   region's pool first and the others on failure, and comes back to its
@@ -73,6 +78,11 @@ pub struct BatchAsk {
     pub minter: u32,
     /// How many IDs (1..=[`MAX_MINT_BATCH`]).
     pub count: u32,
+    /// Which fetch this is, to hand back with its answer
+    /// ([`MintedBuffer::fetched`], [`MintedBuffer::fetch_refused`],
+    /// [`MintedBuffer::fetch_unanswered`]): an answer that comes after a
+    /// later fetch took over is not taken for that one's.
+    pub ticket: u64,
 }
 
 /// What the caller does after a [`MintedBuffer::poll`].
@@ -124,7 +134,7 @@ struct Held {
 /// assert_eq!(ask.minter, 7);
 /// // ... minter 7 mints `ask.count` IDs and answers ranges:
 /// let first = Layout::LEAF.compose(Parts { timestamp_ms: now, worker_id: 7, sequence: 0 })?.get();
-/// buf.fetched(&[(first, first + 100)], now)?;
+/// buf.fetched(ask.ticket, &[(first, first + 100)], now)?;
 /// assert_eq!(buf.poll(now, &mut out).filled, 2);
 /// assert_eq!(out, [first, first + 1]);
 /// # Ok::<(), edgeleaf::Error>(())
@@ -147,6 +157,9 @@ pub struct MintedBuffer {
     fetching: InFlight,
     /// When the fetch in flight (if any) was sent.
     sent_ms: u64,
+    /// The latest fetch's ticket ([`BatchAsk::ticket`]): only its answer
+    /// closes the fetch in flight.
+    ticket: u64,
     /// The start of the latest time unit of any batch fetched (Unix ms): the
     /// minters' clocks had reached it, less [`MINTER_BORROW_MS`].
     minted_up_to_ms: u64,
@@ -177,6 +190,7 @@ impl MintedBuffer {
             away_since_ms: None,
             fetching: InFlight::default(),
             sent_ms: 0,
+            ticket: 0,
             minted_up_to_ms: 0,
             window_start_ms: None,
             window_served: 0,
@@ -244,6 +258,7 @@ impl MintedBuffer {
         }
         if claimed {
             self.sent_ms = now_ms;
+            self.ticket += 1;
             // Away from its region's pool: back to it after a while (its
             // minters may be back), never stuck on another region's.
             // (The whole order's position: the early other region's minter
@@ -267,7 +282,14 @@ impl MintedBuffer {
         BatchAsk {
             minter: self.config.minter_at(self.pos),
             count: self.batch.max(need).min(self.max_batch),
+            ticket: self.ticket,
         }
+    }
+
+    /// The latest fetch's ticket ([`BatchAsk::ticket`]), for a caller
+    /// that never has more than one fetch outstanding.
+    pub fn ticket(&self) -> u64 {
+        self.ticket
     }
 
     /// IDs held and still fresh as of the last poll.

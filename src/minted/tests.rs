@@ -61,12 +61,14 @@ fn serves_in_order_and_prefetches_below_ninety_percent() {
         ask,
         BatchAsk {
             minter: 1,
-            count: FIRST_MINT_BATCH
+            count: FIRST_MINT_BATCH,
+            ticket: 1,
         }
     );
     // A second caller while the fetch is in flight waits.
     assert_eq!(b.poll(T, &mut out).next, MintStep::Wait);
-    b.fetched(&[(id(T, 1, 0), id(T, 1, 16))], T).unwrap();
+    b.fetched(b.ticket(), &[(id(T, 1, 0), id(T, 1, 16))], T)
+        .unwrap();
     let p = b.poll(T, &mut out);
     assert_eq!(out, [id(T, 1, 0), id(T, 1, 1), id(T, 1, 2), id(T, 1, 3)]);
     // 12 of 16 left: below 90%, fetch in the background.
@@ -80,7 +82,8 @@ fn stale_ids_are_dropped_never_served() {
     let mut b = buf();
     let mut out = [0u64; 1];
     let _ = b.poll(T, &mut out);
-    b.fetched(&[(id(T, 1, 0), id(T, 1, 10))], T).unwrap();
+    b.fetched(b.ticket(), &[(id(T, 1, 0), id(T, 1, 10))], T)
+        .unwrap();
     assert_eq!(b.poll(T + 1_000, &mut out).filled, 1);
     let p = b.poll(T + 1_001, &mut out);
     assert_eq!(p.filled, 0);
@@ -118,7 +121,7 @@ fn a_minter_answers_the_largest_batch_at_one_clock_reading() {
     let last = Layout::LEAF.decompose(out[out.len() - 1]).unwrap();
     assert_eq!(last.timestamp_ms, T + MINTER_BORROW_MS);
     let mut b = buf();
-    assert_eq!(b.fetched(&ranges, T), Ok(Fetched::Kept));
+    assert_eq!(b.fetched(b.ticket(), &ranges, T), Ok(Fetched::Kept));
     assert_eq!(b.available(), u64::from(MAX_MINT_BATCH));
 }
 
@@ -147,7 +150,7 @@ fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
                         (start, start + (u64::from(ask.count) - k).min(4_096))
                     })
                     .collect();
-                b.fetched(&ranges, now).unwrap();
+                b.fetched(b.ticket(), &ranges, now).unwrap();
             }
         }
         now += 10;
@@ -157,6 +160,7 @@ fn batches_grow_with_the_rate_and_shrink_when_ids_go_stale() {
     // Everything goes stale: the next fetch halves the batch.
     let _ = b.poll(now + 5_000, &mut out);
     b.fetched(
+        b.ticket(),
         &[(id(now + 5_000, 1, 0), id(now + 5_000, 1, 1))],
         now + 5_000,
     )
@@ -175,13 +179,16 @@ fn bad_batches_are_refused_whole() {
         vec![(u64::MAX - 1, u64::MAX)],
     ] {
         assert!(matches!(
-            b.fetched(&ranges, T),
+            b.fetched(b.ticket(), &ranges, T),
             Err(Error::InvalidBatch { .. })
         ));
         assert_eq!(b.available(), 0);
     }
-    b.fetched(&[(id(T, 1, 0), id(T, 1, 4))], T).unwrap();
-    assert!(b.fetched(&[(id(T, 1, 3), id(T, 1, 5))], T).is_err());
+    b.fetched(b.ticket(), &[(id(T, 1, 0), id(T, 1, 4))], T)
+        .unwrap();
+    assert!(b
+        .fetched(b.ticket(), &[(id(T, 1, 3), id(T, 1, 5))], T)
+        .is_err());
 }
 
 #[test]
@@ -210,7 +217,7 @@ fn a_fetch_unanswered_at_its_requests_bound_is_awaited_and_fills_the_buffer() {
         panic!("expected a fetch")
     };
     assert_eq!(
-        b.fetch_unanswered(T + 1_000),
+        b.fetch_unanswered(b.ticket(), T + 1_000),
         Unanswered::Await { for_ms: 2_000 }
     );
     assert_eq!(b.minter(), ask.minter);
@@ -218,7 +225,7 @@ fn a_fetch_unanswered_at_its_requests_bound_is_awaited_and_fills_the_buffer() {
     assert_eq!(b.poll(T + 1_200, &mut out).next, MintStep::Wait);
     let first = id(T + 1_400, ask.minter, 0);
     assert_eq!(
-        b.fetched(&[(first, first + 8)], T + 1_472),
+        b.fetched(b.ticket(), &[(first, first + 8)], T + 1_472),
         Ok(Fetched::Kept)
     );
     let poll = b.poll(T + 1_472, &mut out);
@@ -227,11 +234,56 @@ fn a_fetch_unanswered_at_its_requests_bound_is_awaited_and_fills_the_buffer() {
     // Presumed lost once the buffer would take it over: failed, next minter.
     let mut b = buf();
     let _ = b.poll(T, &mut out);
-    assert_eq!(b.fetch_unanswered(T + 3_000), Unanswered::Failed);
+    assert_eq!(
+        b.fetch_unanswered(b.ticket(), T + 3_000),
+        Unanswered::Failed
+    );
     assert_eq!(b.minter(), ask.minter + 1);
     // Nothing in flight: nothing to await, nothing failed.
-    assert_eq!(b.fetch_unanswered(T + 3_000), Unanswered::Failed);
+    assert_eq!(
+        b.fetch_unanswered(b.ticket(), T + 3_000),
+        Unanswered::Answered
+    );
     assert_eq!(b.minter(), ask.minter + 1);
+}
+
+#[test]
+fn a_late_answer_never_closes_the_fetch_that_took_over() {
+    // Fetch A goes unanswered past take_over_ms; a later poll takes over
+    // with fetch B to the next minter; then A's answer comes in.
+    let mut b = buf();
+    let mut out = [0u64; 1];
+    let MintStep::FetchNow(a) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    let MintStep::FetchNow(bb) = b.poll(T + 3_000, &mut out).next else {
+        panic!("expected a take-over")
+    };
+    assert_eq!((bb.minter, b.minter()), (a.minter + 1, a.minter + 1));
+    assert_ne!(a.ticket, bb.ticket);
+    let late = id(T + 3_000, a.minter, 0);
+    assert_eq!(
+        b.fetched(a.ticket, &[(late, late + 8)], T + 3_010),
+        Ok(Fetched::Late)
+    );
+    assert_eq!(
+        b.fetch_refused(a.ticket, ErrorCode::StoreUnavailable, T + 3_010, 0),
+        Refused::Again
+    );
+    assert_eq!(
+        b.fetch_unanswered(a.ticket, T + 3_010),
+        Unanswered::TakenOver
+    );
+    // B is still in flight: the next request waits for it, no third fetch,
+    // and no minter is passed over.
+    assert_eq!(b.poll(T + 3_020, &mut out).next, MintStep::Wait);
+    assert_eq!((b.available(), b.minter()), (0, bb.minter));
+    let first = id(T + 3_050, bb.minter, 0);
+    assert_eq!(
+        b.fetched(bb.ticket, &[(first, first + 8)], T + 3_050),
+        Ok(Fetched::Kept)
+    );
+    assert_eq!(b.poll(T + 3_050, &mut out).filled, 1);
 }
 
 #[test]
@@ -258,7 +310,7 @@ fn an_isolate_fails_over_to_other_regions_and_comes_back_home() {
     };
     assert_eq!(ask.minter, 5);
     let late = T + RETURN_HOME_MS - 1;
-    b.fetched(&[(id(late, 5, 0), id(late, 5, 1))], late)
+    b.fetched(b.ticket(), &[(id(late, 5, 0), id(late, 5, 1))], late)
         .unwrap();
     let p = b.poll(late, &mut out);
     assert_eq!(p.filled, 1);
@@ -293,12 +345,16 @@ fn a_large_pools_early_other_region_minter_is_away_too() {
         panic!("expected a fetch")
     };
     assert!(!config.in_own_pool(ask.minter), "another region's");
-    b.fetched(&[(id(T, ask.minter, 0), id(T, ask.minter, 1))], T)
-        .unwrap();
+    b.fetched(
+        b.ticket(),
+        &[(id(T, ask.minter, 0), id(T, ask.minter, 1))],
+        T,
+    )
+    .unwrap();
     assert_eq!(b.poll(T, &mut out).filled, 1);
     // (Its prefetch finds the time unit used up: asked again later.)
     assert_eq!(
-        b.fetch_refused(ErrorCode::SequenceExhausted, T, 0),
+        b.fetch_refused(b.ticket(), ErrorCode::SequenceExhausted, T, 0),
         Refused::Again
     );
     // Served there, it still comes home RETURN_HOME_MS after it left.
@@ -348,7 +404,7 @@ fn a_batch_stale_on_arrival_is_a_failed_fetch() {
     // Minter 1's clock lags by more than the bound (1 s): every ID of
     // its batch is stale at once.
     let stale = [(id(T - 1_001, 1, 0), id(T - 1_001, 1, 10))];
-    assert_eq!(b.fetched(&stale, T), Ok(Fetched::Stale));
+    assert_eq!(b.fetched(b.ticket(), &stale, T), Ok(Fetched::Stale));
     assert_eq!((b.available(), b.dropped(), b.fetches()), (0, 10, 0));
     let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
         panic!("expected a fetch")
@@ -359,7 +415,7 @@ fn a_batch_stale_on_arrival_is_a_failed_fetch() {
         (id(T - 1_001, 2, 0), id(T - 1_001, 2, 5)),
         (id(T - 1_000, 2, 0), id(T - 1_000, 2, 5)),
     ];
-    assert_eq!(b.fetched(&mixed, T), Ok(Fetched::Kept));
+    assert_eq!(b.fetched(b.ticket(), &mixed, T), Ok(Fetched::Kept));
     assert_eq!(b.poll(T, &mut out).filled, 1);
     assert_eq!(out[0], id(T - 1_000, 2, 0));
     assert_eq!(b.minter(), 2);
@@ -375,19 +431,19 @@ fn a_refusal_is_waited_on_only_while_the_clock_can_catch_up_in_time() {
         sequence: 0,
     };
     let id = layout.compose(parts).unwrap().get();
-    b.fetched(&[(id, id + 1)], T).unwrap();
+    b.fetched(b.ticket(), &[(id, id + 1)], T).unwrap();
     // Used up in this unit: ask the same minter again.
     assert_eq!(
-        b.fetch_refused(ErrorCode::SequenceExhausted, T, 1_000),
+        b.fetch_refused(b.ticket(), ErrorCode::SequenceExhausted, T, 1_000),
         Refused::Again
     );
     assert_eq!(
-        b.fetch_refused(ErrorCode::SequenceExhausted, T - 900, 1_000),
+        b.fetch_refused(b.ticket(), ErrorCode::SequenceExhausted, T - 900, 1_000),
         Refused::Again
     );
     // This clock stepped back past what the request can wait: answer now.
     assert_eq!(
-        b.fetch_refused(ErrorCode::SequenceExhausted, T - 60_000, 1_000),
+        b.fetch_refused(b.ticket(), ErrorCode::SequenceExhausted, T - 60_000, 1_000),
         Refused::GiveUp {
             code: ErrorCode::ClockMovedBackwards,
             retry_after_ms: 60_000 - MINTER_BORROW_MS
@@ -396,7 +452,7 @@ fn a_refusal_is_waited_on_only_while_the_clock_can_catch_up_in_time() {
     assert_eq!(b.minter(), 0);
     // Anything else: the next minter.
     assert_eq!(
-        b.fetch_refused(ErrorCode::StoreUnavailable, T, 1_000),
+        b.fetch_refused(b.ticket(), ErrorCode::StoreUnavailable, T, 1_000),
         Refused::Next
     );
     assert_eq!(b.minter(), 1);

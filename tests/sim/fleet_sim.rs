@@ -650,7 +650,8 @@ impl Sim {
         let buf = iso.buffer.as_mut().expect("alive");
         match ranges {
             Some(r) => {
-                buf.fetched(&r, clock).expect("a minter's batch is valid");
+                buf.fetched(buf.ticket(), &r, clock)
+                    .expect("a minter's batch is valid");
                 iso.tries = 0;
             }
             None => {

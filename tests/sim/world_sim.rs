@@ -1332,6 +1332,9 @@ impl<'a> Sim<'a> {
         if call.id != id || call.abandoned {
             return;
         }
+        let Ask::Mint(ask) = call.ask else {
+            return;
+        };
         let Caller::Isolate(i) = call.from else {
             return;
         };
@@ -1342,9 +1345,11 @@ impl<'a> Sim<'a> {
             return;
         };
         iso.tries = MintTries::default();
-        match buffer.fetch_unanswered(now) {
+        match buffer.fetch_unanswered(ask.ticket, now) {
             Unanswered::Await { for_ms } => self.at(now + for_ms, Event::Abandon(c, id)),
-            Unanswered::Failed => self.calls[c].abandoned = true,
+            Unanswered::Failed | Unanswered::Answered | Unanswered::TakenOver => {
+                self.calls[c].abandoned = true;
+            }
         }
         self.at(now, Event::Poll(i, tags));
     }
@@ -1964,10 +1969,10 @@ impl<'a> Sim<'a> {
                     self.refuse_waiting(i, t);
                 }
             }
-            (Ask::Mint(_), Answer::Ranges(r)) => {
+            (Ask::Mint(ask), Answer::Ranges(r)) => {
                 let iso = &mut self.isolates[i];
                 let buffer = iso.buffer.as_mut().expect("alive");
-                match buffer.fetched(&r, now) {
+                match buffer.fetched(ask.ticket, &r, now) {
                     Ok(Fetched::Kept) => {
                         iso.tries = MintTries::default();
                         self.first_available(i, tags);
@@ -1975,6 +1980,8 @@ impl<'a> Sim<'a> {
                     }
                     // All stale on arrival: counted as a failed fetch.
                     Ok(Fetched::Stale) => self.mint_failed(i, Refused::Next),
+                    // A later fetch took over from it: that one is awaited.
+                    Ok(Fetched::Late) => {}
                     Err(_) => {
                         self.report.refused_ranges += 1;
                         buffer.fetch_failed();
@@ -1982,7 +1989,7 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
-            (Ask::Mint(_), answer) => {
+            (Ask::Mint(ask), answer) => {
                 let code = match answer {
                     Answer::Refused(code) => code,
                     _ => ErrorCode::StoreUnavailable,
@@ -1995,7 +2002,7 @@ impl<'a> Sim<'a> {
                     .buffer
                     .as_mut()
                     .expect("alive")
-                    .fetch_refused(code, now, left);
+                    .fetch_refused(ask.ticket, code, now, left);
                 self.mint_failed(i, then);
             }
             _ => {}

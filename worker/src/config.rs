@@ -71,6 +71,10 @@ pub struct Config {
     /// before the root answers (a root an ocean away, or struggling); the
     /// isolates' own calls to the root are not delayed.
     pub test_root_delay_ms: u64,
+    /// TESTS ONLY (`TEST_MINTER_DELAY_MS`, 0..=60000, with
+    /// `TEST_SLOW_MINTER`, a minter's index; loopback hosts only): that one
+    /// minter waits this long before it answers (a minter that hangs).
+    pub test_minter_delay: Option<(u32, u64)>,
     /// TESTS ONLY (`TEST_COUNT_CALLS = "1"`, loopback hosts only): each
     /// answer says in `Edgeleaf-Test-Object-Calls` how many object calls
     /// its request made (the Free plan allows 50 subrequests a request).
@@ -221,6 +225,14 @@ impl Config {
         if test_root_delay_ms > 60_000 {
             return Err(invalid("TEST_ROOT_DELAY_MS", "at most 60000"));
         }
+        let test_minter_delay_ms = number(env, "TEST_MINTER_DELAY_MS", 0)?;
+        if test_minter_delay_ms > 60_000 {
+            return Err(invalid("TEST_MINTER_DELAY_MS", "at most 60000"));
+        }
+        let test_slow_minter = u32::try_from(number(env, "TEST_SLOW_MINTER", 0)?)
+            .map_err(|_| invalid("TEST_SLOW_MINTER", "a minter's index"))?;
+        let test_minter_delay =
+            (test_minter_delay_ms > 0).then_some((test_slow_minter, test_minter_delay_ms));
         Ok(Config {
             layout,
             default_step,
@@ -240,6 +252,7 @@ impl Config {
             test_allocator_delay_ms,
             test_bench_floor,
             test_root_delay_ms,
+            test_minter_delay,
             test_count_calls,
         })
     }

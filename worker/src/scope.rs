@@ -166,6 +166,9 @@ pub struct RequestScope {
     /// TESTS ONLY: how long each tag's root waits before answering this
     /// scope's calls (an object's scope: `Config::test_root_delay_ms`).
     pub(crate) root_delay_ms: u64,
+    /// TESTS ONLY: one minter (its index) waits this long before it answers
+    /// (`Config::test_minter_delay`; none but on a loopback host).
+    pub(crate) minter_delay: Option<(u32, u64)>,
     /// TESTS ONLY: the objects this scope calls on its behalf delay their
     /// calls to the root (`Config::test_root_delay_ms`, loopback hosts only).
     pub(crate) root_delay: bool,
@@ -204,6 +207,7 @@ impl RequestScope {
             allocators_unreachable: test.as_ref().is_some_and(|c| c.test_allocators_unreachable),
             allocator_delay_ms: test.as_ref().map_or(0, |c| c.test_allocator_delay_ms),
             root_delay_ms: 0,
+            minter_delay: test.as_ref().and_then(|c| c.test_minter_delay),
             root_delay: test.as_ref().is_some_and(|c| c.test_root_delay_ms > 0),
             cost: test
                 .filter(|c| c.test_count_calls)
@@ -226,6 +230,7 @@ impl RequestScope {
             allocators_unreachable: false,
             allocator_delay_ms: 0,
             root_delay_ms: 0,
+            minter_delay: None,
             root_delay: false,
             cost: Config::cached(env)
                 .ok()
@@ -258,6 +263,7 @@ impl RequestScope {
                 .as_ref()
                 .filter(|_| named(ROOT_DELAY))
                 .map_or(0, |c| c.test_root_delay_ms),
+            minter_delay: None,
             root_delay: false,
             // Counted when its caller counts (a header only `send` sets).
             cost: req
@@ -475,6 +481,7 @@ fn background_of(of: Option<&RequestScope>) -> RequestScope {
             allocators_unreachable: false,
             allocator_delay_ms: 0,
             root_delay_ms: 0,
+            minter_delay: None,
             root_delay: false,
             cost: None,
         };
@@ -487,6 +494,7 @@ fn background_of(of: Option<&RequestScope>) -> RequestScope {
         allocators_unreachable: scope.allocators_unreachable,
         allocator_delay_ms: scope.allocator_delay_ms,
         root_delay_ms: scope.root_delay_ms,
+        minter_delay: scope.minter_delay,
         root_delay: scope.root_delay,
         // An object's work after its answer left cannot answer its count:
         // it goes to the isolate's total alone, as an alarm's does.

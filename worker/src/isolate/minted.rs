@@ -7,7 +7,7 @@ use edgeleaf::{
     code::ErrorCode, minted::BatchAsk, minted::Fetched, minted::MintStep, minted::MintTries,
     minted::Refused, minted::Unanswered, wait::MAX_WAIT_MS, wait::RETRY_AFTER_MS,
 };
-use futures::future::{self, Either, FutureExt};
+use futures::future::{self, AbortHandle, Aborted, Either, FutureExt, RemoteHandle};
 use worker::{Context, Env};
 
 use super::{run, with, Isolate, Then, Turn, POLL_MS};
@@ -30,11 +30,17 @@ pub(super) async fn ids(
     count: usize,
 ) -> ApiResult<Vec<u64>> {
     let poll = |i: &mut Isolate, now, out: &mut [u64]| {
-        let poll = i.minted(config)?.poll(now, out);
+        let buffer = i.minted(config)?;
+        let poll = buffer.poll(now, out);
         let turn = match poll.next {
             MintStep::Done { prefetch } => {
                 if let Some(ask) = prefetch {
-                    ctx.wait_until(fetch_batch(env.clone(), ask, 0).map(|_| ()));
+                    // A prefetch is a fetch its request does not wait for
+                    // (its bound is now): awaited in the background for as
+                    // long as the core says, then dropped, as `send_fetch`'s.
+                    let (answer, abort) = spawn_fetch(env, ctx, ask, 0);
+                    let then = buffer.fetch_unanswered(ask.ticket, now);
+                    await_unanswered(ctx, answer, abort, then);
                 }
                 Turn::Done
             }
@@ -108,30 +114,52 @@ async fn send_fetch(
     ask: BatchAsk,
     left_ms: u64,
 ) -> Option<Result<(), (ApiError, Refused)>> {
-    let (fetch, abort) = future::abortable(fetch_batch(env.clone(), ask, left_ms));
-    let (fetch, answer) = fetch.remote_handle();
-    ctx.wait_until(scope::background().run(fetch));
+    let (answer, abort) = spawn_fetch(env, ctx, ask, left_ms);
     match future::select(answer, sleep_ms(left_ms).boxed_local()).await {
         Either::Left((Ok(answer), _)) => Some(answer),
-        // Aborted: never, but by the timer below, after this request.
+        // Aborted: never, but by `await_unanswered`, after this request.
         Either::Left((Err(_), _)) => None,
         Either::Right(((), answer)) => {
-            let then = with(|i| i.minted.as_mut().map(|b| b.fetch_unanswered(now_ms())));
-            match then {
-                Some(Unanswered::Await { for_ms }) => {
-                    answer.forget();
-                    ctx.wait_until(async move {
-                        sleep_ms(for_ms).await;
-                        abort.abort();
-                    });
-                }
-                // Dropping the handle drops the call.
-                Some(Unanswered::Failed) | None => abort.abort(),
-            }
+            let then = with(|i| {
+                i.minted
+                    .as_mut()
+                    .map(|b| b.fetch_unanswered(ask.ticket, now_ms()))
+            });
+            await_unanswered(ctx, answer, abort, then.unwrap_or(Unanswered::Failed));
             None
         }
     }
 }
+
+/// The answer of a batch fetch sent in this request's background
+/// (`waitUntil`, with the background budget and the request's test
+/// settings), and the handle that aborts it.
+fn spawn_fetch(env: &Env, ctx: &Context, ask: BatchAsk, left_ms: u64) -> (Answer, AbortHandle) {
+    let (fetch, abort) = future::abortable(fetch_batch(env.clone(), ask, left_ms));
+    let (fetch, answer) = fetch.remote_handle();
+    ctx.wait_until(scope::background().run(fetch));
+    (answer, abort)
+}
+
+/// A fetch's answer not awaited by any request: awaited in the background
+/// for `for_ms` more ([`Unanswered::Await`]; the wait ends with the answer
+/// if that comes first), then the call is aborted; or dropped now.
+fn await_unanswered(ctx: &Context, answer: Answer, abort: AbortHandle, then: Unanswered) {
+    match then {
+        Unanswered::Await { for_ms } => ctx.wait_until(async move {
+            let timer = sleep_ms(for_ms).boxed_local();
+            if let Either::Right(((), answer)) = future::select(answer, timer).await {
+                abort.abort();
+                drop(answer);
+            }
+        }),
+        // Dropping the handle drops the call.
+        Unanswered::Failed | Unanswered::Answered | Unanswered::TakenOver => abort.abort(),
+    }
+}
+
+/// A batch fetch's outcome as `spawn_fetch` hands it over (`Err`: aborted).
+type Answer = RemoteHandle<Result<Result<(), (ApiError, Refused)>, Aborted>>;
 
 /// Fetches a batch from a minter into this isolate's buffer; on failure, the
 /// error and what the buffer says to do. Runs in the context of the request
@@ -145,11 +173,21 @@ async fn fetch_batch(env: Env, ask: BatchAsk, left_ms: u64) -> Result<(), (ApiEr
             return Err((error, Refused::Next));
         };
         let ranges = answer.map_err(|e| {
-            let then = buf.fetch_refused(e.code, now_ms(), left_ms);
+            let then = buf.fetch_refused(ask.ticket, e.code, now_ms(), left_ms);
             (e, then)
         })?;
-        match buf.fetched(&ranges, now_ms()) {
+        match buf.fetched(ask.ticket, &ranges, now_ms()) {
             Ok(Fetched::Kept) => Ok(()),
+            // A later fetch took over from this one (it was presumed lost):
+            // its answer is dropped, and nobody waits for it.
+            Ok(Fetched::Late) => {
+                let e = format!(
+                    "minter {}: an answer after a later fetch took over, dropped",
+                    ask.minter
+                );
+                let e = ApiError::unavailable(ErrorCode::StoreUnavailable, e, RETRY_AFTER_MS);
+                Err((e, Refused::Again))
+            }
             // Already counted as a failed fetch by the buffer.
             Ok(Fetched::Stale) => {
                 let e = format!(

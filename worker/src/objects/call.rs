@@ -265,6 +265,10 @@ async fn send(
     let delay_ms = match store {
         Store::Allocator(..) => scope.test_delay_ms.max(scope.allocator_delay_ms),
         Store::Tag(_) => scope.test_delay_ms.max(scope.root_delay_ms),
+        Store::Minter(i, _) => match scope.minter_delay {
+            Some((slow, ms)) if slow == i => scope.test_delay_ms.max(ms),
+            _ => scope.test_delay_ms,
+        },
         _ => scope.test_delay_ms,
     };
     if delay_ms > 0 {
