@@ -107,6 +107,7 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
   perRoute.set('other', { sent: 0, accepted: 0, refused: 0, unavailable: 0 });
   // Requests the client would not send, by reason.
   const unsent = new Map();
+  const resent = [];
   const one = async (i) => {
     let path;
     let method;
@@ -141,7 +142,18 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
     const body = method === 'GET' || method === 'HEAD' ? undefined : own && r() < 0.5 ? own() : pick(bodies)();
     let res;
     try {
-      res = await svc.mf.dispatchFetch(`http://localhost${path}`, { method, headers, body });
+      try {
+        res = await svc.mf.dispatchFetch(`http://localhost${path}`, { method, headers, body });
+      } catch (e) {
+        // A kept-alive connection closed under the request before it was
+        // read (seen twice in 5,000, on a loaded machine, on the static
+        // routes, whose handlers do no I/O: the transport's race, not an
+        // answer): a GET is sent once more, as a client would, and must be
+        // answered then. Anything else, or closed again, stays unsent.
+        if (!(method === 'GET' && e?.cause?.code === 'UND_ERR_SOCKET')) throw e;
+        resent.push(`${method} ${path.slice(0, 60)}`);
+        res = await svc.mf.dispatchFetch(`http://localhost${path}`, { method, headers, body });
+      }
     } catch (e) {
       // The client refused to send it (an invalid header): not the service's
       // answer, but counted.
@@ -189,6 +201,8 @@ test(`fuzz: ${REQUESTS} seeded requests over every route (seed ${SEED})`, async 
   const answered = [...perRoute.values()].reduce((a, c) => a + c.sent, 0);
   assert.equal(answered + notSent, REQUESTS);
   assert.equal(notSent, 0, `${notSent} of ${REQUESTS} requests never left the client: ${JSON.stringify(Object.fromEntries(unsent))}`);
+  if (resent.length) console.log(`sent again after the connection closed under them, then answered: ${resent.join('; ')}`);
+  assert.ok(resent.length <= 5, `${resent.length} connections closed under a request: not the transport's rare race (${resent.join('; ')})`);
   // Every route reached, and each that needs a credential refusing some of what it was sent.
   const quiet = [...perRoute].filter(([rt, c]) => rt !== 'other' && (c.sent === 0 || (!OPEN.includes(rt) && c.refused === 0))).map(([rt]) => rt);
   assert.deepEqual(quiet, [], 'routes never reached or never refusing');
