@@ -55,6 +55,9 @@ const INTRUDER: &str = "intruder";
 #[path = "support/segment_faults.rs"]
 mod segment_faults;
 use segment_faults::Fault;
+#[path = "support/ranges.rs"]
+mod ranges;
+use ranges::overlaps;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -211,17 +214,6 @@ struct World {
 }
 
 type Verdict = Result<(), String>;
-
-fn overlaps(
-    map: &BTreeMap<u64, (u64, String)>,
-    start: u64,
-    end: u64,
-) -> Option<(u64, u64, String)> {
-    map.range(..=end)
-        .next_back()
-        .filter(|(_, (e, _))| *e >= start)
-        .map(|(s, (e, who))| (*s, *e, who.clone()))
-}
 
 impl World {
     fn new(fault: Fault, step: u64, pinned: bool, seed: u64, active: usize) -> World {

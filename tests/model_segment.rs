@@ -87,6 +87,9 @@ const INTRUDER: &str = "intruder";
 #[path = "support/segment_faults.rs"]
 mod segment_faults;
 use segment_faults::Fault;
+#[path = "support/ranges.rs"]
+mod ranges;
+use ranges::overlaps;
 
 const FAULTS: [Fault; 7] = [
     Fault::TakeBackWithoutCondition,
@@ -502,17 +505,7 @@ impl Actor for Node {
                 evictions: 0,
                 served: Vec::new(),
             }),
-            CLIENT => State::Client(ClientState {
-                generation: 1,
-                driver: new_driver(),
-                leases: Vec::new(),
-                high: 0,
-                asked: 0,
-                out: None,
-                closing: Closing::Open,
-                polls: 0,
-                used: Vec::new(),
-            }),
+            CLIENT => State::Client(ClientState::fresh(1, Vec::new())),
             _ => State::Allocator(AllocatorState {
                 saved: None,
                 epoch: 0,
@@ -1211,6 +1204,22 @@ impl IsolateState {
 }
 
 impl ClientState {
+    /// A client's generator as it starts (generation `generation`), keeping
+    /// the ghost record of the IDs its earlier generations used.
+    fn fresh(generation: u8, used: Vec<(u64, u8)>) -> ClientState {
+        ClientState {
+            generation,
+            driver: new_driver(),
+            leases: Vec::new(),
+            high: 0,
+            asked: 0,
+            out: None,
+            closing: Closing::Open,
+            polls: 0,
+            used,
+        }
+    }
+
     fn send_lease(&self, o: &mut Out<Node>) {
         if let Some((id, step, above)) = &self.out {
             o.send(
@@ -1346,17 +1355,7 @@ impl ClientState {
                 {
                     return;
                 }
-                *self = ClientState {
-                    generation: self.generation + 1,
-                    driver: new_driver(),
-                    leases: Vec::new(),
-                    high: 0,
-                    asked: 0,
-                    out: None,
-                    closing: Closing::Open,
-                    polls: 0,
-                    used: std::mem::take(&mut self.used),
-                };
+                *self = ClientState::fresh(self.generation + 1, std::mem::take(&mut self.used));
             }
             _ => {}
         }
@@ -1392,17 +1391,6 @@ fn client(s: &Sys) -> &ClientState {
         State::Client(c) => c,
         _ => unreachable!("actor 4 is the client"),
     }
-}
-
-fn overlaps(
-    map: &BTreeMap<u64, (u64, String)>,
-    start: u64,
-    end: u64,
-) -> Option<(u64, u64, String)> {
-    map.range(..=end)
-        .next_back()
-        .filter(|(_, (e, _))| *e >= start)
-        .map(|(s, (e, who))| (*s, *e, who.clone()))
 }
 
 /// Every ID handed out, as ranges with who handed them out.
