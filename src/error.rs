@@ -194,6 +194,20 @@ pub enum Error {
         /// One past its last ID.
         end: u64,
     },
+    /// A minter lent a right to mint ([`MintRight`](crate::minted::MintRight))
+    /// outside the layout, or with no sequence or no time in it.
+    InvalidRight {
+        /// Its worker ID.
+        worker_id: u32,
+        /// Its first sequence value.
+        seq_start: u32,
+        /// How many sequence values.
+        seq_len: u32,
+        /// Its first unit's start, Unix ms.
+        from_ms: u64,
+        /// Where it ends, Unix ms.
+        until_ms: u64,
+    },
     /// The credential already holds as many live worker IDs as one may.
     WorkerIdLimit {
         /// The limit.
@@ -308,7 +322,7 @@ impl Error {
             Error::ClockSkew { .. } => ErrorCode::ClockSkew,
             Error::LeaseLost { .. } => ErrorCode::LeaseLost,
             Error::ReservedNodeKey { .. } => ErrorCode::ReservedNodeKey,
-            Error::InvalidBatch { .. } => ErrorCode::InvalidBatch,
+            Error::InvalidBatch { .. } | Error::InvalidRight { .. } => ErrorCode::InvalidBatch,
             Error::WorkerIdLimit { .. } => ErrorCode::WorkerIdLimit,
             Error::ReservedWorkerId { .. } => ErrorCode::ReservedWorkerId,
             Error::MonotonicTag => ErrorCode::MonotonicTag,
@@ -460,6 +474,16 @@ impl fmt::Display for Error {
             Error::InvalidBatch { start, end } => write!(
                 f,
                 "minted batch: expected a non-empty range [start, end) of new IDs in one time unit of one worker, found [{start}, {end})"
+            ),
+            Error::InvalidRight {
+                worker_id,
+                seq_start,
+                seq_len,
+                from_ms,
+                until_ms,
+            } => write!(
+                f,
+                "right to mint: expected a worker ID and sequences within the layout and a window that is not empty, found worker {worker_id}, sequences {seq_start}+{seq_len}, units from {from_ms} until {until_ms}"
             ),
             Error::WorkerIdLimit { limit } => write!(
                 f,

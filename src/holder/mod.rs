@@ -47,6 +47,18 @@ use crate::rand::{NoRandom, RandSource};
 use crate::snowflake::{SnowflakeGenerator, MAX_TOLERANCE_MS};
 use crate::wait::InFlight;
 
+/// What a holder may lend ([`SnowflakeHolder::lendable`]): IDs of
+/// `worker_id` in time units starting in `from_ms..until_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lendable {
+    /// The worker ID.
+    pub worker_id: u32,
+    /// The first unit's start, Unix ms.
+    pub from_ms: u64,
+    /// Units starting at or after this are not lendable, Unix ms.
+    pub until_ms: u64,
+}
+
 #[derive(Debug, Clone)]
 enum Phase<R: RandSource> {
     Idle,
@@ -153,6 +165,42 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
             Phase::Holding { gen, .. } => self.floor_ms.max(gen.state().last_ms),
             _ => self.floor_ms,
         }
+    }
+
+    /// What this holder may lend to others at `now_ms` (a minter's rights
+    /// holder, [`RightLedger`](crate::minted::RightLedger)): its worker ID,
+    /// for time units starting at or after its first mintable instant and
+    /// before both its lease's expiry and (with `reserve_ms`) the
+    /// reservation its store has saved — what it could mint itself. `None`
+    /// without a lease, or once it lapsed by `now_ms`.
+    pub fn lendable(&self, now_ms: u64) -> Option<Lendable> {
+        let Phase::Holding {
+            grant, first_ms, ..
+        } = &self.phase
+        else {
+            return None;
+        };
+        if now_ms >= grant.expires_at_ms {
+            return None;
+        }
+        let until_ms = if self.config.reserve_ms > 0 {
+            grant.expires_at_ms.min(self.reserved_ms)
+        } else {
+            grant.expires_at_ms
+        };
+        Some(Lendable {
+            worker_id: grant.worker_id,
+            from_ms: *first_ms,
+            until_ms,
+        })
+    }
+
+    /// Records that time units before `until_ms` were lent (as if issued):
+    /// the holder's last timestamp, what its renewals report and what it
+    /// saves, covers them, so a later lease of this holder, and the
+    /// registry's floor for the next holder, start after them.
+    pub fn lent_until(&mut self, until_ms: u64) {
+        self.floor_ms = self.floor_ms.max(until_ms);
     }
 
     /// The lease minted under now, if any.

@@ -65,6 +65,11 @@ pub struct MintConfig {
     pub staleness_ms: u64,
     /// A fetch in flight longer than this is presumed lost.
     pub take_over_ms: u64,
+    /// Ask the minters for rights to mint ([`MintRight`](super::MintRight))
+    /// along with batches, and mint under them at this isolate's clock.
+    /// `false` (absent): batches only.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub rights: bool,
 }
 
 impl MintConfig {
@@ -124,6 +129,7 @@ impl MintConfig {
             pool_len: 0,
             staleness_ms: DEFAULT_STALENESS_MS,
             take_over_ms: DEFAULT_TAKE_OVER_MS,
+            rights: false,
         }
     }
 

@@ -4,7 +4,9 @@ use crate::code::ErrorCode;
 use crate::error::Error;
 use alloc::vec::Vec;
 
-use super::{Held, MintedBuffer, MAX_MINT_BATCH_BEFORE_BORROW, MINTER_BORROW_MS, MIN_MINT_BATCH};
+use super::{
+    Held, MintRight, MintedBuffer, MAX_MINT_BATCH_BEFORE_BORROW, MINTER_BORROW_MS, MIN_MINT_BATCH,
+};
 use crate::wait::MAX_BACKGROUND_WAIT_MS;
 
 /// What [`MintedBuffer::fetched`] made of a batch.
@@ -112,10 +114,32 @@ impl MintedBuffer {
         ranges: &[(u64, u64)],
         now_ms: u64,
     ) -> Result<Fetched, Error> {
+        self.fetched_with_right(ticket, ranges, None, now_ms)
+    }
+
+    /// As [`MintedBuffer::fetched`], with the right to mint the minter lent
+    /// along with its batch (`None`: it lent none). A right is held and
+    /// minted under from the next poll, after the batches held; a batch all
+    /// stale on arrival beside a right is dropped, but the fetch counts as
+    /// kept.
+    ///
+    /// # Errors
+    /// As [`MintedBuffer::fetched`]; [`Error::InvalidRight`] for a right
+    /// outside the layout (nothing of the answer kept).
+    pub fn fetched_with_right(
+        &mut self,
+        ticket: u64,
+        ranges: &[(u64, u64)],
+        right: Option<MintRight>,
+        now_ms: u64,
+    ) -> Result<Fetched, Error> {
         if ticket != self.ticket {
             return Ok(Fetched::Late);
         }
         self.fetching.done();
+        if let Some(r) = &right {
+            r.validate(&self.layout)?;
+        }
         let mut add = Vec::with_capacity(ranges.len());
         for &(start, end) in ranges {
             let bad = Error::InvalidBatch { start, end };
@@ -137,7 +161,13 @@ impl MintedBuffer {
             });
         }
         let bound = self.config.staleness_ms;
+        let took_right = self.take_right(right, now_ms);
         if !add.is_empty() && add.iter().all(|h| now_ms.saturating_sub(h.unit_ms) > bound) {
+            if took_right {
+                self.dropped += add.iter().map(|h| h.end - h.start).sum::<u64>();
+                self.fetches += 1;
+                return Ok(Fetched::Kept);
+            }
             // Its minter's clock lags this one's by more than the bound:
             // whatever it mints next is as stale, so asking it again would
             // starve this buffer. Its rate tells nothing of ours.

@@ -48,6 +48,7 @@ mod fetch;
 mod histogram;
 mod minter;
 mod placement;
+mod right;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,10 @@ pub use minter::{
 };
 pub use placement::{
     MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT, MINTER_SHARES,
+};
+pub use right::{
+    rights_holder_config, rights_worker_index, MintRight, RightLedger, MAX_RIGHT_MS, MIN_RIGHT_MS,
+    RIGHT_RETRY_MS, RIGHT_SEQUENCES,
 };
 
 use crate::error::Error;
@@ -83,6 +88,10 @@ pub struct BatchAsk {
     /// [`MintedBuffer::fetch_unanswered`]): an answer that comes after a
     /// later fetch took over is not taken for that one's.
     pub ticket: u64,
+    /// Ask for a right to mint too ([`MintRight`]; answered with
+    /// [`MintedBuffer::fetched_with_right`]). A minter that lends none (or
+    /// of a release before rights) answers the batch alone.
+    pub right: bool,
 }
 
 /// What the caller does after a [`MintedBuffer::poll`].
@@ -170,6 +179,18 @@ pub struct MintedBuffer {
     dropped: u64,
     fetches: u64,
     staleness: StalenessHistogram,
+    /// The right to mint held, if any, and where in it the next ID is:
+    /// the time unit (tick) and the sequence offset within it.
+    right: Option<MintRight>,
+    right_tick: u64,
+    right_seq: u32,
+    /// No right is asked for before this (the last ask got none).
+    rights_paused_until_ms: u64,
+    /// The latest fetch asked for a right.
+    asked_right: bool,
+    /// IDs minted under rights, and rights received.
+    right_minted: u64,
+    rights: u64,
 }
 
 impl MintedBuffer {
@@ -198,6 +219,13 @@ impl MintedBuffer {
             dropped: 0,
             fetches: 0,
             staleness: StalenessHistogram::default(),
+            right: None,
+            right_tick: 0,
+            right_seq: 0,
+            rights_paused_until_ms: 0,
+            asked_right: false,
+            right_minted: 0,
+            rights: 0,
         })
     }
 
@@ -224,12 +252,16 @@ impl MintedBuffer {
                 self.held.pop_front();
             }
         }
+        filled += self.mint_under_right(now_ms, &mut out[filled..]);
         let next = if filled == out.len() {
-            let low = self.available * 10 < u64::from(self.batch) * 9;
-            let prefetch = (low && self.claim(now_ms)).then(|| self.ask(0));
+            let want_right = self.wants_right(now_ms);
+            // Under a right, batches are only for bursts beyond it: no
+            // batch is fetched ahead.
+            let low = self.right.is_none() && self.available * 10 < u64::from(self.batch) * 9;
+            let prefetch = ((low || want_right) && self.claim(now_ms)).then(|| self.ask(0, now_ms));
             MintStep::Done { prefetch }
         } else if self.claim(now_ms) {
-            MintStep::FetchNow(self.ask(out.len() - filled))
+            MintStep::FetchNow(self.ask(out.len() - filled, now_ms))
         } else {
             MintStep::Wait
         };
@@ -277,12 +309,18 @@ impl MintedBuffer {
         claimed
     }
 
-    fn ask(&self, need: usize) -> BatchAsk {
+    fn ask(&mut self, need: usize, now_ms: u64) -> BatchAsk {
         let need = u32::try_from(need).unwrap_or(MAX_MINT_BATCH);
+        let right = self.wants_right(now_ms);
+        self.asked_right = right;
+        // With a right asked for, a batch is only what this request needs:
+        // the right serves the rest.
+        let batch = if right { MIN_MINT_BATCH } else { self.batch };
         BatchAsk {
             minter: self.config.minter_at(self.pos),
-            count: self.batch.max(need).min(self.max_batch),
+            count: batch.max(need).min(self.max_batch),
             ticket: self.ticket,
+            right,
         }
     }
 
@@ -320,6 +358,21 @@ impl MintedBuffer {
     /// Batches received.
     pub fn fetches(&self) -> u64 {
         self.fetches
+    }
+
+    /// The right to mint held, if any.
+    pub fn right(&self) -> Option<&MintRight> {
+        self.right.as_ref()
+    }
+
+    /// IDs minted under rights.
+    pub fn right_minted(&self) -> u64 {
+        self.right_minted
+    }
+
+    /// Rights received.
+    pub fn rights(&self) -> u64 {
+        self.rights
     }
 
     /// The staleness of every ID served.

@@ -63,6 +63,7 @@ fn serves_in_order_and_prefetches_below_ninety_percent() {
             minter: 1,
             count: FIRST_MINT_BATCH,
             ticket: 1,
+            right: false,
         }
     );
     // A second caller while the fetch is in flight waits.
@@ -530,4 +531,203 @@ fn ranges_split_at_units_and_gaps() {
             (id(T + 1, 2, 2), id(T + 1, 2, 3)),
         ]
     );
+}
+
+fn rights_buf() -> MintedBuffer {
+    let config = MintConfig {
+        rights: true,
+        ..MintConfig::new(4, 1)
+    };
+    MintedBuffer::new(Layout::LEAF, config).unwrap()
+}
+
+fn right(worker: u32, seq_start: u32, from: u64, until: u64) -> MintRight {
+    MintRight {
+        worker_id: worker,
+        seq_start,
+        seq_len: RIGHT_SEQUENCES,
+        from_ms: from,
+        until_ms: until,
+    }
+}
+
+#[test]
+fn under_a_right_an_isolate_mints_at_its_own_clock_and_asks_again_once_a_window() {
+    let mut b = rights_buf();
+    let mut out = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert!(ask.right, "an isolate with rights asks for one");
+    assert_eq!(ask.count, 1, "with a right asked for, only what it needs");
+    let r = right(40, 32, T + 1, T + 60_001);
+    let got = b.fetched_with_right(ask.ticket, &[(id(T, 4, 0), id(T, 4, 1))], Some(r), T);
+    assert_eq!(got, Ok(Fetched::Kept));
+    // The batch's one ID first, then the right's, stamped with this clock.
+    let p = b.poll(T, &mut out);
+    assert_eq!((p.filled, out[0]), (1, id(T, 4, 0)));
+    assert_eq!(p.next, MintStep::Done { prefetch: None });
+    let mut fetches = 0;
+    let mut seen = Vec::new();
+    // One ID every 5 s for 40 s: no fetch (a batch would be stale each time).
+    for k in 1..=8u64 {
+        let now = T + k * 5_000;
+        let p = b.poll(now, &mut out);
+        assert_eq!(p.filled, 1);
+        assert_eq!(
+            out[0],
+            id(now, 40, 32),
+            "fresh: this clock's unit, the right's slice"
+        );
+        if let MintStep::Done { prefetch: Some(_) } = p.next {
+            fetches += 1;
+        }
+        seen.push(out[0]);
+    }
+    assert_eq!(
+        fetches, 0,
+        "no minter asked within the window's first three quarters"
+    );
+    // Past three quarters: the next right is asked for in the background.
+    let now = T + 50_000;
+    let p = b.poll(now, &mut out);
+    let MintStep::Done {
+        prefetch: Some(ask),
+    } = p.next
+    else {
+        panic!("expected a prefetch, found {:?}", p.next)
+    };
+    assert!(ask.right);
+    assert_eq!(b.right_minted(), 9);
+    seen.push(out[0]);
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 9);
+}
+
+#[test]
+fn a_right_is_minted_once_per_unit_and_sequence_and_never_past_its_end() {
+    let mut b = rights_buf();
+    let mut one = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut one).next else {
+        panic!("expected a fetch")
+    };
+    let r = right(7, 0, T + 1, T + 10);
+    b.fetched_with_right(ask.ticket, &[], Some(r), T).unwrap();
+    // At T: 16 of unit T+1 .. up to MINTER_BORROW_MS past the right's start
+    // (T+1..=T+4): 64 IDs, then no more without the clock.
+    let mut out = [0u64; 100];
+    let p = b.poll(T, &mut out);
+    assert_eq!(p.filled, 64);
+    for (k, &x) in out[..64].iter().enumerate() {
+        let k = k as u64;
+        assert_eq!(x, id(T + 1 + k / 16, 7, (k % 16) as u32));
+    }
+    assert!(matches!(p.next, MintStep::FetchNow(a) if a.count == 36 && !a.right));
+    b.fetch_failed();
+    // At T+9: units T+5.. skipped (the clock moved on), T+9 only (T+10 is
+    // past the end), and then the right is gone.
+    let p = b.poll(T + 9, &mut out);
+    assert_eq!(p.filled, 16);
+    assert_eq!(out[0], id(T + 9, 7, 0));
+    assert!(b.right().is_none());
+    // A clock stepped back mints nothing it minted before.
+    let mut c = rights_buf();
+    let MintStep::FetchNow(ask) = c.poll(T, &mut one).next else {
+        panic!("expected a fetch")
+    };
+    c.fetched_with_right(
+        ask.ticket,
+        &[],
+        Some(right(7, 0, T + 1, T + 1_000)),
+        T + 100,
+    )
+    .unwrap();
+    let mut first = [0u64; 16];
+    assert_eq!(c.poll(T + 100, &mut first).filled, 16);
+    assert_eq!(first[15], id(T + 100, 7, 15));
+    // Stepped back to T+50: unit T+101 is too far ahead of it to mint.
+    let p = c.poll(T + 50, &mut one);
+    assert_eq!(p.filled, 0);
+    c.fetch_failed();
+    let p = c.poll(T + 99, &mut one);
+    assert_eq!((p.filled, one[0]), (1, id(T + 101, 7, 0)));
+}
+
+#[test]
+fn no_right_given_pauses_asking_and_a_bad_right_is_refused() {
+    let mut b = rights_buf();
+    let mut out = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    // A minter of the release before: the batch alone.
+    b.fetched_with_right(ask.ticket, &[(id(T, 1, 0), id(T, 1, 1))], None, T)
+        .unwrap();
+    let p = b.poll(T, &mut out);
+    assert_eq!(p.filled, 1);
+    let MintStep::Done {
+        prefetch: Some(ask),
+    } = p.next
+    else {
+        panic!("expected a prefetch")
+    };
+    assert!(!ask.right, "no right asked for within RIGHT_RETRY_MS");
+    assert_eq!(ask.count, FIRST_MINT_BATCH);
+    b.fetch_failed();
+    let MintStep::FetchNow(ask) = b.poll(T + RIGHT_RETRY_MS, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert!(ask.right, "asked again after the pause");
+    let bad = MintRight {
+        seq_len: 0,
+        ..right(1, 0, T + 1, T + 100)
+    };
+    assert!(matches!(
+        b.fetched_with_right(ask.ticket, &[], Some(bad), T + RIGHT_RETRY_MS),
+        Err(Error::InvalidRight { .. })
+    ));
+    let beyond = right(1, 4_090, T + 1, T + 100);
+    assert!(beyond.validate(&Layout::LEAF).is_err());
+    assert!(right(1, 4_080, T + 1, T + 100)
+        .validate(&Layout::LEAF)
+        .is_ok());
+}
+
+fn lendable(from: u64, until: u64) -> Option<crate::holder::Lendable> {
+    Some(crate::holder::Lendable {
+        worker_id: 40,
+        from_ms: from,
+        until_ms: until,
+    })
+}
+
+#[test]
+fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
+    let mut l = RightLedger::new(Layout::LEAF);
+    assert_eq!(l.slices(), 256);
+    assert_eq!(l.lend(T, None), None, "no lease, nothing to lend");
+    let r = l.lend(T, lendable(0, T + 30_000)).unwrap();
+    assert_eq!(
+        (r.worker_id, r.seq_len, r.from_ms, r.until_ms),
+        (40, 16, T + 1, T + 30_000)
+    );
+    // Never a window shorter than MIN_RIGHT_MS.
+    assert_eq!(l.lend(T, lendable(0, T + MIN_RIGHT_MS)), None);
+    // After the holder's floor, at most MAX_RIGHT_MS.
+    let r2 = l.lend(T, lendable(T + 500, T + 200_000)).unwrap();
+    assert_eq!((r2.from_ms, r2.until_ms), (T + 500, T + 500 + MAX_RIGHT_MS));
+    assert_ne!(r.seq_start, r2.seq_start);
+    for _ in 2..256 {
+        assert!(l.lend(T, lendable(0, T + 30_000)).is_some());
+    }
+    assert_eq!(
+        l.lend(T, lendable(0, T + 30_000)),
+        None,
+        "every slice lent now"
+    );
+    // A slice is lent again from where its right ended.
+    let again = l.lend(T + 30_000, lendable(0, T + 90_000)).unwrap();
+    assert_eq!(again.from_ms, T + 30_001);
+    assert_eq!(l.lent(), 257);
 }
