@@ -31,7 +31,7 @@
 //! [`SnowflakeHolder::lendable`]: crate::holder::SnowflakeHolder::lendable
 
 use crate::error::Error;
-use crate::holder::{HolderConfig, Lendable};
+use crate::holder::{HolderConfig, Lendable, RENEW_RETRY_MS};
 use crate::layout::Layout;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -144,6 +144,8 @@ pub struct RightLedger {
     /// Per slice: no right lent of it reaches this instant (Unix ms).
     free_from: Vec<u64>,
     lent: u64,
+    /// The rights holder's lease is not asked for before this (Unix ms).
+    lease_not_before_ms: u64,
 }
 
 impl RightLedger {
@@ -156,6 +158,7 @@ impl RightLedger {
             seq_len,
             free_from: vec![0; (per_unit / seq_len) as usize],
             lent: 0,
+            lease_not_before_ms: 0,
         }
     }
 
@@ -167,6 +170,26 @@ impl RightLedger {
     /// Rights lent so far.
     pub fn lent(&self) -> u64 {
         self.lent
+    }
+
+    /// Whether the rights holder may ask the registry for its lease at
+    /// `now_ms` (its holder says it has none). Every isolate's ask for a
+    /// right reaches the minter, and a minter restarted from its store is
+    /// refused its worker ID until its clock passes the rights it lent
+    /// before: without a pause, each of those asks would be a call to the
+    /// one registry.
+    pub fn may_lease(&self, now_ms: u64) -> bool {
+        now_ms >= self.lease_not_before_ms
+    }
+
+    /// The rights holder's lease failed at `now_ms`: refused with a wait
+    /// (`retry_after_ms`, e.g. until the clock passes its last report), or
+    /// unanswered (`None`). It is not asked again for that long, and never
+    /// sooner than [`RENEW_RETRY_MS`]; meanwhile the minter answers
+    /// batches alone.
+    pub fn lease_failed(&mut self, now_ms: u64, retry_after_ms: Option<u64>) {
+        let wait = retry_after_ms.unwrap_or(0).max(RENEW_RETRY_MS);
+        self.lease_not_before_ms = now_ms.saturating_add(wait);
     }
 
     /// A right to lend at `now_ms` under `lendable` (the holder's lease and

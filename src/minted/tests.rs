@@ -730,4 +730,10 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     let again = l.lend(T + 30_000, lendable(0, T + 90_000)).unwrap();
     assert_eq!(again.from_ms, T + 30_001);
     assert_eq!(l.lent(), 257);
+    // A refused lease pauses asking: at least RENEW_RETRY_MS, or as told.
+    assert!(l.may_lease(T));
+    l.lease_failed(T, None);
+    assert!(!l.may_lease(T + RENEW_RETRY_MS - 1) && l.may_lease(T + RENEW_RETRY_MS));
+    l.lease_failed(T, Some(40_000));
+    assert!(!l.may_lease(T + 39_999) && l.may_lease(T + 40_000));
 }
