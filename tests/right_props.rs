@@ -13,7 +13,9 @@
 //! the answer travels); an answer arrives (in any order: a late one is the
 //! buffer's to drop), or is lost (the right lent, never delivered); a
 //! minter restarts (a new instance restored from its rows, its ledger
-//! lost, its clock perhaps set back); a minter's store fails for a while;
+//! lost, its clock perhaps set back); a minter shuts down (its holders
+//! closed, what `state()` then says saved); a minter's store fails for a
+//! while;
 //! a minter is idle while time passes (the others keep their leases), so
 //! its leases lapse and it leases again; a rollback (the minter's next
 //! instance is of the release before: a batch holder alone, restored from
@@ -99,12 +101,17 @@ enum Fault {
     /// The minter lends up to its lease's expiry, whatever reservation its
     /// store saved (`lendable`'s bound by the reservation ignored).
     IgnoreReservation,
+    /// The minter never records a right it lent (`lent_until`): only what
+    /// a holder saves once closed (its exact last timestamp, the
+    /// reservation dropped) relies on it alone.
+    NoLentUntil,
 }
 
-const FAULTS: [Fault; 3] = [
+const FAULTS: [Fault; 4] = [
     Fault::LedgerCopy,
     Fault::PastUntil,
     Fault::IgnoreReservation,
+    Fault::NoLentUntil,
 ];
 
 #[derive(Debug, Clone)]
@@ -139,6 +146,11 @@ enum Op {
     /// An ordinary node leases and mints this many IDs at once (its grant
     /// then lapses).
     Node(usize),
+    /// Minter m's instance shuts down: both holders close (their releases
+    /// sent; the registry refuses a minter's), what each then says to save
+    /// (`state()`: the exact last timestamp) saved unless the store is
+    /// down; its next instance restores from that.
+    Close(usize),
 }
 
 fn op(isolates: usize) -> impl Strategy<Value = Op> {
@@ -157,6 +169,7 @@ fn op(isolates: usize) -> impl Strategy<Value = Op> {
         2 => (0..isolates, -4i64..=2).prop_map(|(n, d)| Op::NearEnd(n, d)),
         1 => any::<bool>().prop_map(|before| Op::RegistryRelease { before }),
         2 => (1usize..=64).prop_map(Op::Node),
+        1 => (0..N as usize).prop_map(Op::Close),
     ]
 }
 
@@ -475,7 +488,9 @@ impl World {
                     _ => w.ledger.lend(clock, lendable),
                 };
                 if let Some(r) = right {
-                    h.lent_until(r.until_ms);
+                    if fault != Fault::NoLentUntil {
+                        h.lent_until(r.until_ms);
+                    }
                     prop_assert!(r.validate(&LAYOUT).is_ok(), "{:?} outside the layout", r);
                     prop_assert_eq!(r.worker_id, rights_index);
                     prop_assert!(r.until_ms - r.from_ms <= MAX_RIGHT_MS);
@@ -706,6 +721,25 @@ impl World {
                 self.reg = Registry::from_parts(config, self.reg.next_generation(), slots).unwrap();
             }
             Op::Node(count) => self.node(count)?,
+            Op::Close(m) => {
+                let now = self.now;
+                let w = &mut self.minters[m];
+                let clock = now.saturating_add_signed(w.offset);
+                for (h, row) in [
+                    (&mut w.batch, &mut w.holder_row),
+                    (&mut w.rights, &mut w.rights_row),
+                ] {
+                    if let Some(h) = h {
+                        if let Some(r) = h.close(clock) {
+                            let _ = self.reg.release("", &r.proof(sha256), now);
+                        }
+                        if !w.store_down {
+                            *row = h.state();
+                        }
+                    }
+                }
+                w.restart(false);
+            }
             Op::NearEnd(n, d) => {
                 let n = n % isolates;
                 if let Some(r) = self.isolates[n].right {
