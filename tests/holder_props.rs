@@ -40,18 +40,16 @@ use edgeleaf::{
     holder::Grant, holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
     holder::SnowflakeHolder, rand::RandSource, rand::SplitMix64, registry::GrantRequest,
     registry::Registry, registry::RegistryConfig, registry::SlotStatus, secret::Claim,
-    secret::LeaseSecret, secret::SecretHash, Error, Layout,
+    secret::LeaseSecret, Error, Layout,
 };
 use proptest::prelude::*;
-use sha2::{Digest, Sha256};
 
 #[path = "support/props.rs"]
 mod props;
 
-/// The registry's host hashes the lease secrets it is given.
-fn sha256(s: &LeaseSecret) -> SecretHash {
-    SecretHash(Sha256::digest(s.as_bytes()).into())
-}
+#[path = "support/secrets.rs"]
+mod secrets;
+use secrets::sha256;
 
 const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;

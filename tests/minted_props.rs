@@ -36,15 +36,13 @@ use edgeleaf::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sha2::{Digest, Sha256};
 
 #[path = "support/props.rs"]
 mod props;
 
-/// The registry's host hashes the lease secrets it is given.
-fn sha256(s: &LeaseSecret) -> SecretHash {
-    SecretHash(Sha256::digest(s.as_bytes()).into())
-}
+#[path = "support/secrets.rs"]
+mod secrets;
+use secrets::sha256;
 
 const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;

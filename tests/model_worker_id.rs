@@ -65,17 +65,15 @@ use edgeleaf::{
         MintedBuffer, MinterStep,
     },
     registry::{GrantRequest, Lease, Registry, RegistryConfig},
-    secret::{Claim, LeaseSecret, Proof, SecretHash},
+    secret::{Claim, LeaseSecret, Proof},
     snowflake::MAX_TOLERANCE_MS,
     Error, Layout,
 };
-use sha2::{Digest, Sha256};
 use stateright::{Checker, Model, Property};
 
-/// The registry's host hashes the lease secrets it is given.
-fn sha256(s: &LeaseSecret) -> SecretHash {
-    SecretHash(Sha256::digest(s.as_bytes()).into())
-}
+#[path = "support/secrets.rs"]
+mod secrets;
+use secrets::sha256;
 
 /// The start of time (2025-01-01), and the layout: 2 worker bits, 1
 /// sequence bit (two IDs a millisecond), so that a batch is a few IDs.

@@ -216,12 +216,14 @@ impl RightLedger {
         if free_from > start {
             return None;
         }
-        // Whole units: the last one ends by `until`.
+        // Whole units: the last one ends by `until`. An `until` before the
+        // epoch (a holder that has saved no reservation yet lends up to 0)
+        // stays below `start`, and nothing is lent.
         let end = lendable
             .until_ms
             .min(start.saturating_add(MAX_RIGHT_MS))
             .min(layout.expires_at());
-        let end = end - (end - layout.epoch_ms()) % unit;
+        let end = end - end.saturating_sub(layout.epoch_ms()) % unit;
         if end < start.saturating_add(MIN_RIGHT_MS) {
             return None;
         }

@@ -737,3 +737,34 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     l.lease_failed(T, Some(40_000));
     assert!(!l.may_lease(T + 39_999) && l.may_lease(T + 40_000));
 }
+
+#[test]
+fn a_holder_that_saved_no_reservation_yet_lends_nothing() {
+    use crate::holder::{Grant, SnowflakeHolder};
+    // Leased, its first save not yet done (in flight, or the store down):
+    // what it may lend ends at its reservation, 0.
+    let mut h = SnowflakeHolder::new(super::rights_holder_config(0)).unwrap();
+    let grant = Grant {
+        worker_id: 40,
+        generation: 1,
+        expires_at_ms: T + 60_000,
+        issue_after_ms: 0,
+        ttl_ms: 60_000,
+        layout: Layout::LEAF,
+        secret: None,
+    };
+    h.granted(grant, T).unwrap();
+    assert_eq!(h.lendable(T).map(|l| l.until_ms), Some(0));
+    let mut leaf = RightLedger::new(Layout::LEAF);
+    assert_eq!(leaf.lend(T, h.lendable(T)), None, "no right (no overflow)");
+    // Under a layout of 10 ms units, the rounding to whole units neither
+    // overflows nor wraps to a right ending near 2^64.
+    // (After that layout's epoch, 2024.)
+    let t = 1_735_689_600_000;
+    let mut js = RightLedger::new(Layout::JS_SAFE);
+    assert_eq!(js.lend(t, lendable(0, 0)), None);
+    assert_eq!(js.lend(t, lendable(0, 7)), None);
+    let r = js.lend(t, lendable(0, t + 30_005)).unwrap();
+    assert_eq!((r.from_ms, r.until_ms), (t + 10, t + 30_000));
+    assert_eq!(leaf.lent() + js.lent(), 1);
+}
