@@ -116,13 +116,13 @@ use edgeleaf::{
     minted::rights_worker_index, minted::BatchAsk, minted::Fetched, minted::MintConfig,
     minted::MintRight, minted::MintStep, minted::MintTries, minted::MintedBuffer,
     minted::MinterPools, minted::MinterStep, minted::Refused, minted::RightLedger,
-    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, rand::SplitMix64,
-    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
-    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
-    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS,
-    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
-    tag::TagRecord, tag::TakeBack, wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error,
-    Layout,
+    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, minted::RIGHT_RETRY_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
+    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::WaitBudget,
+    wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -496,6 +496,8 @@ struct Lender {
     holder: Option<SnowflakeHolder<SplitMix64>>,
     saved: Option<HolderState>,
     ledger: RightLedger,
+    /// A lease refused: not asked for again before this (memory).
+    lease_after: u64,
 }
 
 impl Lender {
@@ -504,6 +506,7 @@ impl Lender {
             holder: None,
             saved: None,
             ledger: RightLedger::new(layout),
+            lease_after: 0,
         })
     }
 }
@@ -2051,12 +2054,14 @@ impl<'a> Sim<'a> {
     }
 
     /// Minter `o`'s rights holder lends a right, in the Worker's order
-    /// (`minter_store/handlers.rs`): it polls with nothing to mint (its
-    /// lease lapsed, it asks to lease again), leases at most once (a
-    /// refusal: no right), renews when due, saves its reservation when due
-    /// (at once after a grant: proof after a restart), and lends from its
-    /// ledger within what it may (`lendable`), recording the right's end
-    /// (`lent_until`). Every failure is a batch answered without a right.
+    /// (`minter_store/rights.rs`): it saves its reservation when due and
+    /// polls with nothing to mint, renews when due, leases when it has no
+    /// lease (at most once a request; refused, not again for
+    /// `RIGHT_RETRY_MS`), saves at once after a grant (proof after a
+    /// restart, and a right is lent only below a saved reservation), and
+    /// lends from its ledger within what it may (`lendable`), recording the
+    /// right's end (`lent_until`). Every failure is a batch answered
+    /// without a right.
     fn lend_right(&mut self, o: usize, now: u64) -> Option<MintRight> {
         let layout = self.layout;
         let minters = self.args.minters;
@@ -2070,10 +2075,24 @@ impl<'a> Sim<'a> {
             holder: rights,
             saved: rights_saved,
             ledger,
+            lease_after,
         } = &mut **lender;
         let mut why: Option<&'static str> = None;
         let mut calls = 0;
         let mut rows = 0;
+        // Its own row (`'rights'`), never the batch holder's.
+        let save =
+            |h: &mut SnowflakeHolder<SplitMix64>, row: &mut Option<HolderState>, force: bool| {
+                if !force && h.save_due_in(now) != Some(0) {
+                    return 0;
+                }
+                let Some(state) = h.save_request(now) else {
+                    return 0;
+                };
+                *row = Some(state);
+                h.saved(&state);
+                1
+            };
         let right = 'lend: {
             if rights.is_none() {
                 let config = rights_holder_config(DEFAULT_MAX_BACKWARD_MS);
@@ -2091,54 +2110,46 @@ impl<'a> Sim<'a> {
                 }
             }
             let h = rights.as_mut().expect("restored");
+            rows += save(h, rights_saved, false);
             let Ok(poll) = h.poll(now, &mut []) else {
                 why = Some("holder stopped");
                 break 'lend None;
             };
-            let mut granted = false;
-            match poll.next {
-                HolderNext::Lease(ask) => {
-                    calls += 1;
-                    let secret = LeaseSecret::from_random([(index % 251) as u8 ^ 0x80; 16]);
-                    let previous = ask.previous.map(|c| c.proof(sha256));
-                    match self.reg.lease_minter(
-                        rights_worker_index(minters, index),
-                        ask.node_now_ms,
-                        previous,
-                        sha256(&secret),
-                        now,
-                    ) {
-                        Ok(l) => {
-                            granted = h
-                                .granted(Grant::from_lease(&l, Some(secret), layout), now)
-                                .is_ok();
-                        }
-                        Err(e) => {
-                            h.lease_failed(Some(e.error_code()), now);
-                            why = Some(e.error_code().as_str());
-                        }
-                    }
-                    if !granted {
-                        why = why.or(Some("grant refused"));
-                        break 'lend None;
-                    }
-                }
-                HolderNext::LeaseInFlight => {
-                    why = Some("leasing");
-                    break 'lend None;
-                }
-                HolderNext::Done | HolderNext::RetryAfter { .. } => {}
-            }
             if let Some(r) = poll.renew {
                 renew(&mut self.reg, h, r, now, layout);
                 calls += 1;
             }
-            if granted || h.save_due_in(now) == Some(0) {
-                if let Some(state) = h.save_request(now) {
-                    *rights_saved = Some(state);
-                    rows += 1;
-                    h.saved(&state);
+            if let HolderNext::Lease(ask) = poll.next {
+                if now < *lease_after {
+                    // Refused lately: not asked again on every request.
+                    h.lease_failed(None, now);
+                    why = Some("refused lately");
+                    break 'lend None;
                 }
+                calls += 1;
+                let secret = LeaseSecret::from_random([(index % 251) as u8 ^ 0x80; 16]);
+                let previous = ask.previous.map(|c| c.proof(sha256));
+                let leased = match self.reg.lease_minter(
+                    rights_worker_index(minters, index),
+                    ask.node_now_ms,
+                    previous,
+                    sha256(&secret),
+                    now,
+                ) {
+                    Ok(l) => h
+                        .granted(Grant::from_lease(&l, Some(secret), layout), now)
+                        .map_err(|e| e.error_code()),
+                    Err(e) => {
+                        h.lease_failed(Some(e.error_code()), now);
+                        Err(e.error_code())
+                    }
+                };
+                if let Err(code) = leased {
+                    *lease_after = now + RIGHT_RETRY_MS;
+                    why = Some(code.as_str());
+                    break 'lend None;
+                }
+                rows += save(h, rights_saved, true);
             }
             if forget {
                 // The planted fault: nothing remembered of what was lent.
@@ -2388,6 +2399,7 @@ impl<'a> Sim<'a> {
                 *holder = None;
                 lender.holder = None;
                 lender.ledger = RightLedger::new(self.layout);
+                lender.lease_after = 0;
             }
         }
     }
