@@ -77,8 +77,12 @@
 //!   req/s the queue only grows.
 //!
 //! Checked: no ID served twice (snowflake IDs minted under rights
-//! included), no snowflake ID served past the staleness bound (both
-//! designs: exit 1); for the regional design, exit 1 on: an
+//! included), no snowflake ID served past the staleness bound, no right
+//! lent over another still out (`lent_check`), no ID of a rights holder's
+//! worker ID served outside the rights lent to its isolate
+//! (`within_rights`: a buffer minting past a right's end shows there at
+//! once, where duplicates need two isolates in one unit) (both designs:
+//! exit 1); for the regional design, exit 1 on: an
 //! object above half its soft limit in the steady hour or the storm; a
 //! continent whose cold first-ID p99 (steady state) is above 1.5x its
 //! isolates' nearest-region p99 (but for the colos whose hosting region is
@@ -657,6 +661,9 @@ struct Isolate {
     runs: Vec<Option<(u64, u64)>>,
     /// Replaced by the deploy storm.
     stormed: bool,
+    /// The rights its minters lent it, the latest last (a few kept: it
+    /// mints under one at a time, the next asked before the last ends).
+    rights: Vec<MintRight>,
 }
 
 // ---------------------------------------------------------------- report
@@ -812,8 +819,13 @@ struct Report {
     right_ms: u64,
     rights_none: std::collections::BTreeMap<&'static str, u64>,
     /// Snowflake IDs served that were minted under a right (their worker
-    /// ID a rights holder's).
+    /// ID a rights holder's); of them, served by an isolate holding no
+    /// right they lie in (a violation).
     right_served: u64,
+    outside_rights: u64,
+    /// Sequence values lent in a right while a right lent before still
+    /// held them (a violation).
+    rights_overlap: u64,
     /// Isolates whose first snowflake ID came in the window: each paid at
     /// least one minter request (the floor of object requests per ID).
     first_snowflakes: u64,
@@ -935,6 +947,9 @@ struct Sim<'a> {
     /// few seconds), and the duplicates found in the seconds checked.
     snow: std::collections::BTreeMap<u64, Vec<u64>>,
     snow_duplicates: u64,
+    /// Per rights holder's worker ID, per sequence value: the end of the
+    /// latest right lent of it (`lent_check`).
+    lent: HashMap<u32, Vec<u64>>,
     measure: (u64, u64),
     end: u64,
     alive_at_event: u64,
@@ -1101,6 +1116,7 @@ impl<'a> Sim<'a> {
             region_lat,
             snow: std::collections::BTreeMap::new(),
             snow_duplicates: 0,
+            lent: HashMap::new(),
             measure,
             end,
             alive_at_event: 0,
@@ -1183,6 +1199,7 @@ impl<'a> Sim<'a> {
             called: Vec::new(),
             runs: vec![None; tags],
             stormed: false,
+            rights: Vec::new(),
         });
         self.at(at, Event::Arrive(i));
     }
@@ -1369,6 +1386,7 @@ impl<'a> Sim<'a> {
         let measuring = self.measuring();
         if k == tags {
             self.served_snowflake(id);
+            self.within_rights(i, id);
         }
         let iso = &mut self.isolates[i];
         if k < tags {
@@ -1423,6 +1441,46 @@ impl<'a> Sim<'a> {
             }
             let ids = entry.remove();
             self.snow_duplicates += duplicates_in(ids);
+        }
+    }
+
+    /// A snowflake ID of a rights holder's worker ID (`minters..`) that
+    /// isolate `i` served lies in a right lent to it: its sequence in the
+    /// slice, its time unit in the window. One outside is a violation of
+    /// its own (a buffer minting past a right's end would repeat IDs only
+    /// when another isolate mints the same unit and sequence).
+    fn within_rights(&mut self, i: usize, id: u64) {
+        let Ok(p) = self.layout.decompose(id) else {
+            return;
+        };
+        if p.worker_id < self.args.minters {
+            return;
+        }
+        let inside = self.isolates[i].rights.iter().any(|r| {
+            r.worker_id == p.worker_id
+                && (r.seq_start..r.seq_start + r.seq_len).contains(&p.sequence)
+                && (r.from_ms..r.until_ms).contains(&p.timestamp_ms)
+        });
+        if !inside {
+            self.report.outside_rights += 1;
+        }
+    }
+
+    /// Right `r`, lent now, overlaps no right lent before: for each worker
+    /// ID, where each sequence's rights end (the ledger's promise, across
+    /// a minter's replacements: the restarted one lends after its saved
+    /// reservation).
+    fn lent_check(&mut self, r: &MintRight) {
+        let lent = self.lent.entry(r.worker_id).or_default();
+        let (lo, hi) = (r.seq_start as usize, (r.seq_start + r.seq_len) as usize);
+        if lent.len() < hi {
+            lent.resize(hi, 0);
+        }
+        for end in &mut lent[lo..hi] {
+            if *end > r.from_ms {
+                self.report.rights_overlap += 1;
+            }
+            *end = (*end).max(r.until_ms);
         }
     }
 
@@ -2049,6 +2107,9 @@ impl<'a> Sim<'a> {
             } else {
                 None
             };
+            if let Some(r) = &right {
+                self.lent_check(r);
+            }
             Answer::Ranges(batch_ranges(&layout, &out), right)
         }
     }
@@ -2269,6 +2330,12 @@ impl<'a> Sim<'a> {
             }
             (Ask::Mint(ask), Answer::Ranges(r, right)) => {
                 let iso = &mut self.isolates[i];
+                if let Some(right) = right {
+                    if iso.rights.len() == 4 {
+                        iso.rights.remove(0);
+                    }
+                    iso.rights.push(right);
+                }
                 let buffer = iso.buffer.as_mut().expect("alive");
                 match buffer.fetched_with_right(ask.ticket, &r, right, now) {
                     Ok(Fetched::Kept) => {
@@ -2944,6 +3011,18 @@ fn main() {
             if o.duplicates > 0 {
                 fails.push(format!("{} IDs served twice", o.duplicates));
             }
+            if r.outside_rights > 0 {
+                fails.push(format!(
+                    "{} snowflake IDs of a rights holder's worker ID served outside every right lent to their isolate",
+                    r.outside_rights
+                ));
+            }
+            if r.rights_overlap > 0 {
+                fails.push(format!(
+                    "{} sequence values lent in a right while an earlier right held them",
+                    r.rights_overlap
+                ));
+            }
             if r.refused_ranges > 0 {
                 fails.push(format!(
                     "{} ranges refused as overlapping IDs loaded before",
@@ -3017,6 +3096,15 @@ fn main() {
                         "today, {}: {} IDs served twice",
                         s.name(),
                         o.duplicates
+                    ));
+                }
+                // The rights' promises are the IDs', whatever the design.
+                if r.outside_rights + r.rights_overlap > 0 {
+                    violations.push(format!(
+                        "today, {}: {} snowflake IDs served outside their isolate's rights, {} sequence values lent twice",
+                        s.name(),
+                        r.outside_rights,
+                        r.rights_overlap
                     ));
                 }
                 // Staleness is a promise of the IDs, whatever the design.
