@@ -2223,6 +2223,10 @@ impl<'a> Sim<'a> {
                     Some(l) if l.until_ms < l.from_ms.max(now + 1) + MIN_RIGHT_MS => {
                         "too little reserved"
                     }
+                    // A restarted minter's floor, its saved reservation,
+                    // still ahead of its clock (a ledger that lends no
+                    // right starting that far ahead).
+                    Some(l) if l.from_ms > now + 1_000 => "floor ahead of the clock",
                     Some(_) => "every slice lent",
                 });
                 break 'lend None;
