@@ -2609,7 +2609,7 @@ impl<'a> Sim<'a> {
 }
 
 /// What the rights to mint did in a scenario, for one design.
-fn rights_line(name: &str, o: &Outcome, minters: u32) -> String {
+fn rights_line(name: &str, o: &Outcome, minters: u32, on: bool) -> String {
     let r = &o.report;
     let snow = r.route_served[1].max(1) as f64;
     let per_s = |n: u64| n as f64 / o.window_s.max(1.0);
@@ -2627,9 +2627,9 @@ fn rights_line(name: &str, o: &Outcome, minters: u32) -> String {
         r.first_snowflakes as f64 / snow,
         r.object_requests[1].saturating_sub(r.registry_calls) as f64 / snow,
     );
-    if r.rights_lent == 0 && r.right_served == 0 {
+    if !on {
         return format!(
-            "Rights to mint, {name}: none lent ({minters} minters); {registry}; {floor}."
+            "Rights to mint, {name}: off ({minters} minters: --rights off, or 2 x {minters} worker IDs above half the registry's); {registry}; {floor}."
         );
     }
     format!(
@@ -3005,7 +3005,10 @@ fn main() {
             today.report.minter_empty, regional.report.minter_empty
         );
         for (name, o) in [("today", today), ("regional", regional)] {
-            println!("{}", rights_line(name, o, a.minters));
+            println!(
+                "{}",
+                rights_line(name, o, a.minters, rights_on(&a, &Layout::LEAF))
+            );
         }
         print_bill(&prices, today, regional);
         // The checks, per design.
