@@ -15,7 +15,9 @@
 # Arguments go to the simulation: scripts/sim.sh --short (what make test
 # runs), --seed N, --isolates N, --minutes N, --minters N (to size them),
 # --scenario steady|storm|outage (one alone),
-# --fault serve-before-persist|no-fallback|ignore-budget
+# --rights on|off (minters lend rights to mint; unless told, as shipped:
+# on when the registry can reserve 2 x SNOWFLAKE_MINTERS worker IDs),
+# --fault serve-before-persist|no-fallback|ignore-budget|forget-lent
 # (a planted bug: the run must exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -91,8 +91,11 @@ core() {
   # before it stores what it answered serves IDs twice after the storm's
   # replacements; an isolate that waits past its request's budget answers
   # late; isolates that never fall back leave the cold isolates of the
-  # region down unserved in their first request.
+  # region down unserved in their first request; a minter that forgets
+  # the rights it lent lends slices still out, and isolates mint the same
+  # IDs.
   for planted in "serve-before-persist:IDs served twice" \
+    "forget-lent:IDs served twice" \
     "ignore-budget:requests answered after their bound" \
     "no-fallback:in its first request while they were unreachable"; do
     fault=${planted%%:*} check=${planted#*:} rc=0

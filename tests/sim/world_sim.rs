@@ -28,15 +28,27 @@
 //! shipped `SNOWFLAKE_MINTERS` and `SNOWFLAKE_STALENESS_MS`), so that the
 //! configuration simulated is the one deployed.
 //!
+//! Rights to mint (`src/minted/right.rs`), as the Worker lends them: on
+//! when the registry can reserve `2 × minters` worker IDs (`rights_on`;
+//! `--rights on|off` to compare), isolates ask for them
+//! (`MintConfig::rights`) and take them with their batch
+//! (`MintedBuffer::fetched_with_right`); each minter lends from a second
+//! holder, its rights holder (`rights_holder_config`, leased from the
+//! registry as `lease_minter(rights_worker_index(minters, i))`, its
+//! reservation saved under a row of its own), through a `RightLedger`
+//! kept in memory, in the Worker's order (`Sim::lend_right`).
+//!
 //! ```text
 //! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters N] [--scenario steady|storm|outage] [--tags 4] [--seed 1]
-//!     [--short] [--fault serve-before-persist|no-fallback|ignore-budget]
+//!     [--short] [--rights on|off]
+//!     [--fault serve-before-persist|no-fallback|ignore-budget|forget-lent]
 //!     [--no-retire] [--drop-refused]
 //! ```
 //! `--short` (used by `make test`) is 1,000 isolates, a 10-minute steady
 //! scenario and shorter storm and outage windows. `--fault` plants a bug in
-//! the regional design (to see the checks fail). An allocator retires when
+//! the regional design (to see the checks fail; `forget-lent`, a minter
+//! that keeps no ledger of the rights it lent, in both). An allocator retires when
 //! the core says it is due (`BlockAllocator::retire_due`) and hands its
 //! blocks' unserved tails back to the root (`TagRecord::take_back`); the
 //! tails the root refuses are served again (`BlockAllocator::keep`).
@@ -64,8 +76,13 @@
 //!   "overloaded" at once (a typed 503), as past its soft limit of 1,000
 //!   req/s the queue only grows.
 //!
-//! Checked: no ID served twice, no snowflake ID served past the staleness
-//! bound (both designs: exit 1); for the regional design, exit 1 on: an
+//! Checked: no ID served twice (snowflake IDs minted under rights
+//! included), no snowflake ID served past the staleness bound, no right
+//! lent over another still out (`lent_check`), no ID of a rights holder's
+//! worker ID served outside the rights lent to its isolate
+//! (`within_rights`: a buffer minting past a right's end shows there at
+//! once, where duplicates need two isolates in one unit) (both designs:
+//! exit 1); for the regional design, exit 1 on: an
 //! object above half its soft limit in the steady hour or the storm; a
 //! continent whose cold first-ID p99 (steady state) is above 1.5x its
 //! isolates' nearest-region p99 (but for the colos whose hosting region is
@@ -84,7 +101,12 @@
 //! The bill: per scenario, design and route, what a million IDs served
 //! cost at the dated prices of `tests/bench/bill.mjs` (`Prices`, the
 //! bench's one table): Worker requests, object requests and rows written as
-//! counted, duration estimated (`print_bill`).
+//! counted (the registry's calls, the rights holders' included, as object
+//! requests and rows), duration estimated (`print_bill`). Beside it, per
+//! design, what the rights did (`rights_line`): how many were lent, why
+//! asks got none, the share of IDs minted under them, the registry's load
+//! from the rights holders, and the floor of minter requests per ID that
+//! isolate churn sets (each new isolate's first snowflake ID costs one).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -92,16 +114,19 @@ use std::collections::{BinaryHeap, HashMap};
 use edgeleaf::{
     block::BlockAllocator, block::BlockAsk, block::HandBack, block::Serve, block::Tail,
     block::TailAnswer, code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, holder::Grant,
-    holder::HolderConfig, holder::HolderState, holder::Renewal, holder::SnowflakeHolder,
-    minted::batch_ranges, minted::minter_holder_config, minted::minter_restore_refused,
-    minted::minter_step, minted::BatchAsk, minted::Fetched, minted::MintConfig, minted::MintStep,
-    minted::MintTries, minted::MintedBuffer, minted::MinterPools, minted::MinterStep,
-    minted::Refused, minted::Unanswered, rand::SplitMix64, region::colo_region, region::Region,
-    registry::Registry, registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash,
-    segment::Allocation, segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS,
-    segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered,
-    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack,
-    wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
+    holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
+    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_holder_config,
+    minted::minter_restore_refused, minted::minter_step, minted::rights_holder_config,
+    minted::rights_worker_index, minted::BatchAsk, minted::Fetched, minted::MintConfig,
+    minted::MintRight, minted::MintStep, minted::MintTries, minted::MintedBuffer,
+    minted::MinterPools, minted::MinterStep, minted::Refused, minted::RightLedger,
+    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, minted::RIGHT_RETRY_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
+    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::WaitBudget,
+    wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -247,6 +272,10 @@ enum Fault {
     /// its IDs however long they take (the "answered after its bound"
     /// check must catch it).
     IgnoreBudget,
+    /// A minter forgets what it lent: a fresh `RightLedger` for every
+    /// right, so every right is its worker ID's first slice, overlapping
+    /// those still out (the duplicate check must catch it).
+    ForgetLent,
 }
 
 /// The settings of the service as shipped (`worker/wrangler.toml`'s
@@ -294,6 +323,10 @@ struct Args {
     /// Tails the root refused are dropped, not kept (to compare: before
     /// `BlockAllocator::keep`).
     drop_refused: bool,
+    /// Isolates ask for rights to mint and minters lend them (`--rights
+    /// on|off`; unless told, as the service ships: on when the registry
+    /// can reserve `2 × minters` worker IDs, `rights_on`).
+    rights: Option<bool>,
 }
 
 fn args() -> Args {
@@ -318,6 +351,7 @@ fn args() -> Args {
         fault: Fault::None,
         no_retire: false,
         drop_refused: false,
+        rights: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -365,14 +399,25 @@ fn args() -> Args {
                 i += 1;
                 continue;
             }
+            "--rights" => {
+                a.rights = Some(match value(i).as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        eprintln!("--rights: expected on or off, found {other:?}");
+                        std::process::exit(2)
+                    }
+                })
+            }
             "--fault" => {
                 a.fault = match value(i).as_str() {
                     "serve-before-persist" => Fault::ServeBeforePersist,
                     "no-fallback" => Fault::NoFallback,
                     "ignore-budget" => Fault::IgnoreBudget,
+                    "forget-lent" => Fault::ForgetLent,
                     other => {
                         eprintln!(
-                            "--fault: expected serve-before-persist, no-fallback or ignore-budget, found {other:?}"
+                            "--fault: expected serve-before-persist, no-fallback, ignore-budget or forget-lent, found {other:?}"
                         );
                         std::process::exit(2)
                     }
@@ -386,6 +431,14 @@ fn args() -> Args {
         i += 2;
     }
     a
+}
+
+/// Whether the minters lend rights to mint: `--rights`, else as the service
+/// ships them, on when the registry can reserve `2 × minters` worker IDs
+/// (its limit: half its capacity; LEAF's 36 minters: 72 of 1,024).
+fn rights_on(a: &Args, layout: &Layout) -> bool {
+    a.rights
+        .unwrap_or_else(|| 2 * a.minters <= RegistryConfig::new(layout).capacity / 2)
 }
 
 #[path = "rng.rs"]
@@ -434,7 +487,32 @@ enum ObjKind {
         index: u32,
         holder: Option<SnowflakeHolder<SplitMix64>>,
         saved: HolderState,
+        /// What it lends rights from.
+        lender: Box<Lender>,
     },
+}
+
+/// A minter's rights holder (worker ID `rights_worker_index(minters,
+/// index)`) in memory, its own stored row (`None`: never saved), and what
+/// it lent (memory only: a replacement lends only after the reservation
+/// saved).
+struct Lender {
+    holder: Option<SnowflakeHolder<SplitMix64>>,
+    saved: Option<HolderState>,
+    ledger: RightLedger,
+    /// A lease refused: not asked for again before this (memory).
+    lease_after: u64,
+}
+
+impl Lender {
+    fn new(layout: Layout) -> Box<Lender> {
+        Box::new(Lender {
+            holder: None,
+            saved: None,
+            ledger: RightLedger::new(layout),
+            lease_after: 0,
+        })
+    }
 }
 
 struct Obj {
@@ -503,7 +581,9 @@ enum Ask {
 
 enum Answer {
     Range(Allocation),
-    Ranges(Vec<(u64, u64)>),
+    /// A minter's batch, and the right it lent with it (if asked and it
+    /// had one to lend).
+    Ranges(Vec<(u64, u64)>, Option<MintRight>),
     /// The root's answer to a tail handed back: taken, or refused (it
     /// wrote nothing: the tail is still its allocator's alone).
     TakenBack(bool),
@@ -581,6 +661,9 @@ struct Isolate {
     runs: Vec<Option<(u64, u64)>>,
     /// Replaced by the deploy storm.
     stormed: bool,
+    /// The rights its minters lent it, the latest last (a few kept: it
+    /// mints under one at a time, the next asked before the last ends).
+    rights: Vec<MintRight>,
 }
 
 // ---------------------------------------------------------------- report
@@ -722,14 +805,81 @@ struct Report {
     billed_ms: [u64; 2],
     /// Minter calls answered with no IDs, by the code of the answer.
     minter_empty: std::collections::BTreeMap<&'static str, u64>,
+    /// The registry's calls per second (all, and the rights holders'
+    /// leases and renewals), and the rights holders' calls.
+    registry_load: Load,
+    rights_registry_load: Load,
+    rights_registry_calls: u64,
+    /// Rows the rights holders wrote (their reservations saved; their
+    /// registry calls' rows are the registry's).
+    rights_rows: u64,
+    /// Rights lent, their windows' total length (ms), and, by why, the
+    /// asks for one answered with a batch alone.
+    rights_lent: u64,
+    right_ms: u64,
+    rights_none: std::collections::BTreeMap<&'static str, u64>,
+    /// Snowflake IDs served that were minted under a right (their worker
+    /// ID a rights holder's); of them, served by an isolate holding no
+    /// right they lie in (a violation).
+    right_served: u64,
+    outside_rights: u64,
+    /// Sequence values lent in a right while a right lent before still
+    /// held them (a violation).
+    rights_overlap: u64,
+    /// Isolates whose first snowflake ID came in the window: each paid at
+    /// least one minter request (the floor of object requests per ID).
+    first_snowflakes: u64,
+    /// Snowflake IDs served whose time unit was ahead of the clock by more
+    /// than a minter borrows (3 ms), and the most, ms.
+    ahead: u64,
+    ahead_max: u64,
+}
+
+impl Report {
+    /// A call to the registry at `now` (`measuring`: 1 in the window),
+    /// in-process here, an object request in the service and the lease it
+    /// writes a row: counted for the bill, and per second for its load, the
+    /// rights holders' apart.
+    fn registry_call(&mut self, now: u64, measuring: u64, rights: bool) {
+        if measuring == 0 {
+            return;
+        }
+        self.registry_calls += 1;
+        self.rows_written[1] += 1;
+        self.registry_load.add(now / 1_000);
+        if rights {
+            self.rights_registry_calls += 1;
+            self.rights_registry_load.add(now / 1_000);
+        }
+    }
+}
+
+/// Calls per second to one place, and the busiest second's.
+#[derive(Default)]
+struct Load {
+    sec: u64,
+    n: u32,
+    peak: u32,
+}
+
+impl Load {
+    fn add(&mut self, sec: u64) {
+        if self.sec != sec {
+            self.sec = sec;
+            self.n = 0;
+        }
+        self.n += 1;
+        self.peak = self.peak.max(self.n);
+    }
 }
 
 struct Outcome {
     report: Report,
     duplicates: u64,
     skipped_per_hour: f64,
-    /// The run's simulated hours.
+    /// The run's simulated hours, and the measured window's seconds.
     hours: f64,
+    window_s: f64,
     down_region: Option<usize>,
     /// Isolates alive at the storm (or the outage).
     alive_at_event: u64,
@@ -761,6 +911,8 @@ struct Sim<'a> {
     args: Args,
     colos: &'a [Colo],
     regional: bool,
+    /// Minters lend rights to mint, isolates ask for them (`rights_on`).
+    rights: bool,
     layout: Layout,
     /// Arrivals, rates, requests: the same in both designs.
     rng: Rng,
@@ -795,6 +947,9 @@ struct Sim<'a> {
     /// few seconds), and the duplicates found in the seconds checked.
     snow: std::collections::BTreeMap<u64, Vec<u64>>,
     snow_duplicates: u64,
+    /// Per rights holder's worker ID, per sequence value: the end of the
+    /// latest right lent of it (`lent_check`).
+    lent: HashMap<u32, Vec<u64>>,
     measure: (u64, u64),
     end: u64,
     alive_at_event: u64,
@@ -806,8 +961,11 @@ impl<'a> Sim<'a> {
     fn new(args: Args, colos: &'a [Colo], regional: bool, scenario: Scenario) -> Sim<'a> {
         let layout = Layout::LEAF;
         let minters = args.minters;
+        let rights = rights_on(&args, &layout);
         let mut cfg = RegistryConfig::new(&layout);
-        cfg.minters = minters;
+        // With rights, the registry reserves a second worker ID per minter
+        // (`rights_worker_index`), as the Worker's does.
+        cfg.minters = if rights { 2 * minters } else { minters };
         let reg = Registry::new(cfg).expect("registry config");
         // Traffic: each continent's users, spread over its colos.
         let mut per_continent = [0usize; 7];
@@ -908,6 +1066,7 @@ impl<'a> Sim<'a> {
                         index: i,
                         holder: Some(holder),
                         saved: HolderState::default(),
+                        lender: Lender::new(layout),
                     },
                     region,
                 ));
@@ -931,6 +1090,7 @@ impl<'a> Sim<'a> {
             args,
             colos,
             regional,
+            rights,
             layout,
             rng: Rng(0),
             net: Rng(0),
@@ -956,6 +1116,7 @@ impl<'a> Sim<'a> {
             region_lat,
             snow: std::collections::BTreeMap::new(),
             snow_duplicates: 0,
+            lent: HashMap::new(),
             measure,
             end,
             alive_at_event: 0,
@@ -1016,6 +1177,7 @@ impl<'a> Sim<'a> {
         };
         let config = MintConfig {
             staleness_ms: self.args.staleness_ms,
+            rights: self.rights,
             ..config
         };
         let buffer = MintedBuffer::new(self.layout, config).expect("mint");
@@ -1037,6 +1199,7 @@ impl<'a> Sim<'a> {
             called: Vec::new(),
             runs: vec![None; tags],
             stormed: false,
+            rights: Vec::new(),
         });
         self.at(at, Event::Arrive(i));
     }
@@ -1223,6 +1386,7 @@ impl<'a> Sim<'a> {
         let measuring = self.measuring();
         if k == tags {
             self.served_snowflake(id);
+            self.within_rights(i, id);
         }
         let iso = &mut self.isolates[i];
         if k < tags {
@@ -1255,9 +1419,20 @@ impl<'a> Sim<'a> {
     /// bound after its time unit is a violation of its own.
     fn served_snowflake(&mut self, id: u64) {
         let now = self.now;
-        let unit = self.layout.decompose(id).map_or(0, |p| p.timestamp_ms);
+        let parts = self.layout.decompose(id).ok();
+        let unit = parts.map_or(0, |p| p.timestamp_ms);
         if now.saturating_sub(unit) > self.args.staleness_ms {
             self.report.stale += 1;
+        }
+        if self.measuring() {
+            if parts.is_some_and(|p| p.worker_id >= self.args.minters) {
+                self.report.right_served += 1;
+            }
+            let ahead = unit.saturating_sub(now);
+            if ahead > MINTER_BORROW_MS {
+                self.report.ahead += 1;
+            }
+            self.report.ahead_max = self.report.ahead_max.max(ahead);
         }
         self.snow.entry(unit / 1_000).or_default().push(id);
         while let Some(entry) = self.snow.first_entry() {
@@ -1266,6 +1441,46 @@ impl<'a> Sim<'a> {
             }
             let ids = entry.remove();
             self.snow_duplicates += duplicates_in(ids);
+        }
+    }
+
+    /// A snowflake ID of a rights holder's worker ID (`minters..`) that
+    /// isolate `i` served lies in a right lent to it: its sequence in the
+    /// slice, its time unit in the window. One outside is a violation of
+    /// its own (a buffer minting past a right's end would repeat IDs only
+    /// when another isolate mints the same unit and sequence).
+    fn within_rights(&mut self, i: usize, id: u64) {
+        let Ok(p) = self.layout.decompose(id) else {
+            return;
+        };
+        if p.worker_id < self.args.minters {
+            return;
+        }
+        let inside = self.isolates[i].rights.iter().any(|r| {
+            r.worker_id == p.worker_id
+                && (r.seq_start..r.seq_start + r.seq_len).contains(&p.sequence)
+                && (r.from_ms..r.until_ms).contains(&p.timestamp_ms)
+        });
+        if !inside {
+            self.report.outside_rights += 1;
+        }
+    }
+
+    /// Right `r`, lent now, overlaps no right lent before: for each worker
+    /// ID, where each sequence's rights end (the ledger's promise, across
+    /// a minter's replacements: the restarted one lends after its saved
+    /// reservation).
+    fn lent_check(&mut self, r: &MintRight) {
+        let lent = self.lent.entry(r.worker_id).or_default();
+        let (lo, hi) = (r.seq_start as usize, (r.seq_start + r.seq_len) as usize);
+        if lent.len() < hi {
+            lent.resize(hi, 0);
+        }
+        for end in &mut lent[lo..hi] {
+            if *end > r.from_ms {
+                self.report.rights_overlap += 1;
+            }
+            *end = (*end).max(r.until_ms);
         }
     }
 
@@ -1282,6 +1497,7 @@ impl<'a> Sim<'a> {
         }
         let colo = &self.colos[iso.colo];
         let kind = usize::from(k == self.args.tags);
+        self.report.first_snowflakes += kind as u64;
         let first_asked = iso.waiting[k].first() == Some(&since);
         if self.down[region_index(Region::ALL[colo.region].hosting())]
             && since >= self.down_at
@@ -1480,7 +1696,7 @@ impl<'a> Sim<'a> {
                 self.answer(c, done, answer);
             }
             Ask::Mint(ask) => {
-                let a = self.mint(o, ask.count as usize, done);
+                let a = self.mint(o, ask.count as usize, ask.right, done);
                 self.answer(c, done, a);
             }
         }
@@ -1793,14 +2009,17 @@ impl<'a> Sim<'a> {
         self.at(now + 60_000, Event::RetireDue);
     }
 
-    /// A minter's loop, as its Durable Object runs it (fleet_sim's).
-    fn mint(&mut self, o: usize, count: usize, now: u64) -> Answer {
+    /// A minter's loop, as its Durable Object runs it (fleet_sim's); with
+    /// a batch, a right to mint when the isolate asks for one
+    /// (`lend_right`).
+    fn mint(&mut self, o: usize, count: usize, right: bool, now: u64) -> Answer {
         let layout = self.layout;
         let m = u64::from(self.measuring());
         let ObjKind::Minter {
             index,
             holder,
             saved,
+            ..
         } = &mut self.objs[o].kind
         else {
             return Answer::Failed;
@@ -1840,8 +2059,7 @@ impl<'a> Sim<'a> {
             filled += poll.filled;
             if let Some(r) = poll.renew {
                 renew(&mut self.reg, h, r, now, layout);
-                self.report.registry_calls += m;
-                self.report.rows_written[1] += m;
+                self.report.registry_call(now, m, false);
             }
             match minter_step(filled, poll.next, leased) {
                 MinterStep::Answer => break,
@@ -1851,8 +2069,7 @@ impl<'a> Sim<'a> {
                 }
                 MinterStep::Lease(ask) => {
                     leased = true;
-                    self.report.registry_calls += m;
-                    self.report.rows_written[1] += m;
+                    self.report.registry_call(now, m, false);
                     let secret = LeaseSecret::from_random([(index % 251) as u8; 16]);
                     let previous = ask.previous.map(|c| c.proof(sha256));
                     match self.reg.lease_minter(
@@ -1885,8 +2102,154 @@ impl<'a> Sim<'a> {
             *self.report.minter_empty.entry(code.as_str()).or_default() += 1;
             Answer::Refused(code)
         } else {
-            Answer::Ranges(batch_ranges(&layout, &out))
+            let right = if right && self.rights {
+                self.lend_right(o, now)
+            } else {
+                None
+            };
+            if let Some(r) = &right {
+                self.lent_check(r);
+            }
+            Answer::Ranges(batch_ranges(&layout, &out), right)
         }
+    }
+
+    /// Minter `o`'s rights holder lends a right, in the Worker's order
+    /// (`minter_store/rights.rs`): it saves its reservation when due and
+    /// polls with nothing to mint, renews when due, leases when it has no
+    /// lease (at most once a request; refused, not again for
+    /// `RIGHT_RETRY_MS`), saves at once after a grant (proof after a
+    /// restart, and a right is lent only below a saved reservation), and
+    /// lends from its ledger within what it may (`lendable`), recording the
+    /// right's end (`lent_until`). Every failure is a batch answered
+    /// without a right.
+    fn lend_right(&mut self, o: usize, now: u64) -> Option<MintRight> {
+        let layout = self.layout;
+        let minters = self.args.minters;
+        let m = u64::from(self.measuring());
+        let forget = self.args.fault == Fault::ForgetLent;
+        let ObjKind::Minter { index, lender, .. } = &mut self.objs[o].kind else {
+            return None;
+        };
+        let index = *index;
+        let Lender {
+            holder: rights,
+            saved: rights_saved,
+            ledger,
+            lease_after,
+        } = &mut **lender;
+        let mut why: Option<&'static str> = None;
+        let mut calls = 0;
+        let mut rows = 0;
+        // Its own row (`'rights'`), never the batch holder's.
+        let save =
+            |h: &mut SnowflakeHolder<SplitMix64>, row: &mut Option<HolderState>, force: bool| {
+                if !force && h.save_due_in(now) != Some(0) {
+                    return 0;
+                }
+                let Some(state) = h.save_request(now) else {
+                    return 0;
+                };
+                *row = Some(state);
+                h.saved(&state);
+                1
+            };
+        let right = 'lend: {
+            if rights.is_none() {
+                let config = rights_holder_config(DEFAULT_MAX_BACKWARD_MS);
+                let rand = SplitMix64::new(now ^ 0x5249_4748_5453);
+                let restored = match rights_saved {
+                    Some(state) => SnowflakeHolder::restore(config, rand, *state, now),
+                    None => SnowflakeHolder::with_rand(config, rand),
+                };
+                match restored {
+                    Ok(h) => *rights = Some(h),
+                    Err(_) => {
+                        why = Some("restore refused");
+                        break 'lend None;
+                    }
+                }
+            }
+            let h = rights.as_mut().expect("restored");
+            rows += save(h, rights_saved, false);
+            let Ok(poll) = h.poll(now, &mut []) else {
+                why = Some("holder stopped");
+                break 'lend None;
+            };
+            if let Some(r) = poll.renew {
+                renew(&mut self.reg, h, r, now, layout);
+                calls += 1;
+            }
+            if let HolderNext::Lease(ask) = poll.next {
+                if now < *lease_after {
+                    // Refused lately: not asked again on every request.
+                    h.lease_failed(None, now);
+                    why = Some("refused lately");
+                    break 'lend None;
+                }
+                calls += 1;
+                let secret = LeaseSecret::from_random([(index % 251) as u8 ^ 0x80; 16]);
+                let previous = ask.previous.map(|c| c.proof(sha256));
+                let leased = match self.reg.lease_minter(
+                    rights_worker_index(minters, index),
+                    ask.node_now_ms,
+                    previous,
+                    sha256(&secret),
+                    now,
+                ) {
+                    Ok(l) => h
+                        .granted(Grant::from_lease(&l, Some(secret), layout), now)
+                        .map_err(|e| e.error_code()),
+                    Err(e) => {
+                        h.lease_failed(Some(e.error_code()), now);
+                        Err(e.error_code())
+                    }
+                };
+                if let Err(code) = leased {
+                    *lease_after = now + RIGHT_RETRY_MS;
+                    why = Some(code.as_str());
+                    break 'lend None;
+                }
+                rows += save(h, rights_saved, true);
+            }
+            if forget {
+                // The planted fault: nothing remembered of what was lent.
+                *ledger = RightLedger::new(layout);
+            }
+            let lendable = h.lendable(now);
+            let Some(right) = ledger.lend(now, lendable) else {
+                why = Some(match lendable {
+                    None => "no lease",
+                    Some(l) if l.until_ms < l.from_ms.max(now + 1) + MIN_RIGHT_MS => {
+                        "too little reserved"
+                    }
+                    // A restarted minter's floor, its saved reservation,
+                    // still ahead of its clock (a ledger that lends no
+                    // right starting that far ahead).
+                    Some(l) if l.from_ms > now + 1_000 => "floor ahead of the clock",
+                    Some(_) => "every slice lent",
+                });
+                break 'lend None;
+            };
+            h.lent_until(right.until_ms);
+            Some(right)
+        };
+        self.report.rows_written[1] += rows * m;
+        self.report.rights_rows += rows * m;
+        for _ in 0..calls {
+            self.report.registry_call(now, m, true);
+        }
+        match (right, why) {
+            (Some(r), _) => {
+                self.report.rights_lent += m;
+                self.report.right_ms += (r.until_ms - r.from_ms) * m;
+            }
+            (None, Some(why)) if m == 1 => {
+                *self.report.rights_none.entry(why).or_default() += 1;
+            }
+            _ => {}
+        }
+        right
     }
 
     /// An answer reaches its caller.
@@ -1969,10 +2332,16 @@ impl<'a> Sim<'a> {
                     self.refuse_waiting(i, t);
                 }
             }
-            (Ask::Mint(ask), Answer::Ranges(r)) => {
+            (Ask::Mint(ask), Answer::Ranges(r, right)) => {
                 let iso = &mut self.isolates[i];
+                if let Some(right) = right {
+                    if iso.rights.len() == 4 {
+                        iso.rights.remove(0);
+                    }
+                    iso.rights.push(right);
+                }
                 let buffer = iso.buffer.as_mut().expect("alive");
-                match buffer.fetched(ask.ticket, &r, now) {
+                match buffer.fetched_with_right(ask.ticket, &r, right, now) {
                     Ok(Fetched::Kept) => {
                         iso.tries = MintTries::default();
                         self.first_available(i, tags);
@@ -2097,7 +2466,12 @@ impl<'a> Sim<'a> {
                     self.answer(c, now, Answer::Failed);
                 }
             }
-            ObjKind::Minter { holder, .. } => *holder = None,
+            ObjKind::Minter { holder, lender, .. } => {
+                *holder = None;
+                lender.holder = None;
+                lender.ledger = RightLedger::new(self.layout);
+                lender.lease_after = 0;
+            }
         }
     }
 
@@ -2226,11 +2600,50 @@ impl<'a> Sim<'a> {
             duplicates,
             skipped_per_hour: skipped as f64 / hours,
             hours,
+            window_s: (self.measure.1 - self.measure.0) as f64 / 1_000.0,
             down_region: self.down_region,
             alive_at_event: self.alive_at_event,
             minter_peaks,
         }
     }
+}
+
+/// What the rights to mint did in a scenario, for one design.
+fn rights_line(name: &str, o: &Outcome, minters: u32, on: bool) -> String {
+    let r = &o.report;
+    let snow = r.route_served[1].max(1) as f64;
+    let per_s = |n: u64| n as f64 / o.window_s.max(1.0);
+    let registry = format!(
+        "registry {:.2} req/s (peak {}), of which the rights holders' leases and renewals {:.2} req/s (peak {}), {} in all",
+        per_s(r.registry_calls),
+        r.registry_load.peak,
+        per_s(r.rights_registry_calls),
+        r.rights_registry_load.peak,
+        r.rights_registry_calls,
+    );
+    let floor = format!(
+        "{} isolates' first snowflake ID in the window: a floor of {:.4} minter requests per ID (actual {:.4})",
+        r.first_snowflakes,
+        r.first_snowflakes as f64 / snow,
+        r.object_requests[1].saturating_sub(r.registry_calls) as f64 / snow,
+    );
+    if !on {
+        return format!(
+            "Rights to mint, {name}: off ({minters} minters: --rights off, or 2 x {minters} worker IDs above half the registry's); {registry}; {floor}."
+        );
+    }
+    format!(
+        "Rights to mint, {name}: {} lent (mean window {:.1} s), asks answered without one {:?}; {} snowflake IDs minted under them ({:.1}%); {} rows written by the rights holders ({:.1} a second); {registry}; {floor}; IDs ahead of the clock by more than {MINTER_BORROW_MS} ms: {} (at most {} ms).",
+        r.rights_lent,
+        r.right_ms as f64 / r.rights_lent.max(1) as f64 / 1_000.0,
+        r.rights_none,
+        r.right_served,
+        r.right_served as f64 * 100.0 / snow,
+        r.rights_rows,
+        per_s(r.rights_rows),
+        r.ahead,
+        r.ahead_max,
+    )
 }
 
 /// The dated price list: `PRICES` in `tests/bench/bill.mjs`, the one table
@@ -2591,6 +3004,12 @@ fn main() {
             "Minter calls answered without IDs, by code (a replaced minter's clock is behind the reservation it saved for up to 3 s: clock_moved_backwards): today {:?}, regional {:?}.",
             today.report.minter_empty, regional.report.minter_empty
         );
+        for (name, o) in [("today", today), ("regional", regional)] {
+            println!(
+                "{}",
+                rights_line(name, o, a.minters, rights_on(&a, &Layout::LEAF))
+            );
+        }
         print_bill(&prices, today, regional);
         // The checks, per design.
         for (name, o) in [("today", today), ("regional", regional)] {
@@ -2598,6 +3017,18 @@ fn main() {
             let mut fails = Vec::new();
             if o.duplicates > 0 {
                 fails.push(format!("{} IDs served twice", o.duplicates));
+            }
+            if r.outside_rights > 0 {
+                fails.push(format!(
+                    "{} snowflake IDs of a rights holder's worker ID served outside every right lent to their isolate",
+                    r.outside_rights
+                ));
+            }
+            if r.rights_overlap > 0 {
+                fails.push(format!(
+                    "{} sequence values lent in a right while an earlier right held them",
+                    r.rights_overlap
+                ));
             }
             if r.refused_ranges > 0 {
                 fails.push(format!(
@@ -2672,6 +3103,15 @@ fn main() {
                         "today, {}: {} IDs served twice",
                         s.name(),
                         o.duplicates
+                    ));
+                }
+                // The rights' promises are the IDs', whatever the design.
+                if r.outside_rights + r.rights_overlap > 0 {
+                    violations.push(format!(
+                        "today, {}: {} snowflake IDs served outside their isolate's rights, {} sequence values lent twice",
+                        s.name(),
+                        r.outside_rights,
+                        r.rights_overlap
                     ));
                 }
                 // Staleness is a promise of the IDs, whatever the design.
