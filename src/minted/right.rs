@@ -52,6 +52,14 @@ pub const MAX_RIGHT_MS: u64 = 60_000;
 /// once.
 pub const MIN_RIGHT_MS: u64 = 5_000;
 
+/// A right starting further than this after the unit after the minter's
+/// clock's is not lent: its holder mints from the right's first unit at
+/// once, so its IDs would be stamped that far ahead of every clock. A
+/// holder's floor is that far ahead after a restart (it resumes after the
+/// reservation it saved, up to [`MAX_RIGHT_MS`] ahead); it lends again once
+/// the clock nears it.
+const MAX_RIGHT_LEAD_MS: u64 = 1_000;
+
 /// After a fetch that asked for a right and got none (a minter of a
 /// release before rights, or one with none to lend now), the isolate asks
 /// for none for this long: it fetches batches as before rights, and never
@@ -194,7 +202,8 @@ impl RightLedger {
 
     /// A right to lend at `now_ms` under `lendable` (the holder's lease and
     /// reservation), or `None`: no lease, less than [`MIN_RIGHT_MS`] of it
-    /// left, or every slice lent now. A slice is lent again only once its
+    /// left, its floor more than a second ahead of the clock (a restarted
+    /// holder's), or every slice lent now. A slice is lent again only once its
     /// last right ended; the right starts at the unit after `now_ms`'s
     /// (never inside a unit the minter's clock is in: a step back of the
     /// clock would otherwise reach into one lent before), and after the
@@ -209,7 +218,11 @@ impl RightLedger {
                 .ok()
                 .map(|t| layout.tick_start_ms(t.saturating_add(1)))
         };
-        let start = next_unit(now_ms)?.max(lendable.from_ms);
+        let next = next_unit(now_ms)?;
+        let start = next.max(lendable.from_ms);
+        if start > next.saturating_add(MAX_RIGHT_LEAD_MS) {
+            return None;
+        }
         let (slice, &free_from) = self.free_from.iter().enumerate().min_by_key(|(_, f)| **f)?;
         // Only a slice free now: a right starting later would be of no use
         // to the isolate for a while.

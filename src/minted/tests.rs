@@ -768,3 +768,20 @@ fn a_holder_that_saved_no_reservation_yet_lends_nothing() {
     assert_eq!((r.from_ms, r.until_ms), (t + 10, t + 30_000));
     assert_eq!(leaf.lent() + js.lent(), 1);
 }
+
+#[test]
+fn a_holder_whose_floor_is_ahead_of_the_clock_lends_only_once_the_clock_nears_it() {
+    // A restarted minter's rights holder resumes after the reservation it
+    // saved, up to a minute ahead: a right from there would be minted at
+    // once, its IDs stamped that far ahead of every clock.
+    let mut l = RightLedger::new(Layout::LEAF);
+    assert_eq!(l.lend(T, lendable(T + 40_000, T + 100_000)), None);
+    assert_eq!(l.lent(), 0);
+    // Within a second of the unit after the clock's: lent from the floor.
+    let r = l
+        .lend(T + 39_000, lendable(T + 40_000, T + 100_000))
+        .unwrap();
+    assert_eq!(r.from_ms, T + 40_000);
+    let r = l.lend(T + 38_999, lendable(T + 40_001, T + 100_000));
+    assert_eq!(r, None);
+}

@@ -6,6 +6,9 @@
 // grant) gets an ID above the range, and minter 1 holds worker ID 1 within
 // the grant's TTL + grace, minting only after the node's grant ended.
 // Without the refusal the node renews for ever and minter 1 never starts.
+// The deploy also turns rights to mint on (SNOWFLAKE_RIGHTS, off in the
+// first to model 0.1.0): a second node, on worker ID 2 — minter 0's rights
+// holder's after it — is refused and moves above the 4 reserved IDs too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -35,9 +38,12 @@ async function post(svc, path, body) {
 test('a node on a worker ID the minters grew over is refused its renewal, moves above the range, and the minter gets the ID', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'edgeleaf-minters-grow-'));
   try {
-    // 0.1.0's arrangement, scaled down: 1 minter, the node gets worker ID 1.
-    let svc = await start({ persist: dir, vars: { ...VARS, SNOWFLAKE_MINTERS: '1' } });
+    // 0.1.0's arrangement, scaled down: 1 minter (and no rights to mint,
+    // whose holders' worker IDs the registry would reserve too), the node
+    // gets worker ID 1.
+    let svc = await start({ persist: dir, vars: { ...VARS, SNOWFLAKE_MINTERS: '1', SNOWFLAKE_RIGHTS: '0' } });
     let node;
+    let nodeB;
     try {
       const leased = await post(svc, '/v1/workers/lease', { nodeKey: 'node-a', nodeTime: Date.now() });
       assert.equal(leased.status, 200, JSON.stringify(leased.body));
@@ -46,6 +52,11 @@ test('a node on a worker ID the minters grew over is refused its renewal, moves 
       const renewed = await post(svc, `/v1/workers/1/renew`, { generation: node.generation, secret: node.secret, nodeTime: Date.now(), lastTimestamp: Date.now() });
       assert.equal(renewed.status, 200, JSON.stringify(renewed.body));
       node = { ...node, ...renewed.body };
+      // A second node gets worker ID 2: after the deploy, the ID of minter
+      // 0's rights holder (the registry reserves 2 × 2 IDs with rights on).
+      const b = await post(svc, '/v1/workers/lease', { nodeKey: 'node-b', nodeTime: Date.now() });
+      assert.equal(b.body.workerId, 2, JSON.stringify(b.body));
+      nodeB = b.body;
     } finally {
       await svc.dispose();
     }
@@ -59,7 +70,13 @@ test('a node on a worker ID the minters grew over is refused its renewal, moves 
       const previous = { workerId: 1, generation: node.generation, secret: node.secret };
       const moved = await post(svc, '/v1/workers/lease', { nodeKey: 'node-a', nodeTime: Date.now(), previous });
       assert.equal(moved.status, 200, JSON.stringify(moved.body));
-      assert.ok(moved.body.workerId >= 2, `moved to worker ID ${moved.body.workerId}, above the minters'`);
+      assert.ok(moved.body.workerId >= 4, `moved to worker ID ${moved.body.workerId}, above the minters' and their rights holders'`);
+      // So does the node on a rights holder's ID (the same rule: the
+      // reserved range grew over it).
+      const refusedB = await post(svc, `/v1/workers/2/renew`, { generation: nodeB.generation, secret: nodeB.secret, nodeTime: Date.now(), lastTimestamp: Date.now() });
+      assert.equal(refusedB.status, 409, JSON.stringify(refusedB.body));
+      const movedB = await post(svc, '/v1/workers/lease', { nodeKey: 'node-b', nodeTime: Date.now(), previous: { workerId: 2, generation: nodeB.generation, secret: nodeB.secret } });
+      assert.ok(movedB.body.workerId >= 4, `node-b moved to worker ID ${movedB.body.workerId}`);
       // Minter 1 (weur's) holds worker ID 1 once the grant's TTL + grace
       // passed; meanwhile enam's minter serves the isolate, which comes back
       // to its region's within RETURN_HOME_MS (10 s).

@@ -13,7 +13,8 @@
 // isolate may be served by the other region's), every ID later than the
 // saved reservation of the old minter of its worker ID, none twice; the
 // minters' grants reclaimed (same worker ID, newer generation) while the old
-// ones were live.
+// ones were live. IDs under a right to mint (worker IDs 2 and 3: the minters'
+// rights holders', new with this release) count as their lender's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -24,7 +25,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { start } from '../support/service.mjs';
 
 const STORE_V1 = fileURLToPath(new URL('fixtures/store-v1/', import.meta.url));
-const VARS = { SNOWFLAKE_MINTERS: '2', TEST_COLO_HEADER: '1' };
+const MINTERS = 2;
+const VARS = { SNOWFLAKE_MINTERS: String(MINTERS), TEST_COLO_HEADER: '1' };
 // Two minters over the regions: enam hosts 0, weur 1 (MinterPools::over_regions).
 const COLOS = [{ colo: 'ORD', workerId: 0 }, { colo: 'LHR', workerId: 1 }];
 const WANT = 500;
@@ -91,11 +93,16 @@ test('regional minters take the old minters\' state over: snowflakes within seco
           assert.equal(res.status, 200, text);
           for (const id of JSON.parse(text).ids) {
             const p = parts(id);
-            assert.ok(p.workerId in reserved, `${colo}: ${id} under worker ID ${p.workerId}, not a minter's`);
-            assert.ok(p.ms > reserved[p.workerId], `${colo}: ${id} at ${p.ms}, not after the old minter's reservation ${reserved[p.workerId]}`);
+            // Under a right to mint (SNOWFLAKE_RIGHTS, on by default): minter
+            // i's rights holder's worker ID, MINTERS + i, which no minter of
+            // before rights ever held. A right is lent only with a batch its
+            // minter minted, so it counts as that minter's.
+            const lender = p.workerId >= MINTERS && p.workerId < 2 * MINTERS ? p.workerId - MINTERS : null;
+            assert.ok(p.workerId in reserved || lender !== null, `${colo}: ${id} under worker ID ${p.workerId}, not a minter's`);
+            if (lender === null) assert.ok(p.ms > reserved[p.workerId], `${colo}: ${id} at ${p.ms}, not after the old minter's reservation ${reserved[p.workerId]}`);
             assert.ok(!seen.has(id), `${id} twice`);
             seen.add(id);
-            if (p.workerId === workerId) drawn++;
+            if ((lender ?? p.workerId) === workerId) drawn++;
             else others++;
           }
         }

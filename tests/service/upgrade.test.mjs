@@ -14,8 +14,11 @@ import { EdgeleafClient } from 'edgeleaf';
 import { start, ADMIN } from '../support/service.mjs';
 import { openStoreV0 } from '../support/fixture.mjs';
 
-// As the fixture was written (defaults otherwise: TTL 60 s, grace 10 s, skew 2 s).
-const VARS = { SNOWFLAKE_MINTERS: '2' };
+// As the fixture was written (defaults otherwise: TTL 60 s, grace 10 s, skew 2 s),
+// before rights to mint: with them the registry would reserve the legacy
+// grants' worker IDs 2 and 3 for the minters' rights holders (the same
+// fence applies to their grants; minters-grow.test.mjs moves a node off such an ID).
+const VARS = { SNOWFLAKE_MINTERS: '2', SNOWFLAKE_RIGHTS: '0' };
 const SKEW = 2000;
 const GRACE = 10_000;
 

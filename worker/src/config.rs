@@ -22,6 +22,14 @@ pub struct Config {
     /// own worker ID) and the staleness bound of the IDs they mint.
     pub minters: u32,
     pub staleness_ms: u64,
+    /// Minters lend rights to mint and isolates ask for them
+    /// (`SNOWFLAKE_RIGHTS`, "1" by default; "0" off): on only with minters
+    /// and when the layout has room for their rights holders' worker IDs
+    /// (`2 × minters` at most half its IDs). Then the registry reserves
+    /// `2 × minters` IDs (`registry.minters`): `minters..2 × minters` for
+    /// the rights holders (`rights_worker_index`); `minters` stays the
+    /// number of minters, their pools and their placement.
+    pub rights: bool,
     /// Origins whose pages may call the service (`CORS_ORIGINS`,
     /// comma-separated; `*` any; none by default).
     pub cors_origins: Vec<String>,
@@ -164,7 +172,7 @@ impl Config {
         registry.grace_ms = number(env, "LEASE_GRACE_MS", registry.grace_ms)?;
         registry.max_skew_ms = number(env, "MAX_SKEW_MS", registry.max_skew_ms)?;
         let minters = number(env, "SNOWFLAKE_MINTERS", 0)?;
-        registry.minters = u32::try_from(minters)
+        let minters = u32::try_from(minters)
             .ok()
             .filter(|m| *m <= registry.capacity / 2)
             .ok_or_else(|| {
@@ -176,6 +184,12 @@ impl Config {
                     ),
                 )
             })?;
+        // A layout without room for the rights holders (jsSafe with 36
+        // minters: 72 > 64) runs its minters without rights.
+        let rights = flag_or(env, "SNOWFLAKE_RIGHTS", true)?
+            && minters > 0
+            && minters.saturating_mul(2) <= registry.capacity / 2;
+        registry.minters = if rights { minters * 2 } else { minters };
         let per_owner = number(env, "MAX_WORKERS_PER_KEY", registry.half_share().into())?;
         registry.per_owner = Some(u32::try_from(per_owner).unwrap_or(u32::MAX));
         registry.validate().map_err(|e| {
@@ -185,10 +199,10 @@ impl Config {
             )
         })?;
         let staleness_ms = number(env, "SNOWFLAKE_STALENESS_MS", DEFAULT_STALENESS_MS)?;
-        if registry.minters > 0 {
+        if minters > 0 {
             MintConfig {
                 staleness_ms,
-                ..MintConfig::new(registry.minters, 0)
+                ..MintConfig::new(minters, 0)
             }
             .validate(&layout)
             .map_err(|e| invalid("SNOWFLAKE_STALENESS_MS", &e.to_string()))?;
@@ -238,8 +252,9 @@ impl Config {
             default_step,
             registry,
             max_backward_ms,
-            minters: registry.minters,
+            minters,
             staleness_ms,
+            rights,
             cors_origins,
             admin_token: secret(env, "ADMIN_TOKEN"),
             client_token: secret(env, "CLIENT_TOKEN"),

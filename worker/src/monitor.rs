@@ -71,6 +71,11 @@ pub fn monitor(access: &Access) -> serde_json::Value {
                 "minter": b.minter(), "batch": b.batch(), "available": b.available(),
                 "fetches": b.fetches(), "dropped": b.dropped(), "served": s.total(),
                 "stalenessMs": { "p50": s.percentile(50), "p99": s.percentile(99), "max": s.max() },
+                "rights": b.rights(), "rightMinted": b.right_minted(),
+                "right": b.right().map(|r| json!({
+                    "workerId": r.worker_id, "seqStart": r.seq_start, "seqLen": r.seq_len,
+                    "fromMs": r.from_ms, "untilMs": r.until_ms,
+                })),
             })
         });
         if !access.sees_fleet() {

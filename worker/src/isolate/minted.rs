@@ -1,5 +1,7 @@
 //! Snowflake IDs from the minters (`SNOWFLAKE_MINTERS` > 0): batches fetched
-//! into this isolate's `MintedBuffer`.
+//! into this isolate's `MintedBuffer`, and the rights to mint they lend
+//! along with them (`SNOWFLAKE_RIGHTS`), minted under at this isolate's
+//! clock.
 
 use std::cell::Cell;
 
@@ -161,22 +163,23 @@ fn await_unanswered(ctx: &Context, answer: Answer, abort: AbortHandle, then: Una
 /// A batch fetch's outcome as `spawn_fetch` hands it over (`Err`: aborted).
 type Answer = RemoteHandle<Result<Result<(), (ApiError, Refused)>, Aborted>>;
 
-/// Fetches a batch from a minter into this isolate's buffer; on failure, the
+/// Fetches a batch (and the right to mint the ask asked for, if the minter
+/// lends one) from a minter into this isolate's buffer; on failure, the
 /// error and what the buffer says to do. Runs in the context of the request
 /// the buffer asked (or in its `waitUntil`).
 async fn fetch_batch(env: Env, ask: BatchAsk, left_ms: u64) -> Result<(), (ApiError, Refused)> {
     with(|i| i.counters.minter_calls += 1);
-    let answer = minter_store::mint(&env, ask.minter, ask.count).await;
+    let answer = minter_store::mint(&env, ask.minter, ask.count, ask.right).await;
     with(|i| {
         let Some(buf) = i.minted.as_mut() else {
             let error = ApiError::store_error("snowflake: minted buffer missing");
             return Err((error, Refused::Next));
         };
-        let ranges = answer.map_err(|e| {
+        let (ranges, right) = answer.map_err(|e| {
             let then = buf.fetch_refused(ask.ticket, e.code, now_ms(), left_ms);
             (e, then)
         })?;
-        match buf.fetched(ask.ticket, &ranges, now_ms()) {
+        match buf.fetched_with_right(ask.ticket, &ranges, right, now_ms()) {
             Ok(Fetched::Kept) => Ok(()),
             // A later fetch took over from this one (it was presumed lost):
             // its answer is dropped, and nobody waits for it.

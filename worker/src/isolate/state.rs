@@ -90,11 +90,13 @@ impl Isolate {
 
 /// This isolate's buffer settings: the configured minters and staleness
 /// bound, its region's minters first (the region of the request that made
-/// it: an isolate runs in one colo), from a random one of them.
+/// it: an isolate runs in one colo), from a random one of them; rights to
+/// mint asked for when the minters lend them (`SNOWFLAKE_RIGHTS`).
 pub(crate) fn mint_config(config: &Config) -> MintConfig {
     let region = crate::scope::region();
     MintConfig {
         staleness_ms: config.staleness_ms,
+        rights: config.rights,
         ..MintConfig::for_region(config.minters, region, random_u64())
     }
 }

@@ -4,6 +4,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use edgeleaf::minted::MintRight;
 use serde::{Deserialize, Serialize};
 
 use super::WireError;
@@ -43,6 +44,12 @@ pub struct MintRequest {
     /// an isolate of before regions, to `minter-{index}` itself.
     #[serde(default, skip_serializing_if = "core::ops::Not::not")]
     pub regional: bool,
+    /// Lend a right to mint too (`Batch::right`), if the minter has one to
+    /// lend. `false` (absent): a batch alone, as from an isolate of before
+    /// rights. A minter of 0.1.0 refuses the field (it refused unknown
+    /// fields): the isolate asks that one again without it.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub right: bool,
 }
 
 /// A hand-over to minter `index`'s regional successor.
@@ -71,6 +78,12 @@ pub struct Batch {
     pub worker_id: u32,
     /// `[start, end)`, decimal.
     pub ranges: Vec<(String, String)>,
+    /// The right to mint lent along with the batch, when asked for
+    /// (`MintRequest::right`) and the minter had one to lend; absent
+    /// otherwise, and from a minter of before rights. Its numbers are
+    /// JSON numbers (Unix ms and small counts: all below 2^53).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub right: Option<MintRight>,
 }
 
 impl Batch {

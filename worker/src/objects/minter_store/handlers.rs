@@ -1,5 +1,6 @@
-//! A minter's answers: a batch minted, its state taken over from (or
-//! handed to) the minter of before regions.
+//! A minter's answers: a batch minted (and a right to mint lent, when
+//! asked: `rights.rs`), its state taken over from (or handed to) the minter
+//! of before regions.
 
 use edgeleaf::{
     code::ErrorCode, minted::batch_ranges, minted::minter_lease_refused, minted::minter_step,
@@ -156,6 +157,18 @@ impl SnowflakeMinter {
             .map(|(s, e)| (s.to_string(), e.to_string()))
             .collect();
         let worker_id = self.with_holder(config, |h| Ok(h.lease().map_or(0, |g| g.worker_id)))?;
-        Ok(Batch { worker_id, ranges })
+        // Rights are lent by the regional minters alone (rights came after
+        // regions: the object of before regions, handed over or not, never
+        // holds a rights worker ID), to an isolate that asks for one.
+        let right = if r.right && r.regional && config.rights {
+            self.lend(config, r.index).await
+        } else {
+            None
+        };
+        Ok(Batch {
+            worker_id,
+            ranges,
+            right,
+        })
     }
 }

@@ -16,6 +16,17 @@
 //! minter's lease lapses, which costs nothing: its worker ID stays reserved
 //! for it, and the next request leases again with proof.
 //!
+//! It lends rights to mint too (`SNOWFLAKE_RIGHTS`; `rights.rs`): a second
+//! holder, its rights holder, leases worker ID `rights_worker_index(N, i)`
+//! (`N + i`, reserved by the registry when rights are on) by the same
+//! minter lease, renews and saves (its own row, `'rights'`) as the batch
+//! holder does, and never mints; the core's `RightLedger` lends isolates
+//! slices of that worker ID's sequence for up to a minute, below the
+//! reservation it saved. A minter of 0.1.0 taking this storage over (a
+//! rollback) reads only the batch holder's row and never touches `N + i`.
+//! The ledger is in memory: a restarted minter lends again only after its
+//! saved reservation.
+//!
 //! Minters live in regions: minter `i` is the object `minter-{region}-{i}`,
 //! created with its region's location hint, the region that
 //! `MinterPools::over_regions` gives it (the worker IDs split so that two
@@ -33,14 +44,16 @@
 //! timestamp it reported.
 
 mod handlers;
+mod rights;
 mod schema;
 pub mod stubs;
 
 use std::cell::{Cell, RefCell};
 
 use edgeleaf::{
-    code::ErrorCode, holder::HolderState, holder::SnowflakeHolder, minted::minter_holder_config,
-    minted::minter_restore_refused, minted::MinterStep, rand::SplitMix64, wait::RETRY_AFTER_MS,
+    code::ErrorCode, holder::HolderConfig, holder::HolderState, holder::SnowflakeHolder,
+    minted::minter_holder_config, minted::minter_restore_refused, minted::MinterStep,
+    minted::RightLedger, rand::SplitMix64, wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::minter::MinterRequest;
 use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
@@ -51,7 +64,7 @@ use crate::config::Config;
 use crate::objects::serve::serve;
 use crate::objects::sql::{create_tables, Sql};
 
-use schema::{Row, TABLES};
+use schema::{StateRow, BATCHES, TABLES};
 
 #[durable_object]
 pub struct SnowflakeMinter {
@@ -68,6 +81,14 @@ pub struct SnowflakeMinter {
     /// A hand-over from its predecessor is in flight: other requests
     /// answer 503 meanwhile.
     taking_over: Cell<bool>,
+    /// Its rights holder (worker ID `rights_worker_index(minters, index)`,
+    /// saved under its own row), restored on first use; what it lent, in
+    /// memory (a restarted minter lends only after its saved reservation);
+    /// and no rights lease is asked before this instant (the last was
+    /// refused or failed).
+    rights: RefCell<Option<SnowflakeHolder<SplitMix64>>>,
+    ledger: RefCell<Option<RightLedger>>,
+    rights_lease_after: Cell<u64>,
 }
 
 impl SnowflakeMinter {
@@ -90,33 +111,34 @@ impl SnowflakeMinter {
                 self.handed.set(true);
                 return Err(handed());
             }
-            let rows: Vec<Row> = self
-                .sql
-                .exec("SELECT v FROM state WHERE k = 'holder'", None)?
-                .to_array()?;
-            let rand = SplitMix64::new(random_u64());
-            let holder = match rows.first() {
-                Some(row) => {
-                    let state: HolderState = serde_json::from_str(&row.v)
-                        .map_err(|e| ApiError::store_error(format!("minter: stored state: {e}")))?;
-                    SnowflakeHolder::restore(
-                        minter_holder_config(config.max_backward_ms),
-                        rand,
-                        state,
-                        now_ms(),
-                    )
-                    .map_err(|e| own_clock(minter_restore_refused(&e), e.into()))?
-                }
-                None => {
-                    SnowflakeHolder::with_rand(minter_holder_config(config.max_backward_ms), rand)?
-                }
-            };
-            *cell = Some(holder);
+            let config = minter_holder_config(config.max_backward_ms);
+            *cell = Some(self.restored(&BATCHES, config)?);
         }
         let holder = cell
             .as_mut()
             .ok_or_else(|| ApiError::store_error("minter: holder missing"))?;
         f(holder)
+    }
+
+    /// The holder saved under `row`, restarted from its saved state (or new,
+    /// without one).
+    fn restored(
+        &self,
+        row: &StateRow,
+        config: HolderConfig,
+    ) -> ApiResult<SnowflakeHolder<SplitMix64>> {
+        let saved = self.stored(row.key)?;
+        let rand = SplitMix64::new(random_u64());
+        match saved {
+            Some(text) => {
+                let state: HolderState = serde_json::from_str(&text).map_err(|e| {
+                    ApiError::store_error(format!("minter: stored {}: {e}", row.what))
+                })?;
+                SnowflakeHolder::restore(config, rand, state, now_ms())
+                    .map_err(|e| own_clock(minter_restore_refused(&e), e.into()))
+            }
+            None => Ok(SnowflakeHolder::with_rand(config, rand)?),
+        }
     }
 }
 
@@ -149,6 +171,9 @@ impl DurableObject for SnowflakeMinter {
             handed: Cell::new(false),
             settled: Cell::new(false),
             taking_over: Cell::new(false),
+            rights: RefCell::new(None),
+            ledger: RefCell::new(None),
+            rights_lease_after: Cell::new(0),
         }
     }
 

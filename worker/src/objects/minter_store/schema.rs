@@ -1,5 +1,5 @@
-//! A minter's storage: its saved state (the grant and the reservation),
-//! key by key.
+//! A minter's storage: its saved states (the grant and the reservation of
+//! its batch holder, and of its rights holder), key by key.
 
 use edgeleaf::{holder::SnowflakeHolder, rand::SplitMix64};
 use serde::Deserialize;
@@ -16,6 +16,27 @@ pub(super) const TABLES: &[&str] =
 pub(super) struct Row {
     pub(super) v: String,
 }
+
+/// Where a holder's state is saved: its key in `state`, and what errors
+/// call it.
+pub(super) struct StateRow {
+    pub(super) key: &'static str,
+    pub(super) what: &'static str,
+}
+
+/// The batch holder's state (the only one a minter of 0.1.0 reads).
+pub(super) const BATCHES: StateRow = StateRow {
+    key: "holder",
+    what: "state",
+};
+
+/// The rights holder's state: a row of its own, which a minter of a
+/// release before rights never reads (after a rollback it mints under its
+/// batch worker ID alone, and never touches the rights holder's).
+pub(super) const RIGHTS: StateRow = StateRow {
+    key: "rights",
+    what: "rights state",
+};
 
 impl SnowflakeMinter {
     /// The stored value under `k`.
@@ -35,6 +56,17 @@ impl SnowflakeMinter {
         now: u64,
         force: bool,
     ) -> ApiResult<()> {
+        self.save_row_if_due(&BATCHES, holder, now, force)
+    }
+
+    /// As `save_if_due`, for the holder saved under `row`.
+    pub(super) fn save_row_if_due(
+        &self,
+        row: &StateRow,
+        holder: &mut SnowflakeHolder<SplitMix64>,
+        now: u64,
+        force: bool,
+    ) -> ApiResult<()> {
         if !force && holder.save_due_in(now) != Some(0) {
             return Ok(());
         }
@@ -42,10 +74,10 @@ impl SnowflakeMinter {
             return Ok(());
         };
         let text = serde_json::to_string(&state)
-            .map_err(|e| ApiError::store_error(format!("minter: state: {e}")))?;
+            .map_err(|e| ApiError::store_error(format!("minter: {}: {e}", row.what)))?;
         match self.sql.exec(
-            "INSERT OR REPLACE INTO state(k, v) VALUES ('holder', ?)",
-            vec![text.into()],
+            "INSERT OR REPLACE INTO state(k, v) VALUES (?, ?)",
+            vec![row.key.into(), text.into()],
         ) {
             Ok(_) => {
                 holder.saved(&state);
@@ -53,7 +85,10 @@ impl SnowflakeMinter {
             }
             Err(e) => {
                 holder.save_failed();
-                Err(ApiError::store_error(format!("minter: saving state: {e}")))
+                Err(ApiError::store_error(format!(
+                    "minter: saving {}: {e}",
+                    row.what
+                )))
             }
         }
     }
