@@ -819,10 +819,12 @@ impl World {
 }
 
 /// The calm phase: rounds this far apart, each isolate serving
-/// `CALM_SERVE` IDs.
+/// `CALM_SERVE` IDs — fewer than a right mints at one clock reading
+/// (`RIGHT_SEQUENCES` a unit, `MINTER_BORROW_MS` units ahead), so that a
+/// right alone can serve each request and a batch is only for bursts.
 const CALM_STEP_MS: u64 = 1_000;
 const CALM_ROUNDS: usize = 30;
-const CALM_SERVE: usize = 40;
+const CALM_SERVE: usize = 3 * edgeleaf::minted::RIGHT_SEQUENCES as usize;
 /// From this round on, every request is served.
 const CALM_DEADLINE: usize = 2;
 

@@ -545,7 +545,8 @@ fn right(worker: u32, seq_start: u32, from: u64, until: u64) -> MintRight {
     MintRight {
         worker_id: worker,
         seq_start,
-        seq_len: RIGHT_SEQUENCES,
+        // Any length is the buffer's to mint; the ledger decides it.
+        seq_len: 16,
         from_ms: from,
         until_ms: until,
     }
@@ -705,12 +706,12 @@ fn lendable(from: u64, until: u64) -> Option<crate::holder::Lendable> {
 #[test]
 fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     let mut l = RightLedger::new(Layout::LEAF);
-    assert_eq!(l.slices(), 256);
+    assert_eq!(l.slices(), 1_024);
     assert_eq!(l.lend(T, None), None, "no lease, nothing to lend");
     let r = l.lend(T, lendable(0, T + 30_000)).unwrap();
     assert_eq!(
         (r.worker_id, r.seq_len, r.from_ms, r.until_ms),
-        (40, 16, T + 1, T + 30_000)
+        (40, RIGHT_SEQUENCES, T + 1, T + 30_000)
     );
     // Never a window shorter than MIN_RIGHT_MS.
     assert_eq!(l.lend(T, lendable(0, T + MIN_RIGHT_MS)), None);
@@ -718,7 +719,7 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     let r2 = l.lend(T, lendable(T + 500, T + 200_000)).unwrap();
     assert_eq!((r2.from_ms, r2.until_ms), (T + 500, T + 500 + MAX_RIGHT_MS));
     assert_ne!(r.seq_start, r2.seq_start);
-    for _ in 2..256 {
+    for _ in 2..l.slices() {
         assert!(l.lend(T, lendable(0, T + 30_000)).is_some());
     }
     assert_eq!(
@@ -729,13 +730,11 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     // A slice is lent again from where its right ended.
     let again = l.lend(T + 30_000, lendable(0, T + 90_000)).unwrap();
     assert_eq!(again.from_ms, T + 30_001);
-    assert_eq!(l.lent(), 257);
-    // A refused lease pauses asking: at least RENEW_RETRY_MS, or as told.
+    assert_eq!(l.lent(), 1_025);
+    // A failed lease pauses asking for RIGHT_RETRY_MS.
     assert!(l.may_lease(T));
-    l.lease_failed(T, None);
-    assert!(!l.may_lease(T + RENEW_RETRY_MS - 1) && l.may_lease(T + RENEW_RETRY_MS));
-    l.lease_failed(T, Some(40_000));
-    assert!(!l.may_lease(T + 39_999) && l.may_lease(T + 40_000));
+    l.lease_failed(T);
+    assert!(!l.may_lease(T + RIGHT_RETRY_MS - 1) && l.may_lease(T + RIGHT_RETRY_MS));
 }
 
 #[test]
@@ -784,4 +783,23 @@ fn a_holder_whose_floor_is_ahead_of_the_clock_lends_only_once_the_clock_nears_it
     assert_eq!(r.from_ms, T + 40_000);
     let r = l.lend(T + 38_999, lendable(T + 40_001, T + 100_000));
     assert_eq!(r, None);
+}
+
+#[test]
+fn a_right_answered_twice_is_not_minted_twice() {
+    let mut b = rights_buf();
+    let mut out = [0u64; 8];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    let r = right(7, 0, T + 1, T + 60_000);
+    b.fetched_with_right(ask.ticket, &[], Some(r), T).unwrap();
+    assert_eq!(b.poll(T + 1, &mut out).filled, 8);
+    let first = out;
+    // The same answer again (a copied message): nothing minted again.
+    b.fetched_with_right(ask.ticket, &[], Some(r), T + 1)
+        .unwrap();
+    assert_eq!(b.poll(T + 1, &mut out).filled, 8);
+    assert!(out.iter().all(|x| !first.contains(x)));
+    assert_eq!(b.rights(), 1);
 }

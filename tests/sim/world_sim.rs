@@ -120,13 +120,13 @@ use edgeleaf::{
     minted::rights_worker_index, minted::BatchAsk, minted::Fetched, minted::MintConfig,
     minted::MintRight, minted::MintStep, minted::MintTries, minted::MintedBuffer,
     minted::MinterPools, minted::MinterStep, minted::Refused, minted::RightLedger,
-    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, minted::RIGHT_RETRY_MS,
-    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
-    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
-    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::WaitBudget,
-    wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
+    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, rand::SplitMix64,
+    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
+    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
+    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS,
+    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
+    tag::TagRecord, tag::TakeBack, wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error,
+    Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -500,8 +500,6 @@ struct Lender {
     holder: Option<SnowflakeHolder<SplitMix64>>,
     saved: Option<HolderState>,
     ledger: RightLedger,
-    /// A lease refused: not asked for again before this (memory).
-    lease_after: u64,
 }
 
 impl Lender {
@@ -510,7 +508,6 @@ impl Lender {
             holder: None,
             saved: None,
             ledger: RightLedger::new(layout),
-            lease_after: 0,
         })
     }
 }
@@ -2136,7 +2133,6 @@ impl<'a> Sim<'a> {
             holder: rights,
             saved: rights_saved,
             ledger,
-            lease_after,
         } = &mut **lender;
         let mut why: Option<&'static str> = None;
         let mut calls = 0;
@@ -2181,7 +2177,7 @@ impl<'a> Sim<'a> {
                 calls += 1;
             }
             if let HolderNext::Lease(ask) = poll.next {
-                if now < *lease_after {
+                if !ledger.may_lease(now) {
                     // Refused lately: not asked again on every request.
                     h.lease_failed(None, now);
                     why = Some("refused lately");
@@ -2206,7 +2202,7 @@ impl<'a> Sim<'a> {
                     }
                 };
                 if let Err(code) = leased {
-                    *lease_after = now + RIGHT_RETRY_MS;
+                    ledger.lease_failed(now);
                     why = Some(code.as_str());
                     break 'lend None;
                 }
@@ -2470,7 +2466,6 @@ impl<'a> Sim<'a> {
                 *holder = None;
                 lender.holder = None;
                 lender.ledger = RightLedger::new(self.layout);
-                lender.lease_after = 0;
             }
         }
     }

@@ -83,12 +83,10 @@ pub struct SnowflakeMinter {
     taking_over: Cell<bool>,
     /// Its rights holder (worker ID `rights_worker_index(minters, index)`,
     /// saved under its own row), restored on first use; what it lent, in
-    /// memory (a restarted minter lends only after its saved reservation);
-    /// and no rights lease is asked before this instant (the last was
-    /// refused or failed).
+    /// memory (a restarted minter lends only after its saved reservation),
+    /// with when its lease may be asked for again after a failure.
     rights: RefCell<Option<SnowflakeHolder<SplitMix64>>>,
     ledger: RefCell<Option<RightLedger>>,
-    rights_lease_after: Cell<u64>,
 }
 
 impl SnowflakeMinter {
@@ -173,7 +171,6 @@ impl DurableObject for SnowflakeMinter {
             taking_over: Cell::new(false),
             rights: RefCell::new(None),
             ledger: RefCell::new(None),
-            rights_lease_after: Cell::new(0),
         }
     }
 

@@ -4,8 +4,7 @@
 
 use edgeleaf::{
     holder::HolderNext, holder::SnowflakeHolder, minted::rights_holder_config,
-    minted::rights_worker_index, minted::MintRight, minted::RightLedger, minted::RIGHT_RETRY_MS,
-    rand::SplitMix64,
+    minted::rights_worker_index, minted::MintRight, minted::RightLedger, rand::SplitMix64, Layout,
 };
 use edgeleaf_rules::wire::registry::{MinterLeaseRequest, Previous};
 
@@ -48,7 +47,7 @@ impl SnowflakeMinter {
             })?;
         }
         if let HolderNext::Lease(ask) = next {
-            if now < self.rights_lease_after.get() {
+            if !self.with_ledger(layout, |l| l.may_lease(now)) {
                 // Refused lately: not asked again on every request.
                 self.with_rights(config, |h| {
                     h.lease_failed(None, now);
@@ -69,21 +68,26 @@ impl SnowflakeMinter {
                 self.save_row_if_due(&RIGHTS, h, now_ms(), true)
             });
             if let Err(e) = leased {
-                self.rights_lease_after
-                    .set(now_ms().saturating_add(RIGHT_RETRY_MS));
+                self.with_ledger(layout, |l| l.lease_failed(now_ms()));
                 return Err(e);
             }
         }
         let now = now_ms();
-        let mut ledger = self.ledger.borrow_mut();
-        let ledger = ledger.get_or_insert_with(|| RightLedger::new(layout));
+        let lendable = self.with_rights(config, |h| Ok(h.lendable(now)))?;
+        let right = self.with_ledger(layout, |l| l.lend(now, lendable));
         self.with_rights(config, |h| {
-            let right = ledger.lend(now, h.lendable(now));
             if let Some(r) = &right {
                 h.lent_until(r.until_ms);
             }
             Ok(right)
         })
+    }
+
+    /// Runs `f` on the ledger (made on first use; in memory only). Never
+    /// held across an await: another request may run meanwhile.
+    fn with_ledger<T>(&self, layout: Layout, f: impl FnOnce(&mut RightLedger) -> T) -> T {
+        let mut ledger = self.ledger.borrow_mut();
+        f(ledger.get_or_insert_with(|| RightLedger::new(layout)))
     }
 
     /// Runs `f` on the rights holder, restored from its own row on first
