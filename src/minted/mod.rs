@@ -67,8 +67,8 @@ pub use placement::{
     MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT, MINTER_SHARES,
 };
 pub use right::{
-    rights_holder_config, rights_worker_index, MintRight, RightLedger, MAX_RIGHT_MS, MIN_RIGHT_MS,
-    RIGHT_RETRY_MS, RIGHT_SEQUENCES,
+    batch_beside_right, rights_holder_config, rights_worker_index, MintRight, RightLedger,
+    MAX_RIGHT_MS, MIN_RIGHT_MS, RIGHT_RETRY_MS, RIGHT_SEQUENCES,
 };
 
 use crate::error::Error;

@@ -255,6 +255,20 @@ impl RightLedger {
     }
 }
 
+/// How many IDs a minter mints beside the right it lends (`lent`) for an
+/// ask of `count`: none when the right alone serves the ask at once (its
+/// sequences in the unit its holder is in and the [`MINTER_BORROW_MS`]
+/// after), else `count`. A minter asked for a right by an isolate that has
+/// none needs to mint nothing more, and one that mints nothing keeps no
+/// batch reservation going (a row written a second per busy minter).
+pub fn batch_beside_right(layout: &Layout, count: u32, lent: Option<&MintRight>) -> u32 {
+    let units = 1 + MINTER_BORROW_MS / layout.unit_ms();
+    match lent {
+        Some(r) if u64::from(count) <= u64::from(r.seq_len) * units => 0,
+        _ => count,
+    }
+}
+
 impl MintedBuffer {
     /// Whether the next fetch asks for a right: rights are asked for
     /// (`MintConfig::rights`), the last ask was not answered without one

@@ -803,3 +803,31 @@ fn a_right_answered_twice_is_not_minted_twice() {
     assert!(out.iter().all(|x| !first.contains(x)));
     assert_eq!(b.rights(), 1);
 }
+
+#[test]
+fn a_minter_mints_no_batch_beside_a_right_that_serves_the_ask() {
+    let r = MintRight {
+        worker_id: 40,
+        seq_start: 0,
+        seq_len: RIGHT_SEQUENCES,
+        from_ms: T + 1,
+        until_ms: T + 60_000,
+    };
+    let at_once = RIGHT_SEQUENCES * 4; // 1 ms units: this one and MINTER_BORROW_MS (3) after
+    assert_eq!(batch_beside_right(&Layout::LEAF, 1, Some(&r)), 0);
+    assert_eq!(batch_beside_right(&Layout::LEAF, at_once, Some(&r)), 0);
+    assert_eq!(
+        batch_beside_right(&Layout::LEAF, at_once + 1, Some(&r)),
+        at_once + 1
+    );
+    assert_eq!(batch_beside_right(&Layout::LEAF, 1, None), 1);
+    // The buffer serves such an ask from the right alone.
+    let mut b = rights_buf();
+    let mut out = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    assert_eq!(batch_beside_right(&Layout::LEAF, ask.count, Some(&r)), 0);
+    b.fetched_with_right(ask.ticket, &[], Some(r), T).unwrap();
+    assert_eq!(b.poll(T, &mut out).filled, 1);
+}

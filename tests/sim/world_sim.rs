@@ -115,18 +115,18 @@ use edgeleaf::{
     block::BlockAllocator, block::BlockAsk, block::HandBack, block::Serve, block::Tail,
     block::TailAnswer, code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, holder::Grant,
     holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
-    holder::SnowflakeHolder, minted::batch_ranges, minted::minter_holder_config,
-    minted::minter_restore_refused, minted::minter_step, minted::rights_holder_config,
-    minted::rights_worker_index, minted::BatchAsk, minted::Fetched, minted::MintConfig,
-    minted::MintRight, minted::MintStep, minted::MintTries, minted::MintedBuffer,
-    minted::MinterPools, minted::MinterStep, minted::Refused, minted::RightLedger,
-    minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS, rand::SplitMix64,
-    region::colo_region, region::Region, registry::Registry, registry::RegistryConfig,
-    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
-    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS,
-    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
-    tag::TagRecord, tag::TakeBack, wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error,
-    Layout,
+    holder::SnowflakeHolder, minted::batch_beside_right, minted::batch_ranges,
+    minted::minter_holder_config, minted::minter_restore_refused, minted::minter_step,
+    minted::rights_holder_config, minted::rights_worker_index, minted::BatchAsk, minted::Fetched,
+    minted::MintConfig, minted::MintRight, minted::MintStep, minted::MintTries,
+    minted::MintedBuffer, minted::MinterPools, minted::MinterStep, minted::Refused,
+    minted::RightLedger, minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS,
+    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
+    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
+    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
+    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
+    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::WaitBudget,
+    wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -2012,16 +2012,27 @@ impl<'a> Sim<'a> {
     fn mint(&mut self, o: usize, count: usize, right: bool, now: u64) -> Answer {
         let layout = self.layout;
         let m = u64::from(self.measuring());
-        let ObjKind::Minter {
-            index,
-            holder,
-            saved,
-            ..
-        } = &mut self.objs[o].kind
-        else {
+        let ObjKind::Minter { index, .. } = &self.objs[o].kind else {
             return Answer::Failed;
         };
         let index = *index;
+        // As the Worker's minter: the right first, and no batch beside one
+        // that serves the ask alone.
+        let right = if right && self.rights {
+            self.lend_right(o, now)
+        } else {
+            None
+        };
+        if let Some(r) = &right {
+            self.lent_check(r);
+        }
+        let count = batch_beside_right(&layout, count as u32, right.as_ref()) as usize;
+        if count == 0 {
+            return Answer::Ranges(Vec::new(), right);
+        }
+        let ObjKind::Minter { holder, saved, .. } = &mut self.objs[o].kind else {
+            return Answer::Failed;
+        };
         if holder.is_none() {
             match SnowflakeHolder::restore(holder_config(), SplitMix64::new(now), *saved, now) {
                 Ok(h) => *holder = Some(h),
@@ -2099,14 +2110,6 @@ impl<'a> Sim<'a> {
             *self.report.minter_empty.entry(code.as_str()).or_default() += 1;
             Answer::Refused(code)
         } else {
-            let right = if right && self.rights {
-                self.lend_right(o, now)
-            } else {
-                None
-            };
-            if let Some(r) = &right {
-                self.lent_check(r);
-            }
             Answer::Ranges(batch_ranges(&layout, &out), right)
         }
     }

@@ -3,8 +3,9 @@
 //! of before regions.
 
 use edgeleaf::{
-    code::ErrorCode, minted::batch_ranges, minted::minter_lease_refused, minted::minter_step,
-    minted::MinterStep, minted::MAX_MINT_BATCH, wait::RETRY_AFTER_MS,
+    code::ErrorCode, minted::batch_beside_right, minted::batch_ranges,
+    minted::minter_lease_refused, minted::minter_step, minted::MinterStep, minted::MAX_MINT_BATCH,
+    wait::RETRY_AFTER_MS,
 };
 use edgeleaf_rules::wire::{
     minter::Batch, minter::HandOverRequest, minter::HandedOver, minter::MintRequest,
@@ -99,6 +100,29 @@ impl SnowflakeMinter {
             self.take_over(r.index).await?;
         }
         let layout = config.layout;
+        // Rights are lent by the regional minters alone (rights came after
+        // regions: the object of before regions, handed over or not, never
+        // holds a rights worker ID), to an isolate that asks for one; a
+        // right that serves the ask alone is answered without a batch.
+        let right = if r.right && r.regional && config.rights {
+            self.lend(config, r.index).await
+        } else {
+            None
+        };
+        let count = batch_beside_right(&layout, count, right.as_ref());
+        if count == 0 {
+            let worker_id = self
+                .holder
+                .borrow()
+                .as_ref()
+                .and_then(|h| h.lease().map(|g| g.worker_id))
+                .unwrap_or(0);
+            return Ok(Batch {
+                worker_id,
+                ranges: Vec::new(),
+                right,
+            });
+        }
         let mut out = vec![0u64; count as usize];
         let mut filled = 0;
         let mut leased = false;
@@ -157,14 +181,6 @@ impl SnowflakeMinter {
             .map(|(s, e)| (s.to_string(), e.to_string()))
             .collect();
         let worker_id = self.with_holder(config, |h| Ok(h.lease().map_or(0, |g| g.worker_id)))?;
-        // Rights are lent by the regional minters alone (rights came after
-        // regions: the object of before regions, handed over or not, never
-        // holds a rights worker ID), to an isolate that asks for one.
-        let right = if r.right && r.regional && config.rights {
-            self.lend(config, r.index).await
-        } else {
-            None
-        };
         Ok(Batch {
             worker_id,
             ranges,
