@@ -50,8 +50,9 @@ use edgeleaf::{
     code::ErrorCode,
     holder::{Grant, HolderConfig, HolderNext, HolderPoll, HolderState, Lendable, SnowflakeHolder},
     minted::{
-        batch_ranges, minter_holder_config, rights_holder_config, rights_worker_index, BatchAsk,
-        Fetched, MintConfig, MintRight, MintStep, MintedBuffer, RightLedger, MAX_RIGHT_MS,
+        batch_beside_right, batch_ranges, minter_holder_config, rights_holder_config,
+        rights_worker_index, BatchAsk, Fetched, MintConfig, MintRight, MintStep, MintedBuffer,
+        RightLedger, MAX_RIGHT_MS,
     },
     rand::SplitMix64,
     registry::{GrantRequest, Registry, RegistryConfig},
@@ -433,29 +434,6 @@ impl World {
         let w = &mut self.minters[m];
         let clock = now.saturating_add_signed(w.offset);
         let seed = w.instances * 2 * u64::from(N) + u64::from(index);
-        if w.batch.is_none() {
-            w.batch = restore(batch_config(), w.holder_row, seed, clock)?;
-        }
-        let mut ids = vec![0u64; ask.count as usize];
-        let (filled, _) = match &mut w.batch {
-            Some(h) => drive(
-                h,
-                &mut self.reg,
-                index,
-                &mut w.holder_row,
-                w.store_down,
-                now,
-                clock,
-                &mut ids,
-            ),
-            None => (0, None),
-        };
-        ids.truncate(filled);
-        for &id in &ids {
-            let parts = LAYOUT.decompose(id).unwrap();
-            prop_assert_eq!(parts.worker_id, index, "a batch under another worker ID");
-            prop_assert!(self.issued.insert(id), "batch ID {} issued twice", id);
-        }
         let mut right = None;
         if ask.right && !w.old {
             let rights_index = rights_worker_index(N, index);
@@ -508,6 +486,34 @@ impl World {
                     self.lent += 1;
                 }
             }
+        }
+        // As the Worker's minter: the right first, and no batch beside one
+        // that serves the ask alone.
+        let count = batch_beside_right(&LAYOUT, ask.count, right.as_ref());
+        let w = &mut self.minters[m];
+        if w.batch.is_none() {
+            w.batch = restore(batch_config(), w.holder_row, seed, clock)?;
+        }
+        let mut ids = vec![0u64; count as usize];
+        let (filled, _) = match &mut w.batch {
+            _ if count == 0 => (0, None),
+            Some(h) => drive(
+                h,
+                &mut self.reg,
+                index,
+                &mut w.holder_row,
+                w.store_down,
+                now,
+                clock,
+                &mut ids,
+            ),
+            None => (0, None),
+        };
+        ids.truncate(filled);
+        for &id in &ids {
+            let parts = LAYOUT.decompose(id).unwrap();
+            prop_assert_eq!(parts.worker_id, index, "a batch under another worker ID");
+            prop_assert!(self.issued.insert(id), "batch ID {} issued twice", id);
         }
         Ok((!ids.is_empty() || right.is_some()).then(|| (batch_ranges(&LAYOUT, &ids), right)))
     }

@@ -133,7 +133,10 @@ impl MintedBuffer {
         right: Option<MintRight>,
         now_ms: u64,
     ) -> Result<Fetched, Error> {
-        if ticket != self.ticket {
+        // A copy of an answer already taken is late too: under a right no
+        // new fetch need follow it, so its ticket stays the latest, and its
+        // ranges, served since, would overlap nothing held.
+        if ticket != self.ticket || self.answered_ticket == Some(ticket) {
             return Ok(Fetched::Late);
         }
         self.fetching.done();
@@ -166,6 +169,7 @@ impl MintedBuffer {
             if took_right {
                 self.dropped += add.iter().map(|h| h.end - h.start).sum::<u64>();
                 self.fetches += 1;
+                self.answered_ticket = Some(ticket);
                 return Ok(Fetched::Kept);
             }
             // Its minter's clock lags this one's by more than the bound:
@@ -199,6 +203,7 @@ impl MintedBuffer {
             .fold(self.minted_up_to_ms, u64::max);
         self.available += add.iter().map(|h| h.end - h.start).sum::<u64>();
         self.held.extend(add);
+        self.answered_ticket = Some(ticket);
         Ok(Fetched::Kept)
     }
 

@@ -67,8 +67,8 @@ pub use placement::{
     MinterPools, MAX_MINTER_REGIONS, MINTER_REGIONS, MINTER_REGION_COUNT, MINTER_SHARES,
 };
 pub use right::{
-    batch_beside_right, rights_holder_config, rights_worker_index, MintRight, RightLedger,
-    MAX_RIGHT_MS, MIN_RIGHT_MS, RIGHT_RETRY_MS, RIGHT_SEQUENCES,
+    batch_beside_right, lends_rights, rights_holder_config, rights_worker_index, MintRight,
+    RightLedger, MAX_RIGHT_MS, MIN_RIGHT_MS, RIGHT_RETRY_MS, RIGHT_SEQUENCES,
 };
 
 use crate::error::Error;
@@ -169,6 +169,8 @@ pub struct MintedBuffer {
     /// The latest fetch's ticket ([`BatchAsk::ticket`]): only its answer
     /// closes the fetch in flight.
     ticket: u64,
+    /// The ticket whose answer was kept last: a copy of it is late.
+    answered_ticket: Option<u64>,
     /// The start of the latest time unit of any batch fetched (Unix ms): the
     /// minters' clocks had reached it, less [`MINTER_BORROW_MS`].
     minted_up_to_ms: u64,
@@ -212,6 +214,7 @@ impl MintedBuffer {
             fetching: InFlight::default(),
             sent_ms: 0,
             ticket: 0,
+            answered_ticket: None,
             minted_up_to_ms: 0,
             window_start_ms: None,
             window_served: 0,

@@ -31,8 +31,10 @@
 //! [`SnowflakeHolder::lendable`]: crate::holder::SnowflakeHolder::lendable
 
 use crate::error::Error;
-use crate::holder::{HolderConfig, Lendable};
+use crate::holder::{HolderConfig, Lendable, SnowflakeHolder};
 use crate::layout::Layout;
+use crate::rand::RandSource;
+use crate::snowflake::MAX_TOLERANCE_MS;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -50,6 +52,12 @@ pub const RIGHT_SEQUENCES: u32 = 4;
 /// The longest window of a right. Its lease (60 s, renewed at half) and
 /// the holder's reservation bound it too.
 pub const MAX_RIGHT_MS: u64 = 60_000;
+
+// A rights holder's renewals report the end of what it lent (up to its
+// reservation, `MAX_RIGHT_MS` ahead), and the registry refuses a reported
+// timestamp further ahead than `MAX_TOLERANCE_MS`: a longer right would
+// have its holder's renewals refused and its lease lapse.
+const _: () = assert!(MAX_RIGHT_MS <= MAX_TOLERANCE_MS);
 
 /// A right shorter than this is not lent: the isolate would ask again at
 /// once.
@@ -81,6 +89,14 @@ pub fn rights_holder_config(max_backward_ms: u64) -> HolderConfig {
         max_borrow_ms: 0,
         ..HolderConfig::default()
     }
+}
+
+/// Whether `minters` minters lend rights to mint under a registry of
+/// `capacity` worker IDs: their rights holders' IDs must fit, the registry
+/// then reserving `2 × minters` of them, at most half (as it allows for
+/// minters). jsSafe's 128 hold 36 minters, not 72 IDs: no rights there.
+pub const fn lends_rights(minters: u32, capacity: u32) -> bool {
+    minters > 0 && minters.saturating_mul(2) <= capacity / 2
 }
 
 /// The worker ID of minter `index`'s rights holder, among `minters`: the
@@ -122,7 +138,11 @@ impl MintRight {
             && seq_end <= u64::from(layout.max_sequence()) + 1
             && self.from_ms < self.until_ms
             && layout.tick(self.from_ms).is_ok()
-            && layout.tick(self.until_ms - 1).is_ok();
+            && layout.tick(self.until_ms - 1).is_ok()
+            // Whole units, as a ledger lends them: the isolate mints each
+            // unit that starts in the window whole.
+            && (self.from_ms - layout.epoch_ms()) % layout.unit_ms() == 0
+            && (self.until_ms - layout.epoch_ms()) % layout.unit_ms() == 0;
         if ok {
             Ok(())
         } else {
@@ -203,6 +223,25 @@ impl RightLedger {
         self.lease_not_before_ms = now_ms.saturating_add(RIGHT_RETRY_MS);
     }
 
+    /// A right to lend at `now_ms` under `holder` (a minter's rights
+    /// holder): [`RightLedger::lend`] within what it may lend
+    /// ([`SnowflakeHolder::lendable`]), recorded as issued by it
+    /// ([`SnowflakeHolder::lent_until`]) — the three always together, so
+    /// that no edge lends a right its holder's renewals and saves do not
+    /// cover.
+    ///
+    /// [`SnowflakeHolder::lendable`]: crate::holder::SnowflakeHolder::lendable
+    /// [`SnowflakeHolder::lent_until`]: crate::holder::SnowflakeHolder::lent_until
+    pub fn lend_from<R: RandSource + Clone>(
+        &mut self,
+        now_ms: u64,
+        holder: &mut SnowflakeHolder<R>,
+    ) -> Option<MintRight> {
+        let right = self.lend(now_ms, holder.lendable(now_ms))?;
+        holder.lent_until(right.until_ms);
+        Some(right)
+    }
+
     /// A right to lend at `now_ms` under `lendable` (the holder's lease and
     /// reservation), or `None`: no lease, less than [`MIN_RIGHT_MS`] of it
     /// left, its floor more than a second ahead of the clock (a restarted
@@ -243,11 +282,12 @@ impl RightLedger {
         if end < start.saturating_add(MIN_RIGHT_MS) {
             return None;
         }
+        let seq_start = u32::try_from(slice).ok()? * self.seq_len;
         self.free_from[slice] = end;
         self.lent += 1;
         Some(MintRight {
             worker_id: lendable.worker_id,
-            seq_start: u32::try_from(slice).unwrap_or(0) * self.seq_len,
+            seq_start,
             seq_len: self.seq_len,
             from_ms: start,
             until_ms: end,

@@ -187,8 +187,21 @@ fn bad_batches_are_refused_whole() {
     }
     b.fetched(b.ticket(), &[(id(T, 1, 0), id(T, 1, 4))], T)
         .unwrap();
+    // A copy of the answer kept is late, never kept twice.
+    assert_eq!(
+        b.fetched(b.ticket(), &[(id(T, 1, 0), id(T, 1, 4))], T),
+        Ok(Fetched::Late)
+    );
+    // The next fetch's batch overlapping IDs held is refused.
+    let mut out = [0u64; 1];
+    let MintStep::Done {
+        prefetch: Some(ask),
+    } = b.poll(T, &mut out).next
+    else {
+        panic!("expected a prefetch")
+    };
     assert!(b
-        .fetched(b.ticket(), &[(id(T, 1, 3), id(T, 1, 5))], T)
+        .fetched(ask.ticket, &[(id(T, 1, 3), id(T, 1, 5))], T)
         .is_err());
 }
 
@@ -830,4 +843,40 @@ fn a_minter_mints_no_batch_beside_a_right_that_serves_the_ask() {
     assert_eq!(batch_beside_right(&Layout::LEAF, ask.count, Some(&r)), 0);
     b.fetched_with_right(ask.ticket, &[], Some(r), T).unwrap();
     assert_eq!(b.poll(T, &mut out).filled, 1);
+}
+
+#[test]
+fn a_copy_of_an_answer_already_taken_is_late_under_a_right_too() {
+    let mut b = rights_buf();
+    let mut out = vec![0u64; 100];
+    let MintStep::FetchNow(ask) = b.poll(T, &mut out).next else {
+        panic!("expected a fetch")
+    };
+    // More than the right serves at once: a batch beside it.
+    assert_eq!(ask.count, 100);
+    let r = right(40, 0, T + 1, T + 60_000);
+    let batch = [(id(T, 4, 0), id(T, 4, 100))];
+    assert_eq!(
+        b.fetched_with_right(ask.ticket, &batch, Some(r), T),
+        Ok(Fetched::Kept)
+    );
+    let p = b.poll(T, &mut out);
+    assert_eq!(p.filled, 100);
+    // Under a right nothing is fetched ahead, so the ticket is still the
+    // latest: the copy must still be refused.
+    assert_eq!(p.next, MintStep::Done { prefetch: None });
+    assert_eq!(
+        b.fetched_with_right(ask.ticket, &batch, Some(r), T),
+        Ok(Fetched::Late)
+    );
+    let mut more = [0u64; 1];
+    assert_eq!(b.poll(T, &mut more).filled, 1);
+    assert!(!out.contains(&more[0]), "an ID of the copy served again");
+    // A right not on whole units is refused.
+    let odd = MintRight {
+        from_ms: T + 1,
+        until_ms: T + 100,
+        ..r
+    };
+    assert!(odd.validate(&Layout::JS_SAFE).is_err());
 }

@@ -116,17 +116,17 @@ use edgeleaf::{
     block::TailAnswer, code::ErrorCode, driver::SegmentDriver, driver::SegmentStep, holder::Grant,
     holder::HolderConfig, holder::HolderNext, holder::HolderState, holder::Renewal,
     holder::SnowflakeHolder, minted::batch_beside_right, minted::batch_ranges,
-    minted::minter_holder_config, minted::minter_restore_refused, minted::minter_step,
-    minted::rights_holder_config, minted::rights_worker_index, minted::BatchAsk, minted::Fetched,
-    minted::MintConfig, minted::MintRight, minted::MintStep, minted::MintTries,
-    minted::MintedBuffer, minted::MinterPools, minted::MinterStep, minted::Refused,
-    minted::RightLedger, minted::Unanswered, minted::MINTER_BORROW_MS, minted::MIN_RIGHT_MS,
-    rand::SplitMix64, region::colo_region, region::Region, registry::Registry,
-    registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash, segment::Allocation,
-    segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP,
-    snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered, tag::RememberedChange,
-    tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack, wait::WaitBudget,
-    wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
+    minted::lends_rights, minted::minter_holder_config, minted::minter_restore_refused,
+    minted::minter_step, minted::rights_holder_config, minted::rights_worker_index,
+    minted::BatchAsk, minted::Fetched, minted::MintConfig, minted::MintRight, minted::MintStep,
+    minted::MintTries, minted::MintedBuffer, minted::MinterPools, minted::MinterStep,
+    minted::Refused, minted::RightLedger, minted::Unanswered, minted::MINTER_BORROW_MS,
+    minted::MIN_RIGHT_MS, rand::SplitMix64, region::colo_region, region::Region,
+    registry::Registry, registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash,
+    segment::Allocation, segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS,
+    segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered,
+    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack,
+    wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -438,7 +438,7 @@ fn args() -> Args {
 /// (its limit: half its capacity; LEAF's 36 minters: 72 of 1,024).
 fn rights_on(a: &Args, layout: &Layout) -> bool {
     a.rights
-        .unwrap_or_else(|| 2 * a.minters <= RegistryConfig::new(layout).capacity / 2)
+        .unwrap_or_else(|| lends_rights(a.minters, RegistryConfig::new(layout).capacity))
 }
 
 #[path = "rng.rs"]
@@ -2043,6 +2043,9 @@ impl<'a> Sim<'a> {
                         Some(MinterStep::Unavailable { code, .. }) => code,
                         _ => e.error_code(),
                     };
+                    if right.is_some() {
+                        return Answer::Ranges(Vec::new(), right);
+                    }
                     *self.report.minter_empty.entry(code.as_str()).or_default() += 1;
                     return Answer::Refused(code);
                 }
@@ -2105,7 +2108,11 @@ impl<'a> Sim<'a> {
             }
         }
         out.truncate(filled);
-        if out.is_empty() {
+        if out.is_empty() && right.is_some() {
+            // As the Worker: a right lent is answered even when the batch
+            // beside it fails.
+            Answer::Ranges(Vec::new(), right)
+        } else if out.is_empty() {
             let code = unavailable.unwrap_or(ErrorCode::StoreUnavailable);
             *self.report.minter_empty.entry(code.as_str()).or_default() += 1;
             Answer::Refused(code)
@@ -2215,8 +2222,9 @@ impl<'a> Sim<'a> {
                 // The planted fault: nothing remembered of what was lent.
                 *ledger = RightLedger::new(layout);
             }
+            // Read for the report only: `lend_from` reads it itself.
             let lendable = h.lendable(now);
-            let Some(right) = ledger.lend(now, lendable) else {
+            let Some(right) = ledger.lend_from(now, h) else {
                 why = Some(match lendable {
                     None => "no lease",
                     Some(l) if l.until_ms < l.from_ms.max(now + 1) + MIN_RIGHT_MS => {
@@ -2230,7 +2238,6 @@ impl<'a> Sim<'a> {
                 });
                 break 'lend None;
             };
-            h.lent_until(right.until_ms);
             Some(right)
         };
         self.report.rows_written[1] += rows * m;

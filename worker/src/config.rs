@@ -187,8 +187,7 @@ impl Config {
         // A layout without room for the rights holders (jsSafe with 36
         // minters: 72 > 64) runs its minters without rights.
         let rights = flag_or(env, "SNOWFLAKE_RIGHTS", true)?
-            && minters > 0
-            && minters.saturating_mul(2) <= registry.capacity / 2;
+            && edgeleaf::minted::lends_rights(minters, registry.capacity);
         registry.minters = if rights { minters * 2 } else { minters };
         let per_owner = number(env, "MAX_WORKERS_PER_KEY", registry.half_share().into())?;
         registry.per_owner = Some(u32::try_from(per_owner).unwrap_or(u32::MAX));

@@ -24,7 +24,8 @@ pub enum MinterRequest {
 impl super::StoreRequest for MinterRequest {
     fn repeatable(&self) -> bool {
         // A batch minted again leaves the first unused: a gap, never an ID
-        // twice. A state is handed over once: asked again, the answer is
+        // twice; a right lent again leaves the first one's slice unused
+        // until it ends. A state is handed over once: asked again, the answer is
         // none (the successor waits for the old grant to lapse).
         matches!(self, MinterRequest::Mint(_))
     }

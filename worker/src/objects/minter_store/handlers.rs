@@ -110,19 +110,46 @@ impl SnowflakeMinter {
             None
         };
         let count = batch_beside_right(&layout, count, right.as_ref());
-        if count == 0 {
-            let worker_id = self
-                .holder
-                .borrow()
-                .as_ref()
-                .and_then(|h| h.lease().map(|g| g.worker_id))
-                .unwrap_or(0);
-            return Ok(Batch {
+        let batch = if count == 0 {
+            Ok((self.batch_worker_id(), Vec::new()))
+        } else {
+            self.mint_batch(config, r.index, count).await
+        };
+        match batch {
+            Ok((worker_id, ranges)) => Ok(Batch {
                 worker_id,
+                ranges,
+                right,
+            }),
+            // A right lent is answered even when the batch beside it fails:
+            // dropped, its slice would sit unused until its end.
+            Err(_) if right.is_some() => Ok(Batch {
+                worker_id: self.batch_worker_id(),
                 ranges: Vec::new(),
                 right,
-            });
+            }),
+            Err(e) => Err(e),
         }
+    }
+
+    /// The batch holder's worker ID, if it holds a lease now (0: none).
+    fn batch_worker_id(&self) -> u32 {
+        self.holder
+            .borrow()
+            .as_ref()
+            .and_then(|h| h.lease().map(|g| g.worker_id))
+            .unwrap_or(0)
+    }
+
+    /// `count` IDs minted by the batch holder of minter `index`, as ranges,
+    /// and its worker ID.
+    async fn mint_batch(
+        &self,
+        config: &Config,
+        index: u32,
+        count: u32,
+    ) -> ApiResult<(u32, Vec<(String, String)>)> {
+        let layout = config.layout;
         let mut out = vec![0u64; count as usize];
         let mut filled = 0;
         let mut leased = false;
@@ -148,7 +175,7 @@ impl SnowflakeMinter {
                 MinterStep::Lease(ask) => {
                     leased = true;
                     let request = MinterLeaseRequest {
-                        index: r.index,
+                        index,
                         node_time: ask.node_now_ms,
                         previous: ask.previous.map(Previous::from),
                     };
@@ -167,8 +194,7 @@ impl SnowflakeMinter {
                     return Err(ApiError::unavailable(
                         code,
                         format!(
-                            "minter {}: expected IDs to mint now, found none for {retry_after_ms} ms",
-                            r.index
+                            "minter {index}: expected IDs to mint now, found none for {retry_after_ms} ms"
                         ),
                         retry_after_ms,
                     ));
@@ -181,10 +207,6 @@ impl SnowflakeMinter {
             .map(|(s, e)| (s.to_string(), e.to_string()))
             .collect();
         let worker_id = self.with_holder(config, |h| Ok(h.lease().map_or(0, |g| g.worker_id)))?;
-        Ok(Batch {
-            worker_id,
-            ranges,
-            right,
-        })
+        Ok((worker_id, ranges))
     }
 }

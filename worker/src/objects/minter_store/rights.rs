@@ -73,13 +73,8 @@ impl SnowflakeMinter {
             }
         }
         let now = now_ms();
-        let lendable = self.with_rights(config, |h| Ok(h.lendable(now)))?;
-        let right = self.with_ledger(layout, |l| l.lend(now, lendable));
         self.with_rights(config, |h| {
-            if let Some(r) = &right {
-                h.lent_until(r.until_ms);
-            }
-            Ok(right)
+            Ok(self.with_ledger(layout, |l| l.lend_from(now, h)))
         })
     }
 
