@@ -31,7 +31,7 @@
 //! [`SnowflakeHolder::lendable`]: crate::holder::SnowflakeHolder::lendable
 
 use crate::error::Error;
-use crate::holder::{HolderConfig, Lendable, SnowflakeHolder};
+use crate::holder::{HolderConfig, HolderNext, LeaseAsk, Lendable, SnowflakeHolder};
 use crate::layout::Layout;
 use crate::rand::RandSource;
 use crate::snowflake::MAX_TOLERANCE_MS;
@@ -211,6 +211,30 @@ impl RightLedger {
     /// one registry.
     pub fn may_lease(&self, now_ms: u64) -> bool {
         now_ms >= self.lease_not_before_ms
+    }
+
+    /// The lease to ask the registry for now, from what a rights holder's
+    /// poll said (`next`): its ask, or `None` — nothing asked, or a pause
+    /// after a failed lease ([`RightLedger::may_lease`]), in which case the
+    /// holder is told the ask was not sent (so that it asks again at a
+    /// later poll) and, holding no lease, lends nothing
+    /// ([`RightLedger::lend_from`]). On a failure of the lease sent, call
+    /// [`RightLedger::lease_failed`].
+    pub fn lease_to_send<R: RandSource + Clone>(
+        &self,
+        next: HolderNext,
+        holder: &mut SnowflakeHolder<R>,
+        now_ms: u64,
+    ) -> Option<LeaseAsk> {
+        let HolderNext::Lease(ask) = next else {
+            return None;
+        };
+        if self.may_lease(now_ms) {
+            Some(ask)
+        } else {
+            holder.lease_failed(None, now_ms);
+            None
+        }
     }
 
     /// The rights holder's lease failed at `now_ms` (refused — a registry

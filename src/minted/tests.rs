@@ -748,6 +748,23 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     assert!(l.may_lease(T));
     l.lease_failed(T);
     assert!(!l.may_lease(T + RIGHT_RETRY_MS - 1) && l.may_lease(T + RIGHT_RETRY_MS));
+    // Its holder's ask is then not sent, and asked again once the pause ends.
+    let mut h = crate::holder::SnowflakeHolder::new(rights_holder_config(5)).unwrap();
+    let mut none = [0u64; 0];
+    let next = h.poll(T + 1, &mut none).unwrap().next;
+    assert!(matches!(next, HolderNext::Lease(_)));
+    assert_eq!(l.lease_to_send(next, &mut h, T + 1), None);
+    assert_eq!(l.lend_from(T + 1, &mut h), None, "no lease, nothing lent");
+    // Told the ask was not sent: no lease in flight to wait out.
+    let next = h.poll(T + 2, &mut none).unwrap().next;
+    assert!(matches!(next, HolderNext::Lease(_)), "{next:?}");
+    assert_eq!(l.lease_to_send(next, &mut h, T + 2), None);
+    let next = h.poll(T + RIGHT_RETRY_MS, &mut none).unwrap().next;
+    assert!(
+        matches!(next, HolderNext::Lease(_)),
+        "the holder asks again: {next:?}"
+    );
+    assert!(l.lease_to_send(next, &mut h, T + RIGHT_RETRY_MS).is_some());
 }
 
 #[test]

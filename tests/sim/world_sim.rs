@@ -2186,13 +2186,14 @@ impl<'a> Sim<'a> {
                 renew(&mut self.reg, h, r, now, layout);
                 calls += 1;
             }
-            if let HolderNext::Lease(ask) = poll.next {
-                if !ledger.may_lease(now) {
-                    // Refused lately: not asked again on every request.
-                    h.lease_failed(None, now);
-                    why = Some("refused lately");
-                    break 'lend None;
-                }
+            let asks = matches!(poll.next, HolderNext::Lease(_));
+            let ask = ledger.lease_to_send(poll.next, h, now);
+            if asks && ask.is_none() {
+                // Refused lately: not asked again on every request.
+                why = Some("refused lately");
+                break 'lend None;
+            }
+            if let Some(ask) = ask {
                 calls += 1;
                 let secret = LeaseSecret::from_random([(index % 251) as u8 ^ 0x80; 16]);
                 let previous = ask.previous.map(|c| c.proof(sha256));

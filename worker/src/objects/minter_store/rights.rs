@@ -3,8 +3,8 @@
 //! slices of its worker ID's sequence (`edgeleaf::minted::RightLedger`).
 
 use edgeleaf::{
-    holder::HolderNext, holder::SnowflakeHolder, minted::rights_holder_config,
-    minted::rights_worker_index, minted::MintRight, minted::RightLedger, rand::SplitMix64, Layout,
+    holder::SnowflakeHolder, minted::rights_holder_config, minted::rights_worker_index,
+    minted::MintRight, minted::RightLedger, rand::SplitMix64, Layout,
 };
 use edgeleaf_rules::wire::registry::{MinterLeaseRequest, Previous};
 
@@ -46,15 +46,10 @@ impl SnowflakeMinter {
                 Ok(())
             })?;
         }
-        if let HolderNext::Lease(ask) = next {
-            if !self.with_ledger(layout, |l| l.may_lease(now)) {
-                // Refused lately: not asked again on every request.
-                self.with_rights(config, |h| {
-                    h.lease_failed(None, now);
-                    Ok(())
-                })?;
-                return Ok(None);
-            }
+        let ask = self.with_rights(config, |h| {
+            Ok(self.with_ledger(layout, |l| l.lease_to_send(next, h, now)))
+        })?;
+        if let Some(ask) = ask {
             let request = MinterLeaseRequest {
                 index: rights_worker_index(config.minters, index),
                 node_time: ask.node_now_ms,
