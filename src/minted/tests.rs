@@ -889,11 +889,21 @@ fn a_copy_of_an_answer_already_taken_is_late_under_a_right_too() {
     let mut more = [0u64; 1];
     assert_eq!(b.poll(T, &mut more).filled, 1);
     assert!(!out.contains(&more[0]), "an ID of the copy served again");
-    // A right not on whole units is refused.
-    let odd = MintRight {
-        from_ms: T + 1,
-        until_ms: T + 100,
+    // A right not on whole units is refused (jsSafe: units of 10 ms from
+    // its epoch, 2024-01-01).
+    let js = Layout::JS_SAFE.epoch_ms() + 1_000_000;
+    let whole = MintRight {
+        from_ms: js + 10,
+        until_ms: js + 100,
         ..r
     };
-    assert!(odd.validate(&Layout::JS_SAFE).is_err());
+    assert!(whole.validate(&Layout::JS_SAFE).is_ok());
+    for (from_ms, until_ms) in [(js + 1, js + 100), (js + 10, js + 101)] {
+        let odd = MintRight {
+            from_ms,
+            until_ms,
+            ..whole
+        };
+        assert!(odd.validate(&Layout::JS_SAFE).is_err(), "{odd:?}");
+    }
 }
