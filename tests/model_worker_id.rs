@@ -8,7 +8,7 @@
 //! it (the npm client's holder, `worker/src/objects/minter_store` and
 //! `registry_store`).
 //!
-//! Four worlds, each explored exhaustively (breadth first, states hashed)
+//! Five worlds, each explored exhaustively (breadth first, states hashed)
 //! by stateright:
 //!
 //! - **nodes**: two processes started from one config (one owner, one node
@@ -24,12 +24,20 @@
 //!   a victim owner leasing with its clock behind by the skew bound;
 //! - **isolates**: two pool minters under worker IDs 0 and 1, minter 0's
 //!   clock lagging by more than the staleness bound, minting only when an
-//!   isolate's `MintedBuffer` asks (minted_props.rs' lagging minter).
+//!   isolate's `MintedBuffer` asks (minted_props.rs' lagging minter);
+//! - **rights**: one minter lending rights to mint (its rights holder,
+//!   `rights_holder_config`, under worker ID `rights_worker_index`, leased
+//!   with `lease_minter`, saved to its `'rights'` row; its `RightLedger` in
+//!   memory, lost on a crash) in the order `minter_store/rights.rs` lends
+//!   them, and two isolates asking for rights and minting under them at
+//!   their own clocks (`MintConfig::rights`), with the registry's and the
+//!   rights' own durations (`RegistryConfig::new`, `MAX_RIGHT_MS`).
 //!
 //! Invariants, in every reachable state: no ID issued twice; no worker ID
 //! issuing in one millisecond for two holders (a process after a restart is
 //! another holder: it must never mint into its previous life's time); no
-//! owner keeping more worker IDs from the others than its share; no released
+//! owner keeping more worker IDs from the others than its share; no ID
+//! minted under a right outside the rights its isolate was lent; no released
 //! floor further ahead than its holder could have minted; the victim never
 //! refused (nor made to wait past the skew bound) but for its own share; the
 //! clock the victim's nodes are checked against never moved by the hostile
@@ -40,8 +48,9 @@
 //! and move on, and a supervisor restarts what is down, every node mints
 //! within `CALM_DEADLINE` rounds and in every round after (its lease kept:
 //! renewals work), the regional minter answers a whole batch (it borrows)
-//! within the deadline, and the isolate serves every request (a batch stale
-//! on arrival moves it to the next minter).
+//! within the deadline, the isolate serves every request (a batch stale
+//! on arrival moves it to the next minter), and each isolate of the rights
+//! world is lent a right and serves every request from it.
 //!
 //! Planted faults (`Fault`, in the model's hosts, at the boundary of a core
 //! call): each must be found, deterministically (one thread, breadth first,
@@ -61,12 +70,13 @@ use edgeleaf::{
     holder::{Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Renewal, SnowflakeHolder},
     layout::LayoutSpec,
     minted::{
-        batch_ranges, minter_holder_config, minter_step, Fetched, MintConfig, MintStep,
-        MintedBuffer, MinterStep,
+        batch_ranges, lends_rights, minter_holder_config, minter_step, rights_holder_config,
+        rights_worker_index, Fetched, MintConfig, MintRight, MintStep, MintedBuffer, MinterStep,
+        RightLedger, MAX_RIGHT_MS, RIGHT_RETRY_MS, RIGHT_SEQUENCES,
     },
     registry::{GrantRequest, Lease, Registry, RegistryConfig},
     secret::{Claim, LeaseSecret, Proof},
-    snowflake::MAX_TOLERANCE_MS,
+    snowflake::{DEFAULT_MAX_BACKWARD_MS, MAX_TOLERANCE_MS},
     Error, Layout,
 };
 use stateright::{Checker, Model, Property};
@@ -161,6 +171,73 @@ const CALM_DEADLINE: usize = (3_000 / CALM_STEP_MS) as usize + 2;
 /// hand-over, until the reservation handed over (3 s) is reached.
 const HANDED_BUSY: usize = (3_000 / CALM_STEP_MS) as usize;
 
+/// The rights world: one minter (index 0 of 1) lending rights to two
+/// isolates.
+const RIGHTS_MINTERS: u32 = 1;
+const RIGHTS_ISOLATES: u8 = 2;
+/// Its layout: LEAF's millisecond, 2 worker bits, and 8 sequences a unit:
+/// two slices of `RIGHT_SEQUENCES`, so that both isolates hold a right at
+/// once.
+fn rights_layout() -> Layout {
+    Layout::new(LayoutSpec {
+        timestamp_bits: 40,
+        worker_bits: 2,
+        sequence_bits: (2 * RIGHT_SEQUENCES).ilog2() as u8,
+        epoch_ms: T0 - 1_000_000,
+        unit_ms: 1,
+    })
+    .expect("layout")
+}
+/// The registry as the service runs it (`RegistryConfig::new`: its TTL,
+/// grace and skew), reserving `2N` worker IDs when rights are lent.
+fn rights_registry() -> RegistryConfig {
+    RegistryConfig {
+        minters: 2 * RIGHTS_MINTERS,
+        ..RegistryConfig::new(&rights_layout())
+    }
+}
+/// The rights holder as the Worker runs it.
+fn rights_config() -> HolderConfig {
+    rights_holder_config(DEFAULT_MAX_BACKWARD_MS)
+}
+/// Time passes in ticks of a third of the holder's reservation: the
+/// cadence at which it extends it (`save_due_in`), so that three ticks pass
+/// a reservation, a lease (renewed at half its TTL) and a right
+/// (`MAX_RIGHT_MS`, at most the reservation) that nothing extended.
+fn rights_tick() -> u64 {
+    rights_config().reserve_ms / 3
+}
+/// An isolate's clock steps this far from the registry's (isolate 0 ahead,
+/// isolate 1 behind), and the minter's behind: the registry's skew bound.
+fn rights_skew() -> u64 {
+    rights_registry().max_skew_ms
+}
+/// The rights world's depth (its faults' too): 5 steps from each start. Its
+/// warm starts hold the prefixes that matter (a right lent; taken and
+/// minted under; the minter restarted while it is out); one level deeper
+/// is 4 times the states (369,332, a minute).
+const RIGHTS_DEPTH: usize = 7;
+/// Calm in the rights world: a failed lease pauses the ledger's asks for
+/// `RIGHT_RETRY_MS`, a round later one lends; and rounds past a right's
+/// longest end, so that rights are lent again.
+const RIGHTS_CALM_DEADLINE: usize = 2 + (RIGHT_RETRY_MS / (MAX_RIGHT_MS / 3)) as usize;
+const RIGHTS_CALM_ROUNDS: usize = RIGHTS_CALM_DEADLINE + 4;
+/// A right as a message carries it (`MintRight` is not `Ord`): worker ID,
+/// first sequence, sequences, from, until.
+type Right = (u32, u32, u32, u64, u64);
+fn right_of(r: &MintRight) -> Right {
+    (r.worker_id, r.seq_start, r.seq_len, r.from_ms, r.until_ms)
+}
+fn mint_right((worker_id, seq_start, seq_len, from_ms, until_ms): Right) -> MintRight {
+    MintRight {
+        worker_id,
+        seq_start,
+        seq_len,
+        from_ms,
+        until_ms,
+    }
+}
+
 /// A fault planted in the model's hosts. Each stands for a fault once planted
 /// in the core or the hosts to show a property test red (docs/proof.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -199,6 +276,15 @@ pub enum Fault {
     /// isolate's host asks the same minter again (minted_props' lagging
     /// minter, the buffer as it was before).
     LaggingMinterAskedAgain,
+    /// A restarted minter's rights holder restored without the reservation
+    /// it saved (its lease kept): it lends from its clock, into the rights
+    /// its previous life lent (the rights world).
+    RestartIgnoresReservation,
+    /// An isolate takes a copied answer's right anew, from its start: its
+    /// host hands the copy to the buffer as it was before the first (as a
+    /// buffer without `fetched_with_right`'s copy check and `take_right`'s
+    /// guard takes it) (the rights world).
+    CopiedRightTakenAgain,
 }
 
 /// Who acts: a node process, or a minter (0: `minter-0`, of before
@@ -207,6 +293,8 @@ pub enum Fault {
 pub enum Who {
     Node(u8),
     Minter(u8),
+    /// An isolate of the rights world.
+    Isolate(u8),
 }
 
 impl fmt::Display for Who {
@@ -215,6 +303,7 @@ impl fmt::Display for Who {
             Who::Node(n) => write!(f, "node {n}"),
             Who::Minter(0) => write!(f, "minter-0"),
             Who::Minter(_) => write!(f, "minter-wnam-0"),
+            Who::Isolate(i) => write!(f, "isolate {i}"),
         }
     }
 }
@@ -223,13 +312,17 @@ impl fmt::Display for Who {
 /// generation, expiry); the secret is drawn from the generation.
 type Handed = Option<(u64, Option<(u32, u64, u64)>)>;
 
+/// An isolate's ask for a right awaiting its minter's lease (the rights
+/// world): the isolate and its fetch's ticket.
+type Parked = Option<(u8, u64)>;
+
 /// A message in flight. Requests carry the asker's incarnation: an answer to
 /// a process that died since is dropped on arrival.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Msg {
-    Lease(Who, u8, u64, Option<(u32, u64)>),
+    Lease(Who, u8, u64, Option<(u32, u64)>, Parked),
     Renew(Who, u8, u32, u64, u64, u64),
-    Granted(Who, u8, Result<(u32, u64, u64, u64), ErrorCode>),
+    Granted(Who, u8, Result<(u32, u64, u64, u64), ErrorCode>, Parked),
     Renewed(Who, u8, u64, Result<(u32, u64, u64, u64), ErrorCode>),
     HandOver,
     HandedOver(Handed),
@@ -244,6 +337,11 @@ pub enum Msg {
     /// none: nothing minted, a 503). Calls, not datagrams: never copied.
     Batch(u8, u32),
     Minted(u8, Result<Vec<(u64, u64)>, ErrorCode>),
+    /// The rights world: a minter's answer to isolate i's fetch (its
+    /// ticket): a right lent, or the code of its 503 (a right-less ask is
+    /// answered by the batch holder, which this world leaves out: a 503, as
+    /// one that cannot lease answers). A call's answer, copied too.
+    Answer(u8, u64, Result<Right, ErrorCode>),
 }
 
 /// One process: its holder (`None`: down), its incarnation, its clock's
@@ -305,6 +403,24 @@ pub struct World {
     buffer: Option<MintedBuffer>,
     pinned: Option<u8>,
     served: std::collections::BTreeSet<u64>,
+    /// The rights world: the minter's ledger (in memory: `None` until its
+    /// first use, and after a crash), its isolates, and an ID minted outside
+    /// the rights its isolate was lent.
+    ledger: Option<RightLedger>,
+    isles: Vec<Isle>,
+    outside: Option<String>,
+}
+
+/// An isolate of the rights world: its buffer, the rights it was lent,
+/// whether its clock stepped (isolate 0 ahead, 1 behind), and
+/// (`CopiedRightTakenAgain`) its buffer before the last answer it took, and
+/// that answer's ticket.
+#[derive(Debug, Clone)]
+pub struct Isle {
+    buf: MintedBuffer,
+    lent: Vec<Right>,
+    stepped: bool,
+    before: Option<(u64, MintedBuffer)>,
 }
 
 impl Hash for World {
@@ -359,6 +475,10 @@ pub enum Action {
     VLease,
     /// The isolate is asked for IDs.
     Serve,
+    /// The rights world: isolate i is asked for IDs (its ask for a right,
+    /// if any, reaches the minter as it is sent: the ask's delay is its
+    /// answer's).
+    Isolate(u8),
     /// A warm start's prefix only (never offered): 500 ms pass, and a
     /// minter is asked for a batch, every message in flight arrives (its
     /// renewal and the answer), and it is asked again — as the calm's rounds
@@ -377,6 +497,8 @@ pub struct WorkerIdModel {
     /// The isolates world: two pool minters (worker IDs 0 and 1, minter 0
     /// lagging) and an isolate's `MintedBuffer`.
     pub isolate: bool,
+    /// The rights world: a minter lending rights to two isolates.
+    pub rights: bool,
     pub fault: Fault,
     pub budget: Budget,
 }
@@ -385,6 +507,7 @@ fn proc_index(m: &WorkerIdModel, who: Who) -> usize {
     match who {
         Who::Node(n) => n as usize,
         Who::Minter(i) => m.nodes as usize + i as usize,
+        Who::Isolate(_) => unreachable!("an isolate holds no lease"),
     }
 }
 
@@ -392,14 +515,17 @@ fn grant_of(l: &Lease) -> (u32, u64, u64, u64) {
     (l.worker_id, l.generation, l.expires_at_ms, l.issue_after_ms)
 }
 
-fn lease_of((worker_id, generation, expires_at_ms, issue_after_ms): (u32, u64, u64, u64)) -> Lease {
+fn lease_of(
+    (worker_id, generation, expires_at_ms, issue_after_ms): (u32, u64, u64, u64),
+    ttl_ms: u64,
+) -> Lease {
     Lease {
         worker_id,
         generation,
         node_key: String::new(),
         expires_at_ms,
         issue_after_ms,
-        ttl_ms: registry_config().ttl_ms,
+        ttl_ms,
     }
 }
 
@@ -475,6 +601,9 @@ fn hostile_report(
 
 impl WorkerIdModel {
     fn registry_config(&self) -> RegistryConfig {
+        if self.rights {
+            return rights_registry();
+        }
         RegistryConfig {
             per_owner: self.hostile.then_some(HOSTILE_LIMIT),
             // Two minters may reserve at most half of the worker IDs.
@@ -487,6 +616,8 @@ impl WorkerIdModel {
     fn holder_config(&self, who: Who) -> HolderConfig {
         match who {
             Who::Node(_) => node_config(),
+            Who::Minter(_) if self.rights => rights_config(),
+            Who::Isolate(_) => unreachable!("an isolate holds no lease"),
             Who::Minter(_) => {
                 let mut c = minter_holder_config(5);
                 if self.fault == Fault::MinterDoesNotBorrow {
@@ -497,8 +628,37 @@ impl WorkerIdModel {
         }
     }
 
+    fn tick_ms(&self) -> u64 {
+        if self.rights {
+            rights_tick()
+        } else {
+            TICK_MS
+        }
+    }
+
+    /// A long pause: a lease's time to live and its grace.
+    fn pause_ms(&self) -> u64 {
+        if self.rights {
+            let reg = rights_registry();
+            reg.ttl_ms + reg.grace_ms
+        } else {
+            PAUSE_MS
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        if self.rights {
+            rights_layout()
+        } else {
+            layout()
+        }
+    }
+
     fn clock(&self, w: &World, who: Who) -> u64 {
         let p = &w.procs[proc_index(self, who)];
+        if self.rights {
+            return T0 + w.now - if p.behind { rights_skew() } else { 0 };
+        }
         let lag = if self.isolate && who == Who::Minter(0) {
             LAG_MS
         } else {
@@ -510,7 +670,7 @@ impl WorkerIdModel {
     fn owner(who: Who) -> &'static str {
         match who {
             Who::Node(_) => OWNER,
-            Who::Minter(_) => "",
+            Who::Minter(_) | Who::Isolate(_) => "",
         }
     }
 
@@ -555,12 +715,16 @@ impl WorkerIdModel {
         let saved = match who {
             Who::Node(_) => Some(w.store),
             Who::Minter(m) => w.minter_stores[m as usize].holder,
+            Who::Isolate(_) => unreachable!("an isolate holds no lease"),
         };
         let cfg = self.holder_config(who);
         let restored = match saved {
             Some(mut s) => {
                 if self.fault == Fault::RestoreFloorLater {
                     s.last_timestamp_ms += 2_000;
+                }
+                if self.fault == Fault::RestartIgnoresReservation {
+                    s.last_timestamp_ms = 0;
                 }
                 SnowflakeHolder::restore(cfg, edgeleaf::rand::NoRandom, s, now)
             }
@@ -590,6 +754,7 @@ impl WorkerIdModel {
             match who {
                 Who::Node(_) => w.store = state,
                 Who::Minter(m) => w.minter_stores[m as usize].holder = Some(state),
+                Who::Isolate(_) => unreachable!("an isolate holds no lease"),
             }
             h.saved(&state);
         }
@@ -611,7 +776,8 @@ impl WorkerIdModel {
         }
         if let Some(ask) = lease {
             let prev = ask.previous.map(|c| (c.worker_id, c.generation));
-            w.net.push(Msg::Lease(who, inc, ask.node_now_ms, prev));
+            w.net
+                .push(Msg::Lease(who, inc, ask.node_now_ms, prev, None));
         }
     }
 
@@ -714,7 +880,7 @@ impl WorkerIdModel {
     fn deliver(&self, w: &mut World, msg: Msg) {
         let reg_now = T0 + w.now;
         match msg {
-            Msg::Lease(who, inc, node_now_ms, prev) => {
+            Msg::Lease(who, inc, node_now_ms, prev, parked) => {
                 let generation = w.reg.next_generation();
                 let secret = secret_for(generation);
                 let previous = prev.map(|(worker_id, generation)| Claim {
@@ -736,6 +902,7 @@ impl WorkerIdModel {
                                 reg_now,
                             )
                         }
+                        Who::Isolate(_) => unreachable!("an isolate holds no lease"),
                         Who::Minter(_) => {
                             let mut proof = previous.map(|c| c.proof(sha256));
                             if self.fault == Fault::MinterReclaimWithoutProof {
@@ -764,7 +931,7 @@ impl WorkerIdModel {
                     .map_err(|e| e.error_code())
                 };
                 w.reg.take_events();
-                w.net.push(Msg::Granted(who, inc, answer));
+                w.net.push(Msg::Granted(who, inc, answer, parked));
             }
             Msg::Renew(who, inc, worker_id, generation, node_now_ms, last_timestamp_ms) => {
                 let r = Renewal {
@@ -784,24 +951,42 @@ impl WorkerIdModel {
                 w.reg.take_events();
                 w.net.push(Msg::Renewed(who, inc, generation, answer));
             }
-            Msg::Granted(who, inc, answer) => {
+            Msg::Granted(who, inc, answer, parked) => {
                 let i = proc_index(self, who);
                 if w.procs[i].incarnation != inc || w.procs[i].holder.is_none() {
+                    // The ask awaiting it died with its minter: its call
+                    // fails.
+                    if let Some((k, ticket)) = parked {
+                        w.net
+                            .push(Msg::Answer(k, ticket, Err(ErrorCode::StoreUnavailable)));
+                    }
                     return;
                 }
                 let now = self.clock(w, who);
                 let h = w.procs[i].holder.as_mut().expect("up");
+                let ttl_ms = self.registry_config().ttl_ms;
                 match answer {
                     Ok(g) => {
-                        let l = lease_of(g);
-                        let grant = Grant::from_lease(&l, Some(secret_for(g.1)), layout());
+                        let l = lease_of(g, ttl_ms);
+                        let grant = Grant::from_lease(&l, Some(secret_for(g.1)), self.layout());
                         let _ = h.granted(grant, now);
                         if let Who::Minter(_) = who {
-                            // The grant is proof after a restart: saved now.
+                            // The grant is proof after a restart, and a right
+                            // is lent only below a saved reservation: saved
+                            // now.
                             self.save(w, who, true);
                         }
                     }
                     Err(code) => h.lease_failed(Self::refusal(code), now),
+                }
+                // minter_store/rights.rs: lent from once leased and saved;
+                // a failed lease pauses the ledger's asks and lends nothing.
+                if let Some((k, ticket)) = parked {
+                    if answer.is_ok() {
+                        self.lend(w, k, ticket);
+                    } else {
+                        self.lease_paused(w, k, ticket);
+                    }
                 }
             }
             Msg::Renewed(who, inc, generation, answer) => {
@@ -813,8 +998,9 @@ impl WorkerIdModel {
                 let Some(h) = w.procs[i].holder.as_mut() else {
                     return;
                 };
+                let (ttl_ms, layout) = (self.registry_config().ttl_ms, self.layout());
                 match answer {
-                    Ok(g) => h.renewed(Grant::from_lease(&lease_of(g), None, layout()), now),
+                    Ok(g) => h.renewed(Grant::from_lease(&lease_of(g, ttl_ms), None, layout), now),
                     Err(code) => h.renewal_failed(generation, Self::refusal(code), now),
                 }
             }
@@ -884,6 +1070,7 @@ impl WorkerIdModel {
                     _ => {}
                 }
             }
+            Msg::Answer(k, ticket, answer) => self.answered(w, k, ticket, answer),
             Msg::HLease(k, node_now_ms) => {
                 let secret = secret_for(w.reg.next_generation());
                 let ask = LeaseAsk {
@@ -963,8 +1150,28 @@ impl WorkerIdModel {
     /// The asker of a message that is lost hears its call fail (as the
     /// Worker's call and the npm client's fetch do).
     fn lost(&self, w: &mut World, msg: &Msg) {
+        if let Msg::Lease(.., Some((k, ticket))) | Msg::Granted(.., Some((k, ticket))) = *msg {
+            // The rights holder's lease unanswered: as refused.
+            let inc = match *msg {
+                Msg::Lease(_, inc, ..) | Msg::Granted(_, inc, ..) => inc,
+                _ => unreachable!(),
+            };
+            let m = Who::Minter(0);
+            let now = self.clock(w, m);
+            let p = &mut w.procs[proc_index(self, m)];
+            match p.holder.as_mut() {
+                Some(h) if p.incarnation == inc => {
+                    h.lease_failed(None, now);
+                    self.lease_paused(w, k, ticket);
+                }
+                _ => w
+                    .net
+                    .push(Msg::Answer(k, ticket, Err(ErrorCode::StoreUnavailable))),
+            }
+            return;
+        }
         let (who, inc, renewing) = match *msg {
-            Msg::Lease(who, inc, ..) | Msg::Granted(who, inc, _) => (who, inc, None),
+            Msg::Lease(who, inc, ..) | Msg::Granted(who, inc, ..) => (who, inc, None),
             Msg::Renew(who, inc, _, g, ..) | Msg::Renewed(who, inc, g, _) => (who, inc, Some(g)),
             Msg::HandOver | Msg::HandedOver(_) => {
                 w.taking_over = false;
@@ -976,6 +1183,17 @@ impl WorkerIdModel {
                 if let Some(buf) = w.buffer.as_mut() {
                     buf.fetch_failed();
                 }
+                return;
+            }
+            // The isolate's call failed (the Worker's `fetch_refused`).
+            Msg::Answer(k, ticket, _) => {
+                let now = self.isle_clock(w, k);
+                let _ = w.isles[k as usize].buf.fetch_refused(
+                    ticket,
+                    ErrorCode::StoreUnavailable,
+                    now,
+                    0,
+                );
                 return;
             }
         };
@@ -996,8 +1214,181 @@ impl WorkerIdModel {
     /// its own in the isolates world.
     fn minter_id(&self, who: Who) -> u32 {
         match who {
+            Who::Minter(m) if self.rights => rights_worker_index(RIGHTS_MINTERS, u32::from(m)),
             Who::Minter(m) if self.isolate => u32::from(m),
             _ => 0,
+        }
+    }
+
+    /// The rights world: isolate `k`'s clock (isolate 0's steps ahead,
+    /// isolate 1's behind).
+    fn isle_clock(&self, w: &World, k: u8) -> u64 {
+        let now = T0 + w.now;
+        match (w.isles[k as usize].stepped, k) {
+            (false, _) => now,
+            (true, 0) => now + rights_skew(),
+            (true, _) => now - rights_skew(),
+        }
+    }
+
+    /// Isolate `k` is asked for up to `n` IDs: what it served. A fetch it
+    /// starts goes out: an ask for a right to its minter, any other ask to
+    /// the batch holder this world leaves out (a 503).
+    fn isle_serve(&self, w: &mut World, k: u8, n: usize) -> usize {
+        let now = self.isle_clock(w, k);
+        let mut out = [0u64; SERVE];
+        let poll = w.isles[k as usize].buf.poll(now, &mut out[..n.min(SERVE)]);
+        for &id in &out[..poll.filled] {
+            self.minted_under_right(w, k, id);
+        }
+        match poll.next {
+            MintStep::FetchNow(ask)
+            | MintStep::Done {
+                prefetch: Some(ask),
+            } => {
+                if ask.right {
+                    self.ask_right(w, k, ask.ticket);
+                } else {
+                    let refused = Err(ErrorCode::StoreUnavailable);
+                    w.net.push(Msg::Answer(k, ask.ticket, refused));
+                }
+            }
+            _ => {}
+        }
+        poll.filled
+    }
+
+    /// An ID isolate `k` served: never served before, and within a right it
+    /// was lent.
+    fn minted_under_right(&self, w: &mut World, k: u8, id: u64) {
+        let p = rights_layout().decompose(id).expect("an ID of the layout");
+        if !w.served.insert(id) && w.twice.is_none() {
+            w.twice = Some(format!(
+                "ID {id} (worker {}, T0+{} ms, sequence {}) minted twice, again by isolate {k}",
+                p.worker_id,
+                p.timestamp_ms - T0,
+                p.sequence
+            ));
+        }
+        let within = |&(worker_id, seq_start, seq_len, from_ms, until_ms): &Right| {
+            p.worker_id == worker_id
+                && (seq_start..seq_start + seq_len).contains(&p.sequence)
+                && (from_ms..until_ms).contains(&p.timestamp_ms)
+        };
+        let isle = &w.isles[k as usize];
+        if !isle.lent.iter().any(within) && w.outside.is_none() {
+            w.outside = Some(format!(
+                "isolate {k} minted ID {id} (worker {}, T0+{} ms, sequence {}) outside the rights it was lent: {:?}",
+                p.worker_id,
+                p.timestamp_ms - T0,
+                p.sequence,
+                isle.lent
+            ));
+        }
+    }
+
+    /// Isolate `k`'s ask for a right (its fetch `ticket`) reaches the
+    /// minter, which runs `minter_store/rights.rs`' `try_lend`: its rights
+    /// holder restored from its row on first use, the row saved if due, an
+    /// empty poll (a renewal it asks for sent; its answer applied when it
+    /// arrives, as another request's lending may run while this one awaits
+    /// it), the lease `RightLedger::lease_to_send` gives sent (the ask
+    /// awaiting its answer: `Msg::Lease`'s `Parked`), else lent from at
+    /// once.
+    fn ask_right(&self, w: &mut World, k: u8, ticket: u64) {
+        let who = Who::Minter(0);
+        let refused = Msg::Answer(k, ticket, Err(ErrorCode::StoreUnavailable));
+        if !self.ensure_up(w, who) {
+            w.net.push(refused);
+            return;
+        }
+        self.save(w, who, false);
+        let now = self.clock(w, who);
+        let i = proc_index(self, who);
+        let inc = w.procs[i].incarnation;
+        let ledger = w
+            .ledger
+            .get_or_insert_with(|| RightLedger::new(rights_layout()));
+        let h = w.procs[i].holder.as_mut().expect("up");
+        let Ok(poll) = h.poll(now, &mut []) else {
+            w.net.push(refused);
+            return;
+        };
+        let ask = ledger.lease_to_send(poll.next, h, now);
+        self.send_asks(w, who, poll.renew, None);
+        match ask {
+            Some(ask) => {
+                let prev = ask.previous.map(|c| (c.worker_id, c.generation));
+                let parked = Some((k, ticket));
+                w.net
+                    .push(Msg::Lease(who, inc, ask.node_now_ms, prev, parked));
+            }
+            None => self.lend(w, k, ticket),
+        }
+    }
+
+    /// The minter lends isolate `k` a right, if it may
+    /// (`RightLedger::lend_from`), and answers its fetch `ticket`.
+    fn lend(&self, w: &mut World, k: u8, ticket: u64) {
+        let who = Who::Minter(0);
+        let now = self.clock(w, who);
+        let ledger = w
+            .ledger
+            .get_or_insert_with(|| RightLedger::new(rights_layout()));
+        let h = w.procs[proc_index(self, who)].holder.as_mut().expect("up");
+        let right = ledger.lend_from(now, h);
+        let answer = right
+            .as_ref()
+            .map(right_of)
+            .ok_or(ErrorCode::StoreUnavailable);
+        w.net.push(Msg::Answer(k, ticket, answer));
+    }
+
+    /// The rights holder's lease failed (refused or unanswered): the
+    /// ledger pauses its asks (`RightLedger::lease_failed`) and the ask
+    /// that awaited it gets no right (a 503: the batch holder's).
+    fn lease_paused(&self, w: &mut World, k: u8, ticket: u64) {
+        let now = self.clock(w, Who::Minter(0));
+        if let Some(l) = w.ledger.as_mut() {
+            l.lease_failed(now);
+        }
+        w.net
+            .push(Msg::Answer(k, ticket, Err(ErrorCode::StoreUnavailable)));
+    }
+
+    /// Isolate `k` hears its fetch `ticket`'s answer, as the Worker's
+    /// `fetch_batch` hands it to the buffer.
+    fn answered(&self, w: &mut World, k: u8, ticket: u64, answer: Result<Right, ErrorCode>) {
+        let now = self.isle_clock(w, k);
+        let fault = self.fault;
+        let isle = &mut w.isles[k as usize];
+        let right = match answer {
+            Ok(r) => mint_right(r),
+            Err(code) => {
+                let _ = isle.buf.fetch_refused(ticket, code, now, 0);
+                return;
+            }
+        };
+        let before = isle.buf.clone();
+        match isle.buf.fetched_with_right(ticket, &[], Some(right), now) {
+            Ok(Fetched::Kept) if fault == Fault::CopiedRightTakenAgain => {
+                isle.before = Some((ticket, before));
+            }
+            Ok(Fetched::Late) if fault == Fault::CopiedRightTakenAgain => {
+                if let Some((t, b)) = isle.before.clone() {
+                    if t == ticket {
+                        isle.buf = b;
+                        let _ = isle.buf.fetched_with_right(ticket, &[], Some(right), now);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(_) => isle.buf.fetch_failed(),
+        }
+        if let Some(r) = isle.buf.right().map(right_of) {
+            if !isle.lent.contains(&r) {
+                isle.lent.push(r);
+            }
         }
     }
 
@@ -1112,6 +1503,9 @@ impl WorkerIdModel {
     /// Liveness from `w`: the network delivers, clocks agree and move on, a
     /// supervisor restarts what is down. `Err`: what did not happen.
     pub fn calm(&self, w: &World) -> Result<(), String> {
+        if self.rights {
+            return self.calm_rights(w);
+        }
         let mut w = w.clone();
         self.deliver_all(&mut w);
         for p in &mut w.procs {
@@ -1199,6 +1593,46 @@ impl WorkerIdModel {
 }
 
 impl WorkerIdModel {
+    /// Liveness in the rights world: once the network delivers, clocks
+    /// agree and time passes beyond every reservation, lease, grace and
+    /// pause, each isolate serves both IDs of every request (a tick apart)
+    /// from `RIGHTS_CALM_DEADLINE` on, from rights alone (batches are 503s
+    /// here), across the rights' ends.
+    fn calm_rights(&self, w: &World) -> Result<(), String> {
+        let mut w = w.clone();
+        self.deliver_all(&mut w);
+        for p in &mut w.procs {
+            p.behind = false;
+        }
+        for isle in &mut w.isles {
+            isle.stepped = false;
+        }
+        let reg = rights_registry();
+        w.now += rights_config().reserve_ms + reg.ttl_ms + reg.grace_ms + RIGHT_RETRY_MS;
+        for round in 0..RIGHTS_CALM_ROUNDS {
+            w.now += rights_tick();
+            for k in 0..RIGHTS_ISOLATES {
+                // A request: served, its fetch answered, served again.
+                let mut served = self.isle_serve(&mut w, k, SERVE);
+                self.deliver_all(&mut w);
+                if served < SERVE {
+                    served += self.isle_serve(&mut w, k, SERVE - served);
+                    self.deliver_all(&mut w);
+                }
+                if round >= RIGHTS_CALM_DEADLINE && served < SERVE {
+                    return Err(format!(
+                        "calm round {round}: isolate {k} served {served} of {SERVE} (holding {:?})",
+                        w.isles[k as usize].buf.right()
+                    ));
+                }
+            }
+        }
+        match w.twice.clone().or(w.outside.clone()) {
+            Some(e) => Err(format!("in the calm: {e}")),
+            None => Ok(()),
+        }
+    }
+
     fn fresh(&self) -> World {
         let procs = self
             .whos()
@@ -1209,7 +1643,7 @@ impl WorkerIdModel {
                     Who::Node(_) => {
                         Some(SnowflakeHolder::new(self.holder_config(who)).expect("config"))
                     }
-                    Who::Minter(_) => None,
+                    Who::Minter(_) | Who::Isolate(_) => None,
                 },
                 incarnation: 0,
                 behind: false,
@@ -1239,6 +1673,23 @@ impl WorkerIdModel {
             }),
             pinned: None,
             served: Default::default(),
+            ledger: None,
+            isles: (0..if self.rights { RIGHTS_ISOLATES } else { 0 })
+                .map(|_| Isle {
+                    buf: MintedBuffer::new(
+                        rights_layout(),
+                        MintConfig {
+                            rights: true,
+                            ..MintConfig::new(RIGHTS_MINTERS, 0)
+                        },
+                    )
+                    .expect("buffer"),
+                    lent: Vec::new(),
+                    stepped: false,
+                    before: None,
+                })
+                .collect(),
+            outside: None,
         }
     }
 
@@ -1248,6 +1699,23 @@ impl WorkerIdModel {
     /// nothing (it is left without proof); and the hand-over done, 3 s of
     /// traffic to `minter-0` alone, then the regional minter's first lease.
     fn warm_ups(&self) -> Vec<Vec<Action>> {
+        if self.rights {
+            // Isolate 0 asked for a right: the minter's lease delivered and
+            // answered, its right lent and in flight; then taken and minted
+            // under; then the minter restarted.
+            let lent = vec![
+                Action::Isolate(0),
+                Action::Deliver(0, false),
+                Action::Deliver(0, false),
+            ];
+            let mut minting = lent.clone();
+            minting.extend([Action::Deliver(0, false), Action::Isolate(0)]);
+            // And the minter restarted while that right is out: its ledger
+            // lost, its holder to be restored from its row.
+            let mut restarted = minting.clone();
+            restarted.push(Action::Crash(Who::Minter(0)));
+            return vec![lent, minting, restarted];
+        }
         if self.isolate {
             // From the start: the minters lease at the isolate's first asks.
             return Vec::new();
@@ -1324,7 +1792,11 @@ impl Model for WorkerIdModel {
     }
 
     fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        if w.twice.is_some() || w.shared.is_some() || w.floor_past.is_some() || w.refused.is_some()
+        if w.twice.is_some()
+            || w.shared.is_some()
+            || w.floor_past.is_some()
+            || w.refused.is_some()
+            || w.outside.is_some()
         {
             return;
         }
@@ -1355,7 +1827,9 @@ impl Model for WorkerIdModel {
         for n in 0..self.nodes {
             actions.push(Action::Poll(n));
         }
-        if self.isolate {
+        if self.rights {
+            actions.extend((0..RIGHTS_ISOLATES).map(Action::Isolate));
+        } else if self.isolate {
             actions.push(Action::Serve);
         } else {
             for m in 0..self.minters {
@@ -1368,7 +1842,11 @@ impl Model for WorkerIdModel {
             }
             actions.push(Action::Deliver(i, false));
             let call = matches!(msg, Msg::Batch(..) | Msg::Minted(..));
-            if w.left.copies > 0 && !call {
+            // The rights world copies its answers to isolates alone: its
+            // holder's calls to the registry are the other worlds' (the
+            // same holder, copied there).
+            let copied = !self.rights || matches!(msg, Msg::Answer(..));
+            if w.left.copies > 0 && !call && copied {
                 actions.push(Action::Deliver(i, true));
             }
             actions.push(Action::Lose(i));
@@ -1381,6 +1859,9 @@ impl Model for WorkerIdModel {
                 actions.push(Action::Step(who));
             }
         }
+        if self.rights && w.left.steps > 0 {
+            actions.extend((0..RIGHTS_ISOLATES).map(|k| Action::Step(Who::Isolate(k))));
+        }
     }
 
     fn next_state(&self, w: &World, action: Action) -> Option<World> {
@@ -1388,11 +1869,11 @@ impl Model for WorkerIdModel {
         match action {
             Action::Tick => {
                 w.left.ticks -= 1;
-                w.now += TICK_MS;
+                w.now += self.tick_ms();
             }
             Action::Pause => {
                 w.left.pauses -= 1;
-                w.now += PAUSE_MS;
+                w.now += self.pause_ms();
             }
             Action::Nudge => {
                 w.left.nudges -= 1;
@@ -1425,6 +1906,13 @@ impl Model for WorkerIdModel {
                 if who == Who::Minter(1) {
                     w.taking_over = false;
                 }
+                // The ledger is in memory only.
+                w.ledger = None;
+            }
+            Action::Step(Who::Isolate(k)) => {
+                w.left.steps -= 1;
+                let isle = &mut w.isles[k as usize];
+                isle.stepped = !isle.stepped;
             }
             Action::Step(who) => {
                 w.left.steps -= 1;
@@ -1436,6 +1924,9 @@ impl Model for WorkerIdModel {
             }
             Action::Serve => {
                 self.serve(&mut w, SERVE);
+            }
+            Action::Isolate(k) => {
+                self.isle_serve(&mut w, k, SERVE);
             }
             Action::Busy(m) => {
                 w.now += CALM_STEP_MS;
@@ -1478,7 +1969,11 @@ impl Model for WorkerIdModel {
                 |_, w: &World| w.floor_past.is_none(),
             ),
             Property::always(
-                "calm: every holder mints, the minter answers a batch",
+                "no ID minted outside the rights its isolate was lent",
+                |_, w: &World| w.outside.is_none(),
+            ),
+            Property::always(
+                "calm: every holder mints, the minter answers a batch, every isolate is lent a right",
                 |m: &WorkerIdModel, w: &World| !w.net.is_empty() || m.calm(w).is_ok(),
             ),
         ]
@@ -1501,16 +1996,25 @@ fn step_line(m: &WorkerIdModel, w: &World, a: &Action) -> String {
         Action::Poll(n) => format!("node {n} asked for an ID"),
         Action::Mint(i) => format!("{} asked for a batch", Who::Minter(*i)),
         Action::Crash(who) => format!("{who} crashes (restarts from its store)"),
-        Action::Step(who) => format!(
-            "{who}'s clock steps {}",
-            if w.procs[proc_index(m, *who)].behind {
-                "forward again"
-            } else {
-                "back 1.5 s"
+        Action::Step(Who::Isolate(k)) => format!(
+            "isolate {k}'s clock steps {}",
+            match (w.isles[*k as usize].stepped, k) {
+                (true, _) => "to the registry's again".to_string(),
+                (false, 0) => format!("{} ms ahead", rights_skew()),
+                (false, _) => format!("{} ms behind", rights_skew()),
             }
         ),
-        Action::Tick => format!("{TICK_MS} ms pass"),
-        Action::Pause => format!("{PAUSE_MS} ms pass"),
+        Action::Step(who) => format!(
+            "{who}'s clock steps {}",
+            match (w.procs[proc_index(m, *who)].behind, m.rights) {
+                (true, _) => "forward again".to_string(),
+                (false, true) => format!("back {} ms", rights_skew()),
+                (false, false) => "back 1.5 s".to_string(),
+            }
+        ),
+        Action::Tick => format!("{} ms pass", m.tick_ms()),
+        Action::Pause => format!("{} ms pass", m.pause_ms()),
+        Action::Isolate(k) => format!("isolate {k} is asked for {SERVE} IDs"),
         Action::Nudge => "1 ms passes".to_string(),
         Action::HLease(k) => format!(
             "the hostile owner leases under {} (its clock {})",
@@ -1612,6 +2116,7 @@ fn explore_to(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, u
                 .or(last.shared.clone())
                 .or(last.floor_past.clone())
                 .or(last.refused.clone())
+                .or(last.outside.clone())
                 .or(vote_moved(last))
                 .or((withheld > HOSTILE_LIMIT as usize).then(|| {
                     format!("the hostile owner keeps {withheld} worker IDs from the others (its share: {HOSTILE_LIMIT})")
@@ -1640,6 +2145,7 @@ fn nodes(fault: Fault, ticks: u8) -> WorkerIdModel {
         minters: 0,
         hostile: false,
         isolate: false,
+        rights: false,
         fault,
         budget: Budget {
             ticks,
@@ -1665,6 +2171,7 @@ fn minters(fault: Fault, ticks: u8) -> WorkerIdModel {
         minters: 2,
         hostile: false,
         isolate: false,
+        rights: false,
         fault,
         budget: Budget {
             ticks,
@@ -1691,6 +2198,7 @@ fn owners(fault: Fault, nudges: u8) -> WorkerIdModel {
         minters: 0,
         hostile: true,
         isolate: false,
+        rights: false,
         fault,
         budget: Budget {
             // Two ticks reach a lapsed grant's grace; the pause, its end.
@@ -1719,6 +2227,7 @@ fn isolates(fault: Fault) -> WorkerIdModel {
         minters: 2,
         hostile: false,
         isolate: true,
+        rights: false,
         fault,
         budget: Budget {
             ticks: TICKS,
@@ -1727,6 +2236,33 @@ fn isolates(fault: Fault) -> WorkerIdModel {
             crashes: 1,
             copies: 0,
             steps: 0,
+            sends: 0,
+            victim: 0,
+        },
+    }
+}
+
+/// The rights world: one minter lending rights to two isolates, its
+/// batch holder left out (its asks answered by 503s), from its warm starts
+/// (a right lent and in flight; taken and minted under).
+fn rights(fault: Fault) -> WorkerIdModel {
+    WorkerIdModel {
+        depth: RIGHTS_DEPTH,
+        nodes: 0,
+        minters: 1,
+        hostile: false,
+        isolate: false,
+        rights: true,
+        fault,
+        budget: Budget {
+            // Three ticks pass a right, a lease or a reservation nothing
+            // extended; the pause, a lapsed lease's grace.
+            ticks: 3,
+            pauses: 1,
+            nudges: 0,
+            crashes: 1,
+            copies: 1,
+            steps: 1,
             sends: 0,
             victim: 0,
         },
@@ -1759,7 +2295,7 @@ fn only(name: &str) -> bool {
 }
 
 /// Every planted fault.
-const PLANTED: [Fault; 11] = [
+const PLANTED: [Fault; 13] = [
     Fault::FenceDropped,
     Fault::PollFillsNothing,
     Fault::RegistryRefusesLeases,
@@ -1771,6 +2307,8 @@ const PLANTED: [Fault; 11] = [
     Fault::ReleaseCapWithoutExpiry,
     Fault::LaggingMinterAskedAgain,
     Fault::LateReleaseAccepted,
+    Fault::RestartIgnoresReservation,
+    Fault::CopiedRightTakenAgain,
 ];
 
 /// The world a fault is planted in (every fault has one: the match says so).
@@ -1789,6 +2327,7 @@ fn planted_in(fault: Fault) -> WorkerIdModel {
         // Within ticks: no millisecond alone.
         Fault::LateReleaseAccepted => owners(fault, 0),
         Fault::LaggingMinterAskedAgain => isolates(fault),
+        Fault::RestartIgnoresReservation | Fault::CopiedRightTakenAgain => rights(fault),
     }
 }
 
@@ -1827,6 +2366,16 @@ fn the_owners_world_holds_within_its_bounds() {
 #[test]
 fn the_isolates_world_holds_within_its_bounds() {
     holds("isolates", isolates(Fault::None));
+}
+
+#[test]
+fn the_rights_world_holds_within_its_bounds() {
+    // The service's registry reserves its rights holder an ID, and the
+    // layout has two slices.
+    let reg = rights_registry();
+    assert!(lends_rights(RIGHTS_MINTERS, reg.capacity));
+    assert_eq!(RightLedger::new(rights_layout()).slices(), 2);
+    holds("rights", rights(Fault::None));
 }
 
 /// Each planted fault breaks a property within the bounds, found by the same
