@@ -220,8 +220,12 @@ const RIGHTS_DEPTH: usize = 7;
 /// Calm in the rights world: a failed lease pauses the ledger's asks for
 /// `RIGHT_RETRY_MS`, a round later one lends; and rounds past a right's
 /// longest end, so that rights are lent again.
-const RIGHTS_CALM_DEADLINE: usize = 2 + (RIGHT_RETRY_MS / (MAX_RIGHT_MS / 3)) as usize;
-const RIGHTS_CALM_ROUNDS: usize = RIGHTS_CALM_DEADLINE + 4;
+fn rights_calm_deadline() -> usize {
+    2 + (RIGHT_RETRY_MS / rights_tick()) as usize
+}
+fn rights_calm_rounds() -> usize {
+    rights_calm_deadline() + (MAX_RIGHT_MS / rights_tick()) as usize + 1
+}
 /// A right as a message carries it (`MintRight` is not `Ord`): worker ID,
 /// first sequence, sequences, from, until.
 type Right = (u32, u32, u32, u64, u64);
@@ -322,8 +326,8 @@ type Parked = Option<(u8, u64)>;
 pub enum Msg {
     Lease(Who, u8, u64, Option<(u32, u64)>, Parked),
     Renew(Who, u8, u32, u64, u64, u64),
-    Granted(Who, u8, Result<(u32, u64, u64, u64), ErrorCode>, Parked),
-    Renewed(Who, u8, u64, Result<(u32, u64, u64, u64), ErrorCode>),
+    Granted(Who, u8, Result<GrantText, ErrorCode>, Parked),
+    Renewed(Who, u8, u64, Result<GrantText, ErrorCode>),
     HandOver,
     HandedOver(Handed),
     /// The hostile owner's lease under its k-th node key, with its clock.
@@ -511,14 +515,21 @@ fn proc_index(m: &WorkerIdModel, who: Who) -> usize {
     }
 }
 
-fn grant_of(l: &Lease) -> (u32, u64, u64, u64) {
-    (l.worker_id, l.generation, l.expires_at_ms, l.issue_after_ms)
+/// A grant as its answer carries it: worker ID, generation, expiry, fence,
+/// and its TTL (the registry's: a minter's may differ from a node's).
+type GrantText = (u32, u64, u64, u64, u64);
+
+fn grant_of(l: &Lease) -> GrantText {
+    (
+        l.worker_id,
+        l.generation,
+        l.expires_at_ms,
+        l.issue_after_ms,
+        l.ttl_ms,
+    )
 }
 
-fn lease_of(
-    (worker_id, generation, expires_at_ms, issue_after_ms): (u32, u64, u64, u64),
-    ttl_ms: u64,
-) -> Lease {
+fn lease_of((worker_id, generation, expires_at_ms, issue_after_ms, ttl_ms): GrantText) -> Lease {
     Lease {
         worker_id,
         generation,
@@ -964,10 +975,9 @@ impl WorkerIdModel {
                 }
                 let now = self.clock(w, who);
                 let h = w.procs[i].holder.as_mut().expect("up");
-                let ttl_ms = self.registry_config().ttl_ms;
                 match answer {
                     Ok(g) => {
-                        let l = lease_of(g, ttl_ms);
+                        let l = lease_of(g);
                         let grant = Grant::from_lease(&l, Some(secret_for(g.1)), self.layout());
                         let _ = h.granted(grant, now);
                         if let Who::Minter(_) = who {
@@ -998,9 +1008,9 @@ impl WorkerIdModel {
                 let Some(h) = w.procs[i].holder.as_mut() else {
                     return;
                 };
-                let (ttl_ms, layout) = (self.registry_config().ttl_ms, self.layout());
+                let layout = self.layout();
                 match answer {
-                    Ok(g) => h.renewed(Grant::from_lease(&lease_of(g, ttl_ms), None, layout), now),
+                    Ok(g) => h.renewed(Grant::from_lease(&lease_of(g), None, layout), now),
                     Err(code) => h.renewal_failed(generation, Self::refusal(code), now),
                 }
             }
@@ -1596,7 +1606,7 @@ impl WorkerIdModel {
     /// Liveness in the rights world: once the network delivers, clocks
     /// agree and time passes beyond every reservation, lease, grace and
     /// pause, each isolate serves both IDs of every request (a tick apart)
-    /// from `RIGHTS_CALM_DEADLINE` on, from rights alone (batches are 503s
+    /// from `rights_calm_deadline()` on, from rights alone (batches are 503s
     /// here), across the rights' ends.
     fn calm_rights(&self, w: &World) -> Result<(), String> {
         let mut w = w.clone();
@@ -1609,7 +1619,7 @@ impl WorkerIdModel {
         }
         let reg = rights_registry();
         w.now += rights_config().reserve_ms + reg.ttl_ms + reg.grace_ms + RIGHT_RETRY_MS;
-        for round in 0..RIGHTS_CALM_ROUNDS {
+        for round in 0..rights_calm_rounds() {
             w.now += rights_tick();
             for k in 0..RIGHTS_ISOLATES {
                 // A request: served, its fetch answered, served again.
@@ -1619,7 +1629,7 @@ impl WorkerIdModel {
                     served += self.isle_serve(&mut w, k, SERVE - served);
                     self.deliver_all(&mut w);
                 }
-                if round >= RIGHTS_CALM_DEADLINE && served < SERVE {
+                if round >= rights_calm_deadline() && served < SERVE {
                     return Err(format!(
                         "calm round {round}: isolate {k} served {served} of {SERVE} (holding {:?})",
                         w.isles[k as usize].buf.right()
@@ -1777,7 +1787,9 @@ impl Model for WorkerIdModel {
     /// The start, and the warm starts reached from it (`warm_ups`): in the
     /// nodes world node 0 holds worker ID 1 and minted; in the minters world
     /// `minter-0` holds worker ID 0 and minted a batch (its reservation
-    /// saved), and the two after the hand-over.
+    /// saved), and the two after the hand-over; in the rights world a right
+    /// lent to isolate 0 (in flight, then minted under, then its minter
+    /// restarted).
     fn init_states(&self) -> Vec<World> {
         let fresh = self.fresh();
         let mut starts = vec![fresh.clone()];
