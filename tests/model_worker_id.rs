@@ -202,8 +202,9 @@ fn rights_config() -> HolderConfig {
 }
 /// Time passes in ticks of a third of the holder's reservation: the
 /// cadence at which it extends it (`save_due_in`), so that three ticks pass
-/// a reservation, a lease (renewed at half its TTL) and a right
-/// (`MAX_RIGHT_MS`, at most the reservation) that nothing extended.
+/// a reservation and a right (at most the reservation) that nothing
+/// extended — and, with a lease's TTL no longer than the reservation, the
+/// lease (the pause passes it and its grace).
 fn rights_tick() -> u64 {
     rights_config().reserve_ms / 3
 }
@@ -215,7 +216,7 @@ fn rights_skew() -> u64 {
 /// The rights world's depth (its faults' too): 5 steps from each start. Its
 /// warm starts hold the prefixes that matter (a right lent; taken and
 /// minted under; the minter restarted while it is out); one level deeper
-/// is 4 times the states (369,332, a minute).
+/// is about 4 times the states (a minute more).
 const RIGHTS_DEPTH: usize = 7;
 /// Calm in the rights world: a failed lease pauses the ledger's asks for
 /// `RIGHT_RETRY_MS`, a round later one lends; and rounds past a right's
