@@ -37,7 +37,9 @@
 //! issuing in one millisecond for two holders (a process after a restart is
 //! another holder: it must never mint into its previous life's time); no
 //! owner keeping more worker IDs from the others than its share; no ID
-//! minted under a right outside the rights its isolate was lent; no released
+//! minted under a right outside the rights its isolate was lent, and no
+//! right lent past the reservation its minter saved or its lease's expiry
+//! as the registry has it; no released
 //! floor further ahead than its holder could have minted; the victim never
 //! refused (nor made to wait past the skew bound) but for its own share; the
 //! clock the victim's nodes are checked against never moved by the hostile
@@ -67,7 +69,9 @@ use std::time::Instant;
 
 use edgeleaf::{
     code::ErrorCode,
-    holder::{Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Renewal, SnowflakeHolder},
+    holder::{
+        Grant, HolderConfig, HolderNext, HolderState, LeaseAsk, Lendable, Renewal, SnowflakeHolder,
+    },
     layout::LayoutSpec,
     minted::{
         batch_ranges, lends_rights, minter_holder_config, minter_step, rights_holder_config,
@@ -290,6 +294,9 @@ pub enum Fault {
     /// buffer without `fetched_with_right`'s copy check and `take_right`'s
     /// guard takes it) (the rights world).
     CopiedRightTakenAgain,
+    /// A right one unit longer than its holder's `lendable` (recorded by
+    /// `lent_until` as lent) (the rights world).
+    RightOneUnitLonger,
 }
 
 /// Who acts: a node process, or a minter (0: `minter-0`, of before
@@ -414,6 +421,8 @@ pub struct World {
     ledger: Option<RightLedger>,
     isles: Vec<Isle>,
     outside: Option<String>,
+    /// A right lent past its holder's saved reservation or lease.
+    overreach: Option<String>,
 }
 
 /// An isolate of the rights world: its buffer, the rights it was lent,
@@ -1347,12 +1356,44 @@ impl WorkerIdModel {
             .ledger
             .get_or_insert_with(|| RightLedger::new(rights_layout()));
         let h = w.procs[proc_index(self, who)].holder.as_mut().expect("up");
-        let right = ledger.lend_from(now, h);
+        let right = if self.fault == Fault::RightOneUnitLonger {
+            let longer = h.lendable(now).map(|l| Lendable {
+                until_ms: l.until_ms + rights_layout().unit_ms(),
+                ..l
+            });
+            let right = ledger.lend(now, longer);
+            if let Some(r) = &right {
+                h.lent_until(r.until_ms);
+            }
+            right
+        } else {
+            ledger.lend_from(now, h)
+        };
+        if let Some(r) = &right {
+            self.within_bounds(w, r);
+        }
         let answer = right
             .as_ref()
             .map(right_of)
             .ok_or(ErrorCode::StoreUnavailable);
         w.net.push(Msg::Answer(k, ticket, answer));
+    }
+
+    /// A right lent ends by the reservation its minter's row holds and by
+    /// its lease's expiry as the registry has it: what no later holder of
+    /// the worker ID (the minter restarted, or the next lease) mints
+    /// before (`right.rs`: "Why no ID repeats").
+    fn within_bounds(&self, w: &mut World, r: &MintRight) {
+        let saved = w.minter_stores[0].holder.map_or(0, |s| s.last_timestamp_ms);
+        let expiry = w.reg.slot(r.worker_id).map_or(0, |s| s.expires_at_ms);
+        if (r.until_ms > saved || r.until_ms > expiry) && w.overreach.is_none() {
+            w.overreach = Some(format!(
+                "a right lent until T0+{} ms, past the reservation saved (T0+{} ms) or the lease's expiry (T0+{} ms)",
+                r.until_ms - T0,
+                saved.saturating_sub(T0),
+                expiry.saturating_sub(T0)
+            ));
+        }
     }
 
     /// The rights holder's lease failed (refused or unanswered): the
@@ -1701,6 +1742,7 @@ impl WorkerIdModel {
                 })
                 .collect(),
             outside: None,
+            overreach: None,
         }
     }
 
@@ -1810,6 +1852,7 @@ impl Model for WorkerIdModel {
             || w.floor_past.is_some()
             || w.refused.is_some()
             || w.outside.is_some()
+            || w.overreach.is_some()
         {
             return;
         }
@@ -1986,6 +2029,10 @@ impl Model for WorkerIdModel {
                 |_, w: &World| w.outside.is_none(),
             ),
             Property::always(
+                "every right lent ends by its minter's saved reservation and its lease's expiry",
+                |_, w: &World| w.overreach.is_none(),
+            ),
+            Property::always(
                 "calm: every holder mints, the minter answers a batch, every isolate is lent a right",
                 |m: &WorkerIdModel, w: &World| !w.net.is_empty() || m.calm(w).is_ok(),
             ),
@@ -2130,6 +2177,7 @@ fn explore_to(m: WorkerIdModel) -> (Vec<(&'static str, usize, String)>, usize, u
                 .or(last.floor_past.clone())
                 .or(last.refused.clone())
                 .or(last.outside.clone())
+                .or(last.overreach.clone())
                 .or(vote_moved(last))
                 .or((withheld > HOSTILE_LIMIT as usize).then(|| {
                     format!("the hostile owner keeps {withheld} worker IDs from the others (its share: {HOSTILE_LIMIT})")
@@ -2308,7 +2356,7 @@ fn only(name: &str) -> bool {
 }
 
 /// Every planted fault.
-const PLANTED: [Fault; 13] = [
+const PLANTED: [Fault; 14] = [
     Fault::FenceDropped,
     Fault::PollFillsNothing,
     Fault::RegistryRefusesLeases,
@@ -2322,6 +2370,7 @@ const PLANTED: [Fault; 13] = [
     Fault::LateReleaseAccepted,
     Fault::RestartIgnoresReservation,
     Fault::CopiedRightTakenAgain,
+    Fault::RightOneUnitLonger,
 ];
 
 /// The world a fault is planted in (every fault has one: the match says so).
@@ -2340,7 +2389,9 @@ fn planted_in(fault: Fault) -> WorkerIdModel {
         // Within ticks: no millisecond alone.
         Fault::LateReleaseAccepted => owners(fault, 0),
         Fault::LaggingMinterAskedAgain => isolates(fault),
-        Fault::RestartIgnoresReservation | Fault::CopiedRightTakenAgain => rights(fault),
+        Fault::RestartIgnoresReservation
+        | Fault::CopiedRightTakenAgain
+        | Fault::RightOneUnitLonger => rights(fault),
     }
 }
 
