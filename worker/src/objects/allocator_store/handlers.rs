@@ -54,8 +54,10 @@ impl Inner {
         loop {
             let (next, grant, tag_step) = self.update(tag, region, |h| {
                 let next = h.allocator.serve(step, now_ms(), &mut Crypto);
-                // Written when the core says (an allocator's first ask once
-                // the root said the tag is one: `lease_block`).
+                // Written when the core says: a range past the reservation
+                // the stored state holds, or with an ask (an allocator's
+                // first ask once the root said the tag is one:
+                // `lease_block`); a range within it is answered from memory.
                 let changed = h.allocator.persist_first(&next);
                 if matches!(next, Serve::Range { .. }) {
                     h.served += 1;
@@ -63,7 +65,7 @@ impl Inner {
                 Ok(((next, h.grant.clone(), h.allocator.tag_step()), changed))
             })?;
             let ask = match next {
-                Serve::Range { range, ask } => {
+                Serve::Range { range, ask, .. } => {
                     if let Some(ask) = ask {
                         // The next block, while this range is answered.
                         self.send_ask(ask);
@@ -174,6 +176,8 @@ impl Inner {
             if lease.opaque.is_some() {
                 h.grant = lease.opaque.clone();
             }
+            // Written (`with_held`) before any range of it is answered:
+            // the write reserves its first ranges.
             let loaded = h
                 .allocator
                 .loaded(&ask.request_id, block, lease.min_step, now_ms())?;
