@@ -1809,7 +1809,9 @@ impl<'a> Sim<'a> {
     }
 
     /// The allocator serves calls `cs` (parked ones again after a block),
-    /// as its host does: `serve`, persist, then answer and send the ask.
+    /// as its host does: `serve`, persist when the core says (`persist_first`:
+    /// a range past the stored reservation, an ask), then answer and send
+    /// the ask.
     fn allocator_serve(&mut self, o: usize, cs: Vec<usize>, at: u64) {
         let now = self.now;
         let m = u64::from(self.measuring());
