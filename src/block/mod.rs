@@ -209,6 +209,7 @@ impl BlockAllocator {
 
     /// The state as saved: every ID up to the reservation counted handed
     /// on (its blocks' cursors past it, the blocks below it dropped).
+    #[cfg(feature = "serde")]
     fn as_saved(&self) -> BlockAllocator {
         let mut saved = self.clone();
         saved.served_high = self.reserved();
