@@ -463,7 +463,7 @@ impl SegmentBuffer {
     /// prefetch signal or a load: the buffer as a holder that reserved them
     /// saves it (a reader of that state starts above `id`, and still asks
     /// for the next segment when its own take passes the prefetch point).
-    #[cfg(all(feature = "alloc", feature = "serde"))]
+    #[cfg(feature = "alloc")]
     pub(crate) fn skip_through(&mut self, id: u64) {
         for seg in self.segments.iter_mut().flatten() {
             seg.next = seg.next.max(id.saturating_add(1).min(seg.end + 1));

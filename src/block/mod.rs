@@ -207,10 +207,14 @@ impl BlockAllocator {
         self.reserved = self.reserved().max(ahead.min(self.buf.fence()));
     }
 
-    /// The state as saved: every ID up to the reservation counted handed
-    /// on (its blocks' cursors past it, the blocks below it dropped).
-    #[cfg(feature = "serde")]
-    fn as_saved(&self) -> BlockAllocator {
+    /// The state as the host stores it: every ID up to the reservation
+    /// counted handed on (its blocks' cursors past it, the blocks below it
+    /// dropped), so that a replacement restored from it, of this release or
+    /// the one before, starts after the reservation. `Serialize` writes
+    /// this form; a host that stores the allocator another way stores this
+    /// (never a clone of the allocator itself: its cursors are behind the
+    /// reservation it answers within).
+    pub fn to_store(&self) -> BlockAllocator {
         let mut saved = self.clone();
         saved.served_high = self.reserved();
         saved.buf.skip_through(saved.served_high);
@@ -245,7 +249,7 @@ impl BlockAllocator {
 }
 
 /// The state as stored (the fields the derived `Deserialize` reads, by the
-/// same names): [`BlockAllocator::as_saved`], so that no host can write a
+/// same names): [`BlockAllocator::to_store`], so that no host can write a
 /// reservation as less than it is.
 #[cfg(feature = "serde")]
 impl serde::Serialize for BlockAllocator {
@@ -260,7 +264,7 @@ impl serde::Serialize for BlockAllocator {
             tag_step: Option<u64>,
             served_high: u64,
         }
-        let saved = self.as_saved();
+        let saved = self.to_store();
         Stored {
             buf: &saved.buf,
             blocks: &saved.blocks,

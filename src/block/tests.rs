@@ -487,3 +487,22 @@ fn the_state_is_saved_as_if_the_reservation_were_handed_on() {
     assert_eq!(a.keep(tails, 0), 1);
     assert_eq!(serve_written(&mut a, 10, &mut rand), ((121, 130), true));
 }
+
+#[test]
+fn the_form_to_store_starts_after_the_reservation() {
+    let mut rand = SplitMix64::new(14);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(10, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 1_000), 10, 0).unwrap();
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((1, 10), true));
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((11, 20), false));
+    let mut stored = a.to_store();
+    stored.in_flight = InFlight::default();
+    assert_eq!((stored.served_high(), stored.reserved()), (170, 170));
+    assert_eq!(range(&stored.serve(10, 0, &mut rand)), (171, 180));
+    // A clone is not that form: it would serve again what the old
+    // instance serves from memory.
+    assert_eq!(range(&a.clone().serve(10, 0, &mut rand)), (21, 30));
+}
