@@ -668,8 +668,7 @@ impl World {
                     .find(|i| i.epoch == epoch);
                 if let Some(inst) = inst {
                     match inst.alloc.loaded(&request_id, block, tag_step, now) {
-                        // Written, as the Worker writes every answer (the
-                        // write reserves the block's first ranges).
+                        // Written, as the Worker writes every answer.
                         Ok(BlockLoad::Installed) => {
                             self.persist(site, old, false);
                         }

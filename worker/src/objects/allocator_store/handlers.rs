@@ -57,7 +57,9 @@ impl Inner {
                 // Written when the core says: a range past the reservation
                 // the stored state holds, or with an ask (an allocator's
                 // first ask once the root said the tag is one:
-                // `lease_block`); a range within it is answered from memory.
+                // `lease_block`); a range within it is answered from memory
+                // (the output gate still holds it until the write that
+                // reserved it is durable, if that one is in flight).
                 let changed = h.allocator.persist_first(&next);
                 if matches!(next, Serve::Range { .. }) {
                     h.served += 1;
@@ -176,8 +178,6 @@ impl Inner {
             if lease.opaque.is_some() {
                 h.grant = lease.opaque.clone();
             }
-            // Written (`with_held`) before any range of it is answered:
-            // the write reserves its first ranges.
             let loaded = h
                 .allocator
                 .loaded(&ask.request_id, block, lease.min_step, now_ms())?;
