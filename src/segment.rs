@@ -459,6 +459,17 @@ impl SegmentBuffer {
         RangeTake { range: None, load }
     }
 
+    /// Counts every loaded ID at or below `id` as handed out, without the
+    /// prefetch signal or a load: the buffer as a holder that reserved them
+    /// saves it (a reader of that state starts above `id`, and still asks
+    /// for the next segment when its own take passes the prefetch point).
+    #[cfg(feature = "alloc")]
+    pub(crate) fn skip_through(&mut self, id: u64) {
+        for seg in self.segments.iter_mut().flatten() {
+            seg.next = seg.next.max(id.saturating_add(1).min(seg.end + 1));
+        }
+    }
+
     /// The IDs loaded and not handed out: each half's unused range, last
     /// first (the order in which a tag's store can take them back: only the
     /// last range it handed out can return, then the one before it). A half

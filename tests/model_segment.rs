@@ -921,7 +921,7 @@ impl AllocatorState {
         };
         let isolate = Id::from(ISOLATE);
         match next {
-            Serve::Range { range, ask } => {
+            Serve::Range { range, ask, .. } => {
                 self.handed.push((range.start, range.end));
                 o.send(
                     isolate,

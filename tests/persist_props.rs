@@ -99,7 +99,7 @@ impl Host {
             self.write();
         }
         let (range, ask) = match next {
-            Serve::Range { range, ask } => (Some(range), ask),
+            Serve::Range { range, ask, .. } => (Some(range), ask),
             Serve::Load(ask) => (None, Some(ask)),
             Serve::Wait => (None, None),
         };

@@ -160,7 +160,9 @@ impl BlockAllocator {
     /// unserved tails to hand back to the root, last first (only the last
     /// range handed out can return, and then the one before it). The ask in
     /// flight is abandoned (its answer is ignored). Persist the state before
-    /// sending any tail: a tail is never served after it is sent.
+    /// sending any tail: a tail is never served after it is sent. The tails
+    /// start after the IDs handed on, never at or below what the state it
+    /// was restored from counts handed on (its reservation).
     pub fn retire(&mut self) -> Vec<Tail> {
         let mut tails: Vec<Tail> = self
             .buf
@@ -178,6 +180,12 @@ impl BlockAllocator {
             })
             .collect();
         tails.sort_by_key(|t| core::cmp::Reverse(t.range.start));
+        // The state saved now says what was handed on, not the reservation:
+        // the IDs between were reserved by this instance (a restored one
+        // starts above what it read), which handed none on, so they go back
+        // with the tails; an old instance still serving within a reservation
+        // it saved serves at or below what this one read.
+        self.reserved = 0;
         self.buf = SegmentBuffer::new(block_policy()).starting_above(self.served_high);
         self.blocks.clear();
         self.leased_ms.clear();

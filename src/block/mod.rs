@@ -11,16 +11,24 @@
 //! ```text
 //! state  = storage.get() once, then kept in memory   (BlockAllocator, serde)
 //! answer = allocator.serve(step, now, rand)           // or loaded / retire
-//! storage.put(state)          // BEFORE anything leaves: a range, a block ask,
-//!                             // a tail; a failed put answers nothing and
-//!                             // drops the memory copy (read it again)
+//! if allocator.persist_first(&answer):                // loaded, retire: always
+//!     storage.put(state)      // BEFORE anything leaves: a range past the
+//!                             // reservation, a block ask, a tail; a failed
+//!                             // put answers nothing and drops the memory
+//!                             // copy (read it again)
 //! then: answer the range; send the block ask to the root; hand tails back
 //! ```
 //!
 //! Why this keeps every ID unique, with the host's part:
-//! - a range is answered only after the state that records it served
-//!   (`served_high`) is durable: a replacement restored from storage never
-//!   serves it again, and an old instance whose writes fail answers nothing;
+//! - a range is answered only once the stored state counts it served: the
+//!   state is saved with a *reservation* (`served_high` up to
+//!   [`RESERVE_RANGES`] ranges ahead of the IDs handed on, within the blocks
+//!   held, and every ID up to it counted taken), so ranges within it are
+//!   answered from memory without a write, and a range past it raises it
+//!   and is written first. A replacement restored from storage starts
+//!   after the reservation (the IDs between are a gap, never served twice),
+//!   and never hands them back; an old instance whose writes fail answers
+//!   only ranges within the reservation it saved, and nothing past it;
 //! - a block ask carries a request ID drawn from randomness the host passes
 //!   in, and is in the state before it is sent: a replacement (or a retry
 //!   after a lost answer) sends the same ask again and the root answers the
@@ -41,6 +49,7 @@ mod tests;
 
 pub use ask::{BlockAsk, BLOCK_REQUEST_ID_BYTES};
 pub use hand_back::{HandBack, Tail, TailAnswer, RETIRE_AFTER_MS};
+pub use serve::RESERVE_RANGES;
 pub use serve::{BlockLoad, Serve};
 
 use crate::segment::{
@@ -78,8 +87,13 @@ pub const BLOCK_FACTOR: u64 = 10;
 /// assert_eq!((range.start, range.end), (1, 100)); // persist, then answer it
 /// # Ok::<(), edgeleaf::Error>(())
 /// ```
+///
+/// It is saved (`Serialize`) as if every ID up to its reservation
+/// ([`reserved`](BlockAllocator::reserved)) had been handed on: its
+/// `servedHigh` is the reservation and its blocks' cursors are past it, so
+/// a reader of either release starts after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub struct BlockAllocator {
     /// The blocks as the two halves of a double buffer.
@@ -96,6 +110,17 @@ pub struct BlockAllocator {
     /// The highest ID ever handed on (0: none): nothing at or below it is
     /// served again, whatever a block says.
     served_high: u64,
+    /// The highest ID the stored state counts as handed on, when above
+    /// `served_high` (0: none above it). Saved as `served_high`
+    /// (`Serialize`), so not apart: a restored allocator's reservation is
+    /// its `served_high`.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    reserved: u64,
+    /// The length of the last range granted: the reservation is
+    /// [`RESERVE_RANGES`] of them. Not saved (a restored allocator reserves
+    /// at its first range).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    range_len: u64,
     /// When this instance sent the pending ask; not saved: a restored
     /// instance sends the pending ask again at once.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -128,6 +153,8 @@ impl BlockAllocator {
             pending: None,
             tag_step: None,
             served_high: 0,
+            reserved: 0,
+            range_len: 0,
             in_flight: InFlight::default(),
         }
     }
@@ -140,6 +167,13 @@ impl BlockAllocator {
     /// The highest ID ever handed on (0: none).
     pub fn served_high(&self) -> u64 {
         self.served_high
+    }
+
+    /// The highest ID the state this allocator saves counts as handed on
+    /// (its reservation, never below [`served_high`](BlockAllocator::served_high)):
+    /// ranges up to it are answered without a write.
+    pub fn reserved(&self) -> u64 {
+        self.reserved.max(self.served_high)
     }
 
     /// IDs held in blocks, not yet handed on (the region's runway).
@@ -160,6 +194,32 @@ impl BlockAllocator {
     /// The tag's step as the root last said (`None`: no block yet).
     pub fn tag_step(&self) -> Option<u64> {
         self.tag_step
+    }
+
+    /// Raises the reservation (the host writes the state now): up to
+    /// [`RESERVE_RANGES`] ranges of the last length past the IDs handed on,
+    /// never past the blocks held (the end of the last one loaded: IDs
+    /// above are no one's yet, and a block loaded later must lie above it).
+    fn reserve(&mut self) {
+        let ahead = self
+            .served_high
+            .saturating_add(RESERVE_RANGES.saturating_mul(self.range_len));
+        self.reserved = self.reserved().max(ahead.min(self.buf.fence()));
+    }
+
+    /// The state as the host stores it: every ID up to the reservation
+    /// counted handed on (its blocks' cursors past it, the blocks below it
+    /// dropped), so that a replacement restored from it, of this release or
+    /// the one before, starts after the reservation. `Serialize` writes
+    /// this form; a host that stores the allocator another way stores this
+    /// (never a clone of the allocator itself: its cursors are behind the
+    /// reservation it answers within).
+    pub fn to_store(&self) -> BlockAllocator {
+        let mut saved = self.clone();
+        saved.served_high = self.reserved();
+        saved.buf.skip_through(saved.served_high);
+        saved.forget_served_blocks();
+        saved
     }
 
     /// Drops the blocks handed on whole (and their lease times).
@@ -185,5 +245,34 @@ impl BlockAllocator {
     fn block_step(&self, now_ms: u64) -> Option<u64> {
         let floor = self.tag_step?.saturating_mul(BLOCK_FACTOR);
         Some(self.buf.step_for_next_load(now_ms).max(floor).min(MAX_STEP))
+    }
+}
+
+/// The state as stored (the fields the derived `Deserialize` reads, by the
+/// same names): [`BlockAllocator::to_store`], so that no host can write a
+/// reservation as less than it is.
+#[cfg(feature = "serde")]
+impl serde::Serialize for BlockAllocator {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored<'a> {
+            buf: &'a SegmentBuffer,
+            blocks: &'a [Tail],
+            leased_ms: &'a [u64],
+            pending: &'a Option<BlockAsk>,
+            tag_step: Option<u64>,
+            served_high: u64,
+        }
+        let saved = self.to_store();
+        Stored {
+            buf: &saved.buf,
+            blocks: &saved.blocks,
+            leased_ms: &saved.leased_ms,
+            pending: &saved.pending,
+            tag_step: saved.tag_step,
+            served_high: saved.served_high,
+        }
+        .serialize(serializer)
     }
 }

@@ -36,7 +36,8 @@ fn asks_a_block_serves_ranges_and_prefetches_one_ask_at_a_time() {
         a.serve(5, 0, &mut rand),
         Serve::Range {
             range: block(1, 10),
-            ask: None
+            ask: None,
+            persist: true
         }
     );
     let s = a.serve(5, 0, &mut rand);
@@ -104,7 +105,7 @@ fn a_tail_the_root_refused_is_served_again_and_never_due_again() {
     assert!(!a.retire_due(10 * RETIRE_AFTER_MS), "kept for good");
     // Kept twice: refused (the buffer holds it already).
     assert_eq!(a.keep(tails, RETIRE_AFTER_MS), 0);
-    let Serve::Range { range, ask } = a.serve(10, RETIRE_AFTER_MS, &mut rand) else {
+    let Serve::Range { range, ask, .. } = a.serve(10, RETIRE_AFTER_MS, &mut rand) else {
         panic!("the kept tail served")
     };
     assert_eq!(range.start, 11);
@@ -352,4 +353,156 @@ fn forgets_on_not_found_or_monotonic_only_before_its_first_block() {
     let served = a.serve(5, 0, &mut rand);
     assert!(a.persist_first(&served));
     assert!(!a.persist_first(&Serve::Wait));
+}
+
+/// Serves `step` and says whether the host writes first.
+fn serve_written(a: &mut BlockAllocator, step: u64, rand: &mut SplitMix64) -> ((u64, u64), bool) {
+    let s = a.serve(step, 0, rand);
+    (range(&s), a.persist_first(&s))
+}
+
+#[test]
+fn ranges_within_the_reservation_are_answered_without_a_write() {
+    let mut rand = SplitMix64::new(11);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(10, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 1_000), 10, 0).unwrap();
+    // The first range passes the reservation: written, reserving 16 more.
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((1, 10), true));
+    assert_eq!(a.reserved(), 10 + RESERVE_RANGES * 10);
+    // Then no write until a range passes the reservation, but for the one
+    // that asks for the next block (at 10% of this one: 101..=110).
+    let mut writes = Vec::new();
+    for _ in 0..RESERVE_RANGES {
+        let (r, written) = serve_written(&mut a, 10, &mut rand);
+        if written {
+            writes.push(r);
+        }
+    }
+    assert_eq!(writes, [(101, 110)]);
+    assert_eq!(a.reserved(), 110 + RESERVE_RANGES * 10);
+    for _ in 0..10 {
+        assert!(!serve_written(&mut a, 10, &mut rand).1);
+    }
+    assert_eq!(a.served_high(), a.reserved());
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((271, 280), true));
+    assert_eq!(a.reserved(), 280 + RESERVE_RANGES * 10);
+    // Never past the blocks held.
+    for _ in 0..10 {
+        let _ = serve_written(&mut a, 60, &mut rand);
+        assert!(a.reserved() <= 1_000, "{}", a.reserved());
+    }
+    assert_eq!(a.reserved(), 1_000);
+}
+
+#[test]
+fn a_new_blocks_first_range_is_written() {
+    let mut rand = SplitMix64::new(12);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(first) = a.serve(10, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&first.request_id, block(1, 100), 10, 0).unwrap();
+    let _ = a.serve(10, 0, &mut rand);
+    let Serve::Range {
+        ask: Some(next), ..
+    } = a.serve(10, 0, &mut rand)
+    else {
+        panic!("the next block asked at 10%")
+    };
+    assert_eq!(a.reserved(), 100, "within the block held");
+    a.loaded(&next.request_id, block(101, 400), 10, 0).unwrap();
+    assert_eq!(a.reserved(), 100, "an install reserves nothing of it");
+    for _ in 0..8 {
+        assert!(!serve_written(&mut a, 10, &mut rand).1);
+    }
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((101, 110), true));
+    assert_eq!(a.reserved(), 110 + RESERVE_RANGES * 10);
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn the_state_is_saved_as_if_the_reservation_were_handed_on() {
+    let mut rand = SplitMix64::new(13);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(first) = a.serve(10, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&first.request_id, block(1, 100), 10, 0).unwrap();
+    let _ = a.serve(10, 0, &mut rand);
+    let Serve::Range {
+        ask: Some(next), ..
+    } = a.serve(10, 0, &mut rand)
+    else {
+        panic!()
+    };
+    a.loaded(&next.request_id, block(101, 300), 10, 0).unwrap();
+    let _ = a.serve(100, 0, &mut rand);
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((101, 110), true));
+    assert_eq!((a.served_high(), a.reserved()), (110, 270));
+    let saved = serde_json::to_string(&a).unwrap();
+    let mut restored: BlockAllocator = serde_json::from_str(&saved).unwrap();
+    // As stored: everything up to the reservation handed on, the first
+    // block gone, the second's cursor past it (what 0.1.0 reads: it serves
+    // from the cursor).
+    assert_eq!((restored.served_high(), restored.reserved()), (270, 270));
+    assert_eq!(restored.blocks().len(), 1);
+    let view = restored.snapshot().segments;
+    assert_eq!(
+        view.iter()
+            .flatten()
+            .filter(|s| s.value <= s.max)
+            .map(|s| (s.value, s.max))
+            .collect::<Vec<_>>(),
+        [(271, 300)]
+    );
+    // The old instance serves on within it; the restored one after it.
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((111, 120), false));
+    assert_eq!(range(&restored.serve(10, 0, &mut rand)), (271, 280));
+    // Nor does it hand the reservation back: its tail starts after it.
+    let mut restored: BlockAllocator = serde_json::from_str(&saved).unwrap();
+    let tails = restored.retire();
+    assert_eq!(
+        tails
+            .iter()
+            .map(|t| (t.range.start, t.range.end))
+            .collect::<Vec<_>>(),
+        [(271, 300)]
+    );
+    // The instance that reserved hands back all it did not hand on: the
+    // state it saves first says so.
+    let tails = a.retire();
+    assert_eq!(
+        tails
+            .iter()
+            .map(|t| (t.range.start, t.range.end))
+            .collect::<Vec<_>>(),
+        [(121, 300)]
+    );
+    let saved: BlockAllocator = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    assert_eq!((saved.served_high(), a.reserved()), (120, 120));
+    // A kept tail is served again, written first.
+    assert_eq!(a.keep(tails, 0), 1);
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((121, 130), true));
+}
+
+#[test]
+fn the_form_to_store_starts_after_the_reservation() {
+    let mut rand = SplitMix64::new(14);
+    let mut a = BlockAllocator::new();
+    let Serve::Load(ask) = a.serve(10, 0, &mut rand) else {
+        panic!()
+    };
+    a.loaded(&ask.request_id, block(1, 1_000), 10, 0).unwrap();
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((1, 10), true));
+    assert_eq!(serve_written(&mut a, 10, &mut rand), ((11, 20), false));
+    let mut stored = a.to_store();
+    stored.in_flight = InFlight::default();
+    assert_eq!((stored.served_high(), stored.reserved()), (170, 170));
+    assert_eq!(range(&stored.serve(10, 0, &mut rand)), (171, 180));
+    // A clone is not that form: it would serve again what the old
+    // instance serves from memory.
+    assert_eq!(range(&a.clone().serve(10, 0, &mut rand)), (21, 30));
 }

@@ -1809,7 +1809,9 @@ impl<'a> Sim<'a> {
     }
 
     /// The allocator serves calls `cs` (parked ones again after a block),
-    /// as its host does: `serve`, persist, then answer and send the ask.
+    /// as its host does: `serve`, persist when the core says (`persist_first`:
+    /// a range past the stored reservation, an ask), then answer and send
+    /// the ask.
     fn allocator_serve(&mut self, o: usize, cs: Vec<usize>, at: u64) {
         let now = self.now;
         let m = u64::from(self.measuring());
@@ -1829,12 +1831,15 @@ impl<'a> Sim<'a> {
             return;
         };
         let state = live.as_mut().expect("read back");
+        let mut write = false;
         for c in cs {
             let Ask::Segment(_, step) = self.calls[c].ask else {
                 continue;
             };
-            match state.serve(step, now, rand) {
-                Serve::Range { range, ask } => {
+            let next = state.serve(step, now, rand);
+            write |= state.persist_first(&next);
+            match next {
+                Serve::Range { range, ask, .. } => {
                     answers.push((c, range));
                     asks.extend(ask);
                 }
@@ -1846,9 +1851,10 @@ impl<'a> Sim<'a> {
             }
         }
         parked.extend(wait);
-        // Stored before anything leaves (the planted fault: ranges leave
-        // first, and the state is stored only with a block ask).
-        if fault != Fault::ServeBeforePersist || !asks.is_empty() {
+        // Stored before anything leaves when the core says (a range past
+        // the reservation stored, an ask); the planted fault: ranges leave
+        // first, and the state is stored only with a block ask.
+        if write && (fault != Fault::ServeBeforePersist || !asks.is_empty()) {
             *stored = persist(state);
             self.report.rows_written[0] += m;
         }

@@ -54,8 +54,12 @@ impl Inner {
         loop {
             let (next, grant, tag_step) = self.update(tag, region, |h| {
                 let next = h.allocator.serve(step, now_ms(), &mut Crypto);
-                // Written when the core says (an allocator's first ask once
-                // the root said the tag is one: `lease_block`).
+                // Written when the core says: a range past the reservation
+                // the stored state holds, or with an ask (an allocator's
+                // first ask once the root said the tag is one:
+                // `lease_block`); a range within it is answered from memory
+                // (the output gate still holds it until the write that
+                // reserved it is durable, if that one is in flight).
                 let changed = h.allocator.persist_first(&next);
                 if matches!(next, Serve::Range { .. }) {
                     h.served += 1;
@@ -63,7 +67,7 @@ impl Inner {
                 Ok(((next, h.grant.clone(), h.allocator.tag_step()), changed))
             })?;
             let ask = match next {
-                Serve::Range { range, ask } => {
+                Serve::Range { range, ask, .. } => {
                     if let Some(ask) = ask {
                         // The next block, while this range is answered.
                         self.send_ask(ask);

@@ -12,11 +12,16 @@
 //! hands back); this object only does its I/O:
 //!
 //! - it reads its state (kept in memory, read from SQLite at first use),
-//!   asks the core, **writes the state the core returns**, and only then
-//!   answers a range or sends a block ask (the output gate holds the answer
-//!   until the write is durable; a write that fails answers nothing and
-//!   drops the memory copy). A replacement restored from storage never
-//!   serves a range twice (`served_high`), and sends the pending block ask
+//!   asks the core, **writes the state when the core says**
+//!   (`persist_first`: a range past the reservation the stored state holds,
+//!   a block ask; always after a block's answer and a retirement), and only
+//!   then answers a range or sends a block ask (the output gate holds the
+//!   answer until the write is durable; a write that fails answers nothing
+//!   and drops the memory copy). The state is saved with a reservation
+//!   (`served_high` up to `RESERVE_RANGES` ranges ahead), so most ranges
+//!   are answered from memory without a write. A replacement restored from
+//!   storage never serves a range twice (it starts after the reservation:
+//!   the IDs between are a gap), and sends the pending block ask
 //!   again under the same request ID, which the root answers with the same
 //!   block (its lease rule under the allocator's own name, `Asker::Own`);
 //! - a block ask is made through the root's one lease path
