@@ -1017,3 +1017,100 @@ fn planted_fault_rates() {
         println!("{fault:?}: {c} of {worlds} worlds");
     }
 }
+
+/// Why a right may not outlast the lease term every registry renews with,
+/// nor a renewal report less than the lease's expiry once it may (stop 40,
+/// "rights that last minutes"): a registry of the release before (0.1.0:
+/// a 60 s TTL, `N` IDs reserved, so the rights holders' `N..2N` are anyone's)
+/// may take over the registry's storage — a rollback, or a gradual deploy
+/// that hosts the registry on the old version while a minter runs the new.
+/// Its renewal sets the expiry to its clock + 60 s, whatever it was.
+///
+/// Here a grant of 300 s (as a registry with a longer minter TTL would
+/// give) lent a right to +290 s. (a) A renewal reporting the holder's
+/// floor clamped to what any registry accepts (clock + 60 s) is accepted
+/// by the old registry, which moves the expiry back to +210 s; an outside
+/// node leases the ID at +221 s and mints the very ID the right's isolate
+/// mints then. (b) A renewal reporting the lease's expiry is refused by
+/// that registry (further ahead than it accepts), the expiry stays +300 s,
+/// and the ID's next holder starts after the right.
+#[test]
+fn a_renewal_that_shortens_a_long_grant_fences_below_its_rights() {
+    let w = rights_worker_index(N, 0);
+    let long = RegistryConfig {
+        ttl_ms: 300_000,
+        ..REG
+    };
+    // The release before: the service's 60 s TTL, only the batch IDs reserved.
+    let old = RegistryConfig { minters: N, ..REG };
+    let secret = LeaseSecret::from_random([5; 16]);
+    let mut reg = Registry::new(long).unwrap();
+    let lease = reg.lease_minter(w, T0, None, sha256(&secret), T0).unwrap();
+    assert_eq!(lease.expires_at_ms, T0 + 300_000);
+    let right = MintRight {
+        worker_id: w,
+        seq_start: 0,
+        seq_len: 4,
+        from_ms: T0 + 1_000,
+        until_ms: T0 + 290_000,
+    };
+    let claim = Grant::from_lease(&lease, Some(secret), LAYOUT).claim();
+    let renew_at = T0 + 150_000;
+    let outside_at = T0 + 221_000;
+    let first_outside_id = |report: u64| {
+        let mut old_reg =
+            Registry::from_parts(old, reg.next_generation(), reg.slots().cloned()).unwrap();
+        let renewal = edgeleaf::holder::Renewal {
+            claim,
+            node_now_ms: renew_at,
+            last_timestamp_ms: report,
+        };
+        let renewed = old_reg.renew("", &renewal.proof(sha256), renew_at);
+        let s = LeaseSecret::from_random([6; 16]);
+        let ask = GrantRequest {
+            owner: "team",
+            node_key: "10.0.0.9:80",
+            node_now_ms: outside_at,
+            previous: None,
+            secret_hash: sha256(&s),
+        };
+        let got = old_reg.lease(ask, outside_at).unwrap();
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        h.granted(Grant::from_lease(&got, Some(s), LAYOUT), outside_at)
+            .unwrap();
+        let mut one = [0u64; 1];
+        assert_eq!(h.poll(outside_at, &mut one).unwrap().filled, 1);
+        (renewed.map(|l| l.expires_at_ms), got.worker_id, one[0])
+    };
+    // The isolate holding the right, at the same instant.
+    let config = MintConfig {
+        rights: true,
+        ..MintConfig::new(N, 0)
+    };
+    let mut b = MintedBuffer::new(LAYOUT, config).unwrap();
+    let mut one = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(outside_at, &mut one).next else {
+        panic!("a fetch")
+    };
+    b.fetched_with_right(ask.ticket, &[], Some(right), outside_at)
+        .unwrap();
+    assert_eq!(b.poll(outside_at, &mut one).filled, 1);
+    let isolate_id = one[0];
+
+    // (a) Clamped to the node's clock + 60 s: accepted, and a duplicate.
+    let (renewed, worker, id) = first_outside_id(renew_at + 60_000);
+    assert_eq!(
+        renewed,
+        Ok(renew_at + 60_000),
+        "the old registry shortens it"
+    );
+    assert_eq!(worker, w, "the rights ID went to an outside node");
+    assert_eq!(id, isolate_id, "the same ID twice");
+
+    // (b) The lease's expiry reported: refused, nothing moves back; the
+    // outside node gets another ID (and this one only after its expiry).
+    let (renewed, worker, id) = first_outside_id(lease.expires_at_ms);
+    assert!(renewed.is_err(), "{renewed:?}");
+    assert_ne!(worker, w);
+    assert_ne!(id, isolate_id);
+}
