@@ -1169,3 +1169,122 @@ fn a_renewal_that_shortens_a_long_grant_fences_below_its_rights() {
     let (worker, id) = outside(N, clamped);
     assert!(worker != w && id != isolate_id);
 }
+
+/// A lender's worker ID moves (`SNOWFLAKE_MINTERS` changes) while its old
+/// rights holder, an instance of the old configuration, keeps running —
+/// lending, saving and renewing from memory (a zombie) after a copy of it
+/// lent too. Grown from 2 to 3 minters, ID 2 (minter 0's rights) is minter
+/// 2's batch ID, under the same node key; shrunk to 1, it is an outside
+/// node's. Either way its next holder gets it only once every grant the
+/// old holders renewed ran out, and issues after every right they lent.
+#[test]
+fn a_lenders_id_that_moves_is_issued_after_every_right_lent_under_it() {
+    let w = rights_worker_index(N, 0);
+    for grown in [true, false] {
+        let base = RegistryConfig {
+            capacity: 16,
+            ..REG
+        };
+        let mut reg = Registry::new(base).unwrap();
+        let mut h = SnowflakeHolder::with_rand(
+            rights_holder_config(DEFAULT_MAX_BACKWARD_MS),
+            SplitMix64::new(3),
+        )
+        .unwrap();
+        let mut ledger = RightLedger::new(LAYOUT);
+        let mut rights: Vec<MintRight> = Vec::new();
+        assert!(matches!(
+            h.poll(T0, &mut []).unwrap().next,
+            HolderNext::Lease(_)
+        ));
+        let secret = LeaseSecret::from_random([8; 16]);
+        let l = reg.lease_minter(w, T0, None, sha256(&secret), T0).unwrap();
+        h.granted(Grant::from_lease(&l, Some(secret), LAYOUT), T0)
+            .unwrap();
+        // Lend, save, renew when due, every 10 s for `until`; a renewal
+        // refused ends the holder's lease (it then lends nothing).
+        let run = |h: &mut SnowflakeHolder<SplitMix64>,
+                   ledger: &mut RightLedger,
+                   reg: &mut Registry,
+                   rights: &mut Vec<MintRight>,
+                   from: u64,
+                   until: u64| {
+            for now in (from..until).step_by(10_000) {
+                if let Some(state) = h.save_request(now) {
+                    h.saved(&state);
+                }
+                if let Some(r) = h.renewal(now) {
+                    match reg.renew("", &r.proof(sha256), now) {
+                        Ok(l) => h.renewed(Grant::from_lease(&l, None, LAYOUT), now),
+                        Err(e) => h.renewal_failed(r.claim.generation, Some(e.error_code()), now),
+                    }
+                }
+                rights.extend(ledger.lend_from(now, h));
+            }
+        };
+        run(&mut h, &mut ledger, &mut reg, &mut rights, T0, T0 + 200_000);
+        // A copy lends from the same state (one instance's memory, or a
+        // second instance before the platform fenced it off).
+        let mut copy = h.clone();
+        let mut copy_ledger = ledger.clone();
+        rights.extend(copy_ledger.lend_from(T0 + 200_000, &mut copy));
+        // The deploy: the registry's minters change; the old holder runs on.
+        let minters = if grown { 3 } else { 1 };
+        let config = RegistryConfig {
+            minters: 2 * minters,
+            lenders: minters,
+            ..base
+        };
+        let slots: Vec<_> = reg.slots().cloned().collect();
+        reg = Registry::from_parts(config, reg.next_generation(), slots).unwrap();
+        run(
+            &mut h,
+            &mut ledger,
+            &mut reg,
+            &mut rights,
+            T0 + 200_000,
+            T0 + 400_000,
+        );
+        assert!(rights.len() > 2, "{rights:?}");
+        let end = rights.iter().map(|r| r.until_ms).max().unwrap();
+        // ID 2's next holder, asking every 10 s from the deploy on.
+        let secret = LeaseSecret::from_random([9; 16]);
+        let next = (T0 + 200_000..T0 + 2_000_000)
+            .step_by(10_000)
+            .find_map(|now| {
+                let got = if grown {
+                    reg.lease_minter(w, now, None, sha256(&secret), now)
+                } else {
+                    let ask = GrantRequest {
+                        owner: "team",
+                        node_key: "10.0.0.9:80",
+                        node_now_ms: now,
+                        previous: None,
+                        secret_hash: sha256(&secret),
+                    };
+                    // Asked of a copy: each ask the ID is not free, it gets
+                    // another, which it would hold from then on.
+                    reg.clone().lease(ask, now).and_then(|l| {
+                        if l.worker_id == w {
+                            Ok(l)
+                        } else {
+                            Err(Error::NoFreeWorkerId { capacity: 0 })
+                        }
+                    })
+                };
+                got.ok().map(|l| (now, l))
+            });
+        let (at, lease) = next.expect("ID 2 given again");
+        assert!(lease.issue_after_ms >= end, "{lease:?} before {end}");
+        assert!(at + REG.max_skew_ms >= end);
+        println!(
+            "minters {} -> {minters}: {} rights lent under ID {w}, the last to +{} s; its next \
+             holder from +{} s, issuing after +{} s",
+            N,
+            rights.len(),
+            (end - T0) / 1_000,
+            (at - T0) / 1_000,
+            (lease.issue_after_ms - T0) / 1_000
+        );
+    }
+}
