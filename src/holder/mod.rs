@@ -135,7 +135,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// # Errors
     /// [`Error::OutOfRange`] for a `max_backward_ms` or `max_borrow_ms` above
     /// 60,000, a `take_over_ms` outside 1..=60,000, or a `reserve_ms` above
-    /// [`MAX_RESERVE_MS`].
+    /// 60,000 ([`MAX_RESERVE_MS`] for a holder that only lends).
     pub fn with_rand(config: HolderConfig, rand: R) -> Result<Self, Error> {
         check_range(
             "max_backward_ms",
@@ -145,7 +145,12 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         )?;
         check_range("max_borrow_ms", config.max_borrow_ms, 0, MAX_TOLERANCE_MS)?;
         check_range("take_over_ms", config.take_over_ms, 1, MAX_TOLERANCE_MS)?;
-        check_range("reserve_ms", config.reserve_ms, 0, MAX_RESERVE_MS)?;
+        let most_ahead = if config.lends_only {
+            MAX_RESERVE_MS
+        } else {
+            MAX_TOLERANCE_MS
+        };
+        check_range("reserve_ms", config.reserve_ms, 0, most_ahead)?;
         Ok(SnowflakeHolder {
             config,
             phase: Phase::Idle,

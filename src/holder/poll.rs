@@ -51,7 +51,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> Result<HolderPoll, Error> {
         self.lose_if_lapsed(now_ms);
         // A holder that only lends mints nothing: see `HolderConfig::lends_only`.
-        let out = if self.config.lends_only() {
+        let out = if self.config.lends_only {
             &mut out[..0]
         } else {
             out

@@ -22,7 +22,7 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
 
     fn claim_renewal(&mut self, now_ms: u64, only_when_due: bool) -> Option<Renewal> {
         let mut last_timestamp_ms = self.last_timestamp_ms();
-        if self.config.lends_only() {
+        if self.config.lends_only {
             // What it lent may lie minutes ahead, past what any registry
             // accepts as reported; every right ends by the lease's expiry,
             // which a lender's registry records as the worker ID's floor

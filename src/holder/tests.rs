@@ -325,17 +325,24 @@ fn close_releases_once_and_stops() {
 #[test]
 fn a_holder_that_only_lends_mints_nothing_and_reports_within_the_tolerance() {
     use crate::snowflake::MAX_TOLERANCE_MS;
-    let over = HolderConfig {
-        reserve_ms: MAX_RESERVE_MS + 1,
-        ..HolderConfig::default()
-    };
-    assert!(SnowflakeHolder::new(over).is_err());
     let config = HolderConfig {
         reserve_ms: MAX_RESERVE_MS,
         lease_again: true,
+        lends_only: true,
         ..HolderConfig::default()
     };
-    assert!(config.lends_only());
+    let over = HolderConfig {
+        reserve_ms: MAX_RESERVE_MS + 1,
+        ..config
+    };
+    assert!(SnowflakeHolder::new(over).is_err());
+    // A holder that mints reserves at most the tolerance ahead.
+    let minting = HolderConfig {
+        reserve_ms: MAX_TOLERANCE_MS + 1,
+        lends_only: false,
+        ..config
+    };
+    assert!(SnowflakeHolder::new(minting).is_err());
     let mut h = holding(config);
     let state = h.save_request(T).unwrap();
     assert_eq!(state.last_timestamp_ms, T + MAX_RESERVE_MS);

@@ -41,7 +41,6 @@ use crate::holder::{
 };
 use crate::layout::Layout;
 use crate::rand::RandSource;
-use crate::snowflake::MAX_TOLERANCE_MS;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -69,11 +68,6 @@ pub const MAX_RIGHT_MS: u64 = 300_000;
 // the ID's next holder is its lease's expiry, which the registry records as
 // a lender's floor; its renewals report at most the clock + the tolerance.)
 const _: () = assert!(MAX_RIGHT_MS <= MAX_RESERVE_MS);
-// The rights holder reserves further ahead than a registry accepts as
-// reported, so it only lends (`HolderConfig::lends_only`): it mints nothing,
-// and its renewals report at most its clock + the tolerance.
-const _: () = assert!(MAX_RIGHT_MS > MAX_TOLERANCE_MS);
-
 /// A right shorter than this is not lent: the isolate would ask again at
 /// once.
 pub const MIN_RIGHT_MS: u64 = 5_000;
@@ -101,6 +95,7 @@ pub fn rights_holder_config(max_backward_ms: u64) -> HolderConfig {
         max_backward_ms,
         lease_again: true,
         reserve_ms: MAX_RIGHT_MS,
+        lends_only: true,
         max_borrow_ms: 0,
         ..HolderConfig::default()
     }
