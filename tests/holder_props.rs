@@ -262,6 +262,8 @@ impl World {
             max_skew_ms: 1_000,
             minters: 0,
             per_owner: None,
+            lenders: 0,
+            lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
         };
         let nodes = offsets
             .iter()
@@ -781,6 +783,8 @@ fn a_recycled_worker_id_never_mints_into_the_previous_holders_time() {
         max_skew_ms: 1_000,
         minters: 0,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let lease = |reg: &mut Registry, key: &str, now: u64| {
@@ -858,6 +862,8 @@ fn a_restart_under_a_wound_back_clock_never_reissues() {
         max_skew_ms: 3_000,
         minters: 1,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let mut a = SnowflakeHolder::with_rand(config(false), SplitMix64::new(1)).unwrap();
@@ -946,6 +952,8 @@ fn two_processes_sharing_a_store_never_mint_the_same_id() {
         max_skew_ms: 1_000,
         minters: 0,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let mut store = HolderState::default();

@@ -56,6 +56,8 @@ const REG: RegistryConfig = RegistryConfig {
     max_skew_ms: 1_000,
     minters: MINTERS,
     per_owner: None,
+    lenders: 0,
+    lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
 };
 
 #[derive(Debug, Clone)]

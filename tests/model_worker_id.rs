@@ -119,6 +119,8 @@ fn registry_config() -> RegistryConfig {
         max_skew_ms: 200,
         minters: 1,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     }
 }
 /// A node's holder, as the npm client runs it with a store.

@@ -117,6 +117,8 @@ fn run(ops: &[Op]) -> Result<Vec<LeaseEventKind>, TestCaseError> {
         max_skew_ms: 1_500,
         minters: 2,
         per_owner: Some(2),
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     };
     let mut reg = Registry::new(config).unwrap();
     let mut now = T0;

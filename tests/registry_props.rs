@@ -55,6 +55,8 @@ fn config() -> RegistryConfig {
         max_skew_ms: SKEW,
         minters: 0,
         per_owner: Some(LIMIT),
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     }
 }
 

@@ -22,6 +22,8 @@ fn a_recycled_id_is_issued_only_after_the_stalled_holder_stopped() {
         max_skew_ms: 1_000,
         minters: 0,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
     };
     let mut reg = Registry::new(cfg).unwrap();
     let a = reg

@@ -74,8 +74,8 @@ const T0: u64 = 1_735_689_600_000;
 const LAYOUT: Layout = Layout::LEAF;
 /// Minters (`N`): worker IDs `0..N` mint batches, `N..2N` lend rights.
 const N: u32 = 2;
-/// The service's TTL and grace (rights up to `MAX_RIGHT_MS`, as long as
-/// the TTL: the lease's expiry and the saved reservation both bound them).
+/// The service's TTL and grace; its rights holders lend (rights up to
+/// `MAX_RIGHT_MS`: the lease's expiry and the saved reservation bound them).
 const REG: RegistryConfig = RegistryConfig {
     capacity: 8,
     ttl_ms: 60_000,
@@ -83,6 +83,8 @@ const REG: RegistryConfig = RegistryConfig {
     max_skew_ms: 1_000,
     minters: 2 * N,
     per_owner: None,
+    lenders: N,
+    lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
 };
 /// Clocks stay within this of the registry's (past its skew bound: the
 /// registry refuses them for a while).
@@ -100,11 +102,16 @@ enum Fault {
     /// than the one lent.
     PastUntil,
     /// The minter lends up to its lease's expiry, whatever reservation its
-    /// store saved (`lendable`'s bound by the reservation ignored).
+    /// store saved (`lendable`'s bound by the reservation ignored). Planted
+    /// under a registry that does not know its lenders (`lenders` 0): one
+    /// that does records each expiry it answers a lender as the ID's floor,
+    /// which fences a restarted minter as well; the reservation is the
+    /// second fence.
     IgnoreReservation,
     /// The minter never records a right it lent (`lent_until`): only what
     /// a holder saves once closed (its exact last timestamp, the
-    /// reservation dropped) relies on it alone.
+    /// reservation dropped) relies on it alone. Planted, as
+    /// `IgnoreReservation`, under a registry without lenders.
     NoLentUntil,
 }
 
@@ -166,7 +173,8 @@ fn op(isolates: usize) -> impl Strategy<Value = Op> {
         2 => (m.clone(), prop_oneof![Just(0u64), 0u64..1_500]).prop_map(|(m, b)| Op::Restart(m, b)),
         1 => m.clone().prop_map(Op::Rollback),
         1 => m.clone().prop_map(Op::Store),
-        1 => (m, 70_000u64..90_000).prop_map(|(m, ms)| Op::Idle(m, ms)),
+        1 => (m, prop_oneof![70_000u64..90_000, 360_000u64..400_000])
+            .prop_map(|(m, ms)| Op::Idle(m, ms)),
         2 => (0..isolates, -4i64..=2).prop_map(|(n, d)| Op::NearEnd(n, d)),
         1 => any::<bool>().prop_map(|before| Op::RegistryRelease { before }),
         2 => (1usize..=64).prop_map(Op::Node),
@@ -271,6 +279,34 @@ fn restore(
     }
 }
 
+/// A renewal, by this release's registry or by the release before's
+/// (0.1.0, no lenders: `RegistryConfig::lenders` 0), whose `renew` sets the
+/// expiry to its clock + its TTL, whatever it was, where this release's
+/// never moves a minter's back: that rule applied by hand.
+fn renew(
+    reg: &mut Registry,
+    renewal: &edgeleaf::holder::Renewal<edgeleaf::secret::Proof>,
+    now: u64,
+) -> Result<edgeleaf::registry::Lease, Error> {
+    let mut lease = reg.renew("", renewal, now)?;
+    let config = *reg.config();
+    if config.lenders == 0 && lease.expires_at_ms != now + config.ttl_ms {
+        lease.expires_at_ms = now + config.ttl_ms;
+        let slots: Vec<_> = reg
+            .slots()
+            .cloned()
+            .map(|mut s| {
+                if s.worker_id == lease.worker_id {
+                    s.expires_at_ms = lease.expires_at_ms;
+                }
+                s
+            })
+            .collect();
+        *reg = Registry::from_parts(config, reg.next_generation(), slots).unwrap();
+    }
+    Ok(lease)
+}
+
 /// One holder's turn in a request, as the minter's Durable Object runs it:
 /// save when due (to `row`, unless the store is down), poll (minting into
 /// `out`), renew and lease at once (the registry answers synchronously),
@@ -308,7 +344,7 @@ fn drive(
         };
         filled += poll.filled;
         if let Some(r) = poll.renew {
-            match reg.renew("", &r.proof(sha256), now) {
+            match renew(reg, &r.proof(sha256), now) {
                 Ok(l) => holder.renewed(Grant::from_lease(&l, None, LAYOUT), clock),
                 Err(e) => holder.renewal_failed(r.claim.generation, Some(e.error_code()), clock),
             }
@@ -358,6 +394,9 @@ struct Isolate {
 
 struct World {
     fault: Fault,
+    /// The registry's settings: `REG`, but without lenders under
+    /// `Fault::IgnoreReservation` and `Fault::NoLentUntil` (see there).
+    cfg: RegistryConfig,
     reg: Registry,
     minters: Vec<Minter>,
     isolates: Vec<Isolate>,
@@ -383,9 +422,18 @@ struct World {
 
 impl World {
     fn new(fault: Fault, homes: &[u64]) -> World {
+        let cfg = RegistryConfig {
+            lenders: if matches!(fault, Fault::IgnoreReservation | Fault::NoLentUntil) {
+                0
+            } else {
+                REG.lenders
+            },
+            ..REG
+        };
         World {
             fault,
-            reg: Registry::new(REG).unwrap(),
+            cfg,
+            reg: Registry::new(cfg).unwrap(),
             minters: (0..N).map(|_| Minter::new()).collect(),
             isolates: homes
                 .iter()
@@ -721,7 +769,8 @@ impl World {
             Op::RegistryRelease { before } => {
                 let config = RegistryConfig {
                     minters: if before { N } else { 2 * N },
-                    ..REG
+                    lenders: if before { 0 } else { self.cfg.lenders },
+                    ..self.cfg
                 };
                 let slots: Vec<_> = self.reg.slots().cloned().collect();
                 self.reg = Registry::from_parts(config, self.reg.next_generation(), slots).unwrap();
@@ -771,7 +820,7 @@ impl World {
             self.deliver(0)?;
         }
         let slots: Vec<_> = self.reg.slots().cloned().collect();
-        self.reg = Registry::from_parts(REG, self.reg.next_generation(), slots).unwrap();
+        self.reg = Registry::from_parts(self.cfg, self.reg.next_generation(), slots).unwrap();
         for w in &mut self.minters {
             w.offset = 0;
             w.store_down = false;
@@ -782,7 +831,10 @@ impl World {
         for iso in &mut self.isolates {
             iso.offset = 0;
         }
-        self.now += MAX_RIGHT_MS + REG.ttl_ms + REG.grace_ms + 2 * MAX_OFFSET_MS as u64;
+        self.now += MAX_RIGHT_MS.max(REG.lender_ttl_ms)
+            + REG.ttl_ms
+            + REG.grace_ms
+            + 2 * MAX_OFFSET_MS as u64;
         let mut by_right = vec![0u64; self.isolates.len()];
         let mut served = vec![0u64; self.isolates.len()];
         for round in 0..CALM_ROUNDS {
@@ -923,13 +975,14 @@ fn each_planted_fault_is_caught() {
     }
 }
 
-/// A minter that lent a right and reported it in a renewal, restarted: its
-/// rights holder's lease is refused (`clock_behind_last_report`: the
-/// registry's floor for worker ID `N + i` is the right's end, further
-/// ahead than the skew bound) until its clock is within the skew of it,
-/// and its next right starts after its saved reservation, after every
-/// right lent before. Batches go on meanwhile; rights stop for up to
-/// `MAX_RIGHT_MS`, and the next right starts ahead of the clock.
+/// A minter that lent a right and renewed its rights holder's lease,
+/// restarted: that lease's expiry is the floor of worker ID `N + i` (a
+/// lender's), so its rights holder's lease is refused
+/// (`clock_behind_last_report`: further ahead than the skew bound) until its
+/// clock is within the skew of it, and its next right starts after it and
+/// after its saved reservation, after every right lent before. Batches go
+/// on meanwhile; rights stop for up to the lender's TTL, and the next right
+/// starts ahead of the clock.
 #[test]
 fn a_restarted_minter_lends_again_after_every_right_it_lent() {
     let mut w = World::new(Fault::None, &[0]);
@@ -945,16 +998,18 @@ fn a_restarted_minter_lends_again_after_every_right_it_lent() {
         .and_then(|a| a.1)
         .expect("a right");
     assert_eq!(first.until_ms - first.from_ms, MAX_RIGHT_MS - 1);
-    // Half the TTL on, a renewal reports the right's end.
-    w.now += REG.ttl_ms / 2 + 1_000;
+    // Half the TTL on, a renewal: the new expiry is the floor.
+    w.now += REG.lender_ttl_ms / 2 + 1_000;
     w.answer(0, ask).unwrap();
     let slot = w.reg.slot(rights_worker_index(N, 0)).unwrap();
-    assert_eq!(slot.last_timestamp_ms, first.until_ms);
+    assert_eq!(slot.last_timestamp_ms, slot.expires_at_ms);
+    let floor = slot.last_timestamp_ms;
+    assert!(floor > first.until_ms);
     w.now += 1_000;
     let restarted = w.now;
     w.minters[0].restart(false);
     let mut batches = 0;
-    let (next, at) = (0..=MAX_RIGHT_MS / 1_000)
+    let (next, at) = (0..=REG.lender_ttl_ms / 1_000 + 5)
         .find_map(|_| {
             let a = w.answer(0, ask).unwrap();
             batches += usize::from(a.as_ref().is_some_and(|a| !a.0.is_empty()));
@@ -962,14 +1017,14 @@ fn a_restarted_minter_lends_again_after_every_right_it_lent() {
             w.now += 1_000;
             a.and_then(|a| a.1).map(|r| (r, at))
         })
-        .expect("a right again within MAX_RIGHT_MS");
+        .expect("a right again within the lender's TTL");
     // (The batch holder waits out its own reservation, 3 s, first.)
     assert!(
         batches as u64 + 4 >= (at - restarted) / 1_000,
         "batches go on"
     );
-    assert!(next.from_ms >= first.until_ms, "{next:?} after {first:?}");
-    assert!(at + REG.max_skew_ms >= first.until_ms);
+    assert!(next.from_ms >= floor, "{next:?} after {floor}");
+    assert!(at + REG.max_skew_ms >= floor);
     // An isolate given that right mints at its start, ahead of its clock.
     let config = MintConfig {
         rights: true,
@@ -1015,5 +1070,221 @@ fn planted_fault_rates() {
     }
     for (fault, c) in FAULTS.iter().zip(caught) {
         println!("{fault:?}: {c} of {worlds} worlds");
+    }
+}
+
+/// Rights that last minutes, and the registry of the release before
+/// (0.1.0: a 60 s TTL, only the `N` batch IDs reserved, so the rights
+/// holders' `N..2N` are anyone's there). It may take the registry's storage
+/// over — a rollback, or a gradual deploy that hosts the registry on the
+/// old version while a minter runs this one — and its renewal sets the
+/// expiry to its clock + 60 s, whatever it was (applied by hand below, as
+/// 0.1.0's `Registry::renew` does: this release's never moves a minter's
+/// expiry back).
+///
+/// A grant of 300 s lent a right to +290 s; at +150 s the old registry
+/// renews it. (a) With a long TTL alone and the renewal reporting the
+/// holder's floor clamped to what any registry accepts (clock + 60 s), it
+/// is accepted and the expiry moves back to +210 s: an outside node leases
+/// the ID at +221 s and mints the very ID the right's isolate mints then —
+/// the counter-example to that design. (b) Reporting the lease's expiry
+/// instead, the old registry refuses the renewal and nothing moves back.
+/// (c) The design built: the registry records a lender's expiry as the
+/// ID's floor (`RegistryConfig::lenders`), so the clamped renewal moves the
+/// expiry back but not the floor, and the outside node gets another ID.
+#[test]
+fn a_renewal_that_shortens_a_long_grant_fences_below_its_rights() {
+    let w = rights_worker_index(N, 0);
+    let outside_at = T0 + 221_000;
+    // The isolate holding the right, at +221 s.
+    let right = MintRight {
+        worker_id: w,
+        seq_start: 0,
+        seq_len: 4,
+        from_ms: T0 + 1_000,
+        until_ms: T0 + 290_000,
+    };
+    let config = MintConfig {
+        rights: true,
+        ..MintConfig::new(N, 0)
+    };
+    let mut b = MintedBuffer::new(LAYOUT, config).unwrap();
+    let mut one = [0u64; 1];
+    let MintStep::FetchNow(ask) = b.poll(outside_at, &mut one).next else {
+        panic!("a fetch")
+    };
+    b.fetched_with_right(ask.ticket, &[], Some(right), outside_at)
+        .unwrap();
+    assert_eq!(b.poll(outside_at, &mut one).filled, 1);
+    let isolate_id = one[0];
+    // The outside node's first ID at +221 s, after the old registry renewed
+    // the rights holder's grant at +150 s with `report` (or refused it).
+    let outside = |lenders: u32, report: u64| {
+        let long = RegistryConfig {
+            ttl_ms: 300_000,
+            lenders,
+            lender_ttl_ms: 300_000,
+            ..REG
+        };
+        let secret = LeaseSecret::from_random([5; 16]);
+        let mut reg = Registry::new(long).unwrap();
+        let lease = reg.lease_minter(w, T0, None, sha256(&secret), T0).unwrap();
+        assert_eq!(lease.expires_at_ms, T0 + 300_000);
+        let at = T0 + 150_000;
+        let refused = report > at + edgeleaf::snowflake::MAX_TOLERANCE_MS;
+        let slots = reg.slots().cloned().map(|mut s| {
+            if s.worker_id == w && !refused {
+                s.last_timestamp_ms = s.last_timestamp_ms.max(report);
+                s.expires_at_ms = at + 60_000;
+                s.reported_clock_ms = at;
+                s.reported_at_ms = at;
+            }
+            s
+        });
+        let old = RegistryConfig { minters: N, ..REG };
+        let mut old = Registry::from_parts(old, reg.next_generation(), slots).unwrap();
+        let s = LeaseSecret::from_random([6; 16]);
+        let ask = GrantRequest {
+            owner: "team",
+            node_key: "10.0.0.9:80",
+            node_now_ms: outside_at,
+            previous: None,
+            secret_hash: sha256(&s),
+        };
+        let got = old.lease(ask, outside_at).unwrap();
+        let mut h = SnowflakeHolder::new(HolderConfig::default()).unwrap();
+        h.granted(Grant::from_lease(&got, Some(s), LAYOUT), outside_at)
+            .unwrap();
+        let mut one = [0u64; 1];
+        assert_eq!(h.poll(outside_at, &mut one).unwrap().filled, 1);
+        (got.worker_id, one[0])
+    };
+    let clamped = T0 + 150_000 + edgeleaf::snowflake::MAX_TOLERANCE_MS;
+    // (a) A long TTL, the report clamped: the same ID twice.
+    assert_eq!(outside(0, clamped), (w, isolate_id), "the same ID twice");
+    // (b) The expiry reported: refused, the outside node gets another ID.
+    let (worker, id) = outside(0, T0 + 300_000);
+    assert!(worker != w && id != isolate_id);
+    // (c) The lender's expiry recorded as its floor: another ID too.
+    let (worker, id) = outside(N, clamped);
+    assert!(worker != w && id != isolate_id);
+}
+
+/// A lender's worker ID moves (`SNOWFLAKE_MINTERS` changes) while its old
+/// rights holder, an instance of the old configuration, keeps running —
+/// lending, saving and renewing from memory (a zombie) after a copy of it
+/// lent too. Grown from 2 to 3 minters, ID 2 (minter 0's rights) is minter
+/// 2's batch ID, under the same node key; shrunk to 1, it is an outside
+/// node's. Either way its next holder gets it only once every grant the
+/// old holders renewed ran out, and issues after every right they lent.
+#[test]
+fn a_lenders_id_that_moves_is_issued_after_every_right_lent_under_it() {
+    let w = rights_worker_index(N, 0);
+    for grown in [true, false] {
+        let base = RegistryConfig {
+            capacity: 16,
+            ..REG
+        };
+        let mut reg = Registry::new(base).unwrap();
+        let mut h = SnowflakeHolder::with_rand(
+            rights_holder_config(DEFAULT_MAX_BACKWARD_MS),
+            SplitMix64::new(3),
+        )
+        .unwrap();
+        let mut ledger = RightLedger::new(LAYOUT);
+        let mut rights: Vec<MintRight> = Vec::new();
+        assert!(matches!(
+            h.poll(T0, &mut []).unwrap().next,
+            HolderNext::Lease(_)
+        ));
+        let secret = LeaseSecret::from_random([8; 16]);
+        let l = reg.lease_minter(w, T0, None, sha256(&secret), T0).unwrap();
+        h.granted(Grant::from_lease(&l, Some(secret), LAYOUT), T0)
+            .unwrap();
+        // Lend, save, renew when due, every 10 s for `until`; a renewal
+        // refused ends the holder's lease (it then lends nothing).
+        let run = |h: &mut SnowflakeHolder<SplitMix64>,
+                   ledger: &mut RightLedger,
+                   reg: &mut Registry,
+                   rights: &mut Vec<MintRight>,
+                   from: u64,
+                   until: u64| {
+            for now in (from..until).step_by(10_000) {
+                if let Some(state) = h.save_request(now) {
+                    h.saved(&state);
+                }
+                if let Some(r) = h.renewal(now) {
+                    match reg.renew("", &r.proof(sha256), now) {
+                        Ok(l) => h.renewed(Grant::from_lease(&l, None, LAYOUT), now),
+                        Err(e) => h.renewal_failed(r.claim.generation, Some(e.error_code()), now),
+                    }
+                }
+                rights.extend(ledger.lend_from(now, h));
+            }
+        };
+        run(&mut h, &mut ledger, &mut reg, &mut rights, T0, T0 + 200_000);
+        // A copy lends from the same state (one instance's memory, or a
+        // second instance before the platform fenced it off).
+        let mut copy = h.clone();
+        let mut copy_ledger = ledger.clone();
+        rights.extend(copy_ledger.lend_from(T0 + 200_000, &mut copy));
+        // The deploy: the registry's minters change; the old holder runs on.
+        let minters = if grown { 3 } else { 1 };
+        let config = RegistryConfig {
+            minters: 2 * minters,
+            lenders: minters,
+            ..base
+        };
+        let slots: Vec<_> = reg.slots().cloned().collect();
+        reg = Registry::from_parts(config, reg.next_generation(), slots).unwrap();
+        run(
+            &mut h,
+            &mut ledger,
+            &mut reg,
+            &mut rights,
+            T0 + 200_000,
+            T0 + 400_000,
+        );
+        assert!(rights.len() > 2, "{rights:?}");
+        let end = rights.iter().map(|r| r.until_ms).max().unwrap();
+        // ID 2's next holder, asking every 10 s from the deploy on.
+        let secret = LeaseSecret::from_random([9; 16]);
+        let next = (T0 + 200_000..T0 + 2_000_000)
+            .step_by(10_000)
+            .find_map(|now| {
+                let got = if grown {
+                    reg.lease_minter(w, now, None, sha256(&secret), now)
+                } else {
+                    let ask = GrantRequest {
+                        owner: "team",
+                        node_key: "10.0.0.9:80",
+                        node_now_ms: now,
+                        previous: None,
+                        secret_hash: sha256(&secret),
+                    };
+                    // Asked of a copy: each ask the ID is not free, it gets
+                    // another, which it would hold from then on.
+                    reg.clone().lease(ask, now).and_then(|l| {
+                        if l.worker_id == w {
+                            Ok(l)
+                        } else {
+                            Err(Error::NoFreeWorkerId { capacity: 0 })
+                        }
+                    })
+                };
+                got.ok().map(|l| (now, l))
+            });
+        let (at, lease) = next.expect("ID 2 given again");
+        assert!(lease.issue_after_ms >= end, "{lease:?} before {end}");
+        assert!(at + REG.max_skew_ms >= end);
+        println!(
+            "minters {} -> {minters}: {} rights lent under ID {w}, the last to +{} s; its next \
+             holder from +{} s, issuing after +{} s",
+            N,
+            rights.len(),
+            (end - T0) / 1_000,
+            (at - T0) / 1_000,
+            (lease.issue_after_ms - T0) / 1_000
+        );
     }
 }

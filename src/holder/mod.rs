@@ -37,7 +37,7 @@ mod save;
 mod tests;
 
 pub use crate::lease::{LeaseAsk, Renewal};
-pub use config::{HolderConfig, DEFAULT_RESERVE_MS, RENEW_RETRY_MS};
+pub use config::{HolderConfig, DEFAULT_RESERVE_MS, MAX_RESERVE_MS, RENEW_RETRY_MS};
 pub use grant::Grant;
 pub use poll::{HolderNext, HolderPoll};
 pub use save::{HolderState, SavedLease, SAVE_POLL_MS, SAVE_RETRY_MAX_MS, SAVE_RETRY_MIN_MS};
@@ -134,7 +134,8 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     ///
     /// # Errors
     /// [`Error::OutOfRange`] for a `max_backward_ms` or `max_borrow_ms` above
-    /// 60,000, or a `take_over_ms` outside 1..=60,000.
+    /// 60,000, a `take_over_ms` outside 1..=60,000, or a `reserve_ms` above
+    /// 60,000 ([`MAX_RESERVE_MS`] for a holder that only lends).
     pub fn with_rand(config: HolderConfig, rand: R) -> Result<Self, Error> {
         check_range(
             "max_backward_ms",
@@ -144,7 +145,12 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
         )?;
         check_range("max_borrow_ms", config.max_borrow_ms, 0, MAX_TOLERANCE_MS)?;
         check_range("take_over_ms", config.take_over_ms, 1, MAX_TOLERANCE_MS)?;
-        check_range("reserve_ms", config.reserve_ms, 0, MAX_TOLERANCE_MS)?;
+        let most_ahead = if config.lends_only {
+            MAX_RESERVE_MS
+        } else {
+            MAX_TOLERANCE_MS
+        };
+        check_range("reserve_ms", config.reserve_ms, 0, most_ahead)?;
         Ok(SnowflakeHolder {
             config,
             phase: Phase::Idle,

@@ -50,6 +50,12 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// when no ID was written.
     pub fn poll(&mut self, now_ms: u64, out: &mut [u64]) -> Result<HolderPoll, Error> {
         self.lose_if_lapsed(now_ms);
+        // A holder that only lends mints nothing: see `HolderConfig::lends_only`.
+        let out = if self.config.lends_only {
+            &mut out[..0]
+        } else {
+            out
+        };
         let take_over_ms = self.config.take_over_ms;
         match &mut self.phase {
             Phase::Stopped(e) => Err(e.clone()),

@@ -3,6 +3,7 @@
 use crate::code::ErrorCode;
 use crate::error::Error;
 use crate::rand::RandSource;
+use crate::snowflake::MAX_TOLERANCE_MS;
 
 use super::{Grant, Phase, Renewal, SnowflakeHolder, RENEW_RETRY_MS};
 
@@ -20,7 +21,14 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     }
 
     fn claim_renewal(&mut self, now_ms: u64, only_when_due: bool) -> Option<Renewal> {
-        let last_timestamp_ms = self.last_timestamp_ms();
+        let mut last_timestamp_ms = self.last_timestamp_ms();
+        if self.config.lends_only {
+            // What it lent may lie minutes ahead, past what any registry
+            // accepts as reported; every right ends by the lease's expiry,
+            // which a lender's registry records as the worker ID's floor
+            // (`HolderConfig::lends_only`).
+            last_timestamp_ms = last_timestamp_ms.min(now_ms.saturating_add(MAX_TOLERANCE_MS));
+        }
         let take_over_ms = self.config.take_over_ms;
         let Phase::Holding {
             grant,

@@ -317,3 +317,46 @@ fn close_releases_once_and_stops() {
     ));
     assert_eq!(h.state().lease.map(|l| l.generation), Some(1));
 }
+
+/// A holder reserving further ahead than a registry accepts as reported
+/// (a minter's rights holder) only lends: it mints nothing, and its
+/// renewals report at most its clock + the tolerance, however far ahead it
+/// lent. One that mints reports its last timestamp as before.
+#[test]
+fn a_holder_that_only_lends_mints_nothing_and_reports_within_the_tolerance() {
+    use crate::snowflake::MAX_TOLERANCE_MS;
+    let config = HolderConfig {
+        reserve_ms: MAX_RESERVE_MS,
+        lease_again: true,
+        lends_only: true,
+        ..HolderConfig::default()
+    };
+    let over = HolderConfig {
+        reserve_ms: MAX_RESERVE_MS + 1,
+        ..config
+    };
+    assert!(SnowflakeHolder::new(over).is_err());
+    // A holder that mints reserves at most the tolerance ahead.
+    let minting = HolderConfig {
+        reserve_ms: MAX_TOLERANCE_MS + 1,
+        lends_only: false,
+        ..config
+    };
+    assert!(SnowflakeHolder::new(minting).is_err());
+    let mut h = holding(config);
+    let state = h.save_request(T).unwrap();
+    assert_eq!(state.last_timestamp_ms, T + MAX_RESERVE_MS);
+    h.saved(&state);
+    assert_eq!(one(&mut h, T + 10).unwrap().filled, 0, "it never mints");
+    let lent = h.lendable(T + 10).unwrap();
+    assert_eq!(lent.until_ms, T + 10_000, "up to its lease's expiry");
+    h.lent_until(T + 300_000);
+    let at = grant(1, T).renew_at_ms();
+    let renewal = h.renewal(at).unwrap();
+    assert_eq!(renewal.last_timestamp_ms, at + MAX_TOLERANCE_MS);
+    // A holder that mints reports what it issued.
+    let mut m = holding(HolderConfig::default());
+    m.lent_until(T + 5_000);
+    assert_eq!(one(&mut m, T + 10).unwrap().filled, 1);
+    assert_eq!(m.renewal(at).unwrap().last_timestamp_ms, T + 5_000);
+}

@@ -8,8 +8,7 @@
 //! world simulation). A right is the space to mint in instead: worker ID
 //! `w`, sequences `seq_start..seq_start + seq_len`, time units starting in
 //! `from_ms..until_ms`. The isolate stamps each ID with its own clock (never
-//! stale), and asks again once a window — about a minute — not once a
-//! second.
+//! stale), and asks again once a window — minutes — not once a second.
 //!
 //! Why no ID repeats:
 //! - a minter grants rights under a worker ID of its own, leased from the
@@ -21,20 +20,27 @@
 //!   is lent again only from where its last right ended;
 //! - every right ends by the lease's expiry and by the reservation the
 //!   minter's holder has saved ([`SnowflakeHolder::lendable`]); a minter
-//!   restarted from its store lends only after that reservation, and the
-//!   next holder of the worker ID (after the lease lapsed) issues after its
-//!   end;
+//!   restarted from its store lends only after that reservation;
+//! - the registry records each expiry it answers a lender as the worker
+//!   ID's floor ([`RegistryConfig::lenders`]), and never moves a minter's
+//!   expiry back: whoever holds the ID next — the minter restarted, another
+//!   minter after `SNOWFLAKE_MINTERS` changed, an outside node once the ID
+//!   is no longer reserved — issues after every right lent, even under a
+//!   registry of the release before (a 60 s TTL: its renewal moves the
+//!   expiry back, but never the floor);
 //! - the isolate mints each (unit, sequence) of a right at most once,
 //!   units in increasing order, within its window
 //!   ([`MintedBuffer`](super::MintedBuffer)'s cursor).
 //!
 //! [`SnowflakeHolder::lendable`]: crate::holder::SnowflakeHolder::lendable
+//! [`RegistryConfig::lenders`]: crate::registry::RegistryConfig::lenders
 
 use crate::error::Error;
-use crate::holder::{HolderConfig, HolderNext, LeaseAsk, Lendable, SnowflakeHolder};
+use crate::holder::{
+    HolderConfig, HolderNext, LeaseAsk, Lendable, SnowflakeHolder, MAX_RESERVE_MS,
+};
 use crate::layout::Layout;
 use crate::rand::RandSource;
-use crate::snowflake::MAX_TOLERANCE_MS;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -49,16 +55,19 @@ use super::{MintedBuffer, MINTER_BORROW_MS};
 /// per unit lends all of them in one right.
 pub const RIGHT_SEQUENCES: u32 = 4;
 
-/// The longest window of a right. Its lease (60 s, renewed at half) and
-/// the holder's reservation bound it too.
-pub const MAX_RIGHT_MS: u64 = 60_000;
+/// The longest window of a right: five minutes, so that an isolate asks
+/// its minter about once per window. Its lease
+/// ([`RegistryConfig::lender_ttl_ms`], renewed at half) and the holder's
+/// reservation ([`rights_holder_config`]) bound it too.
+///
+/// [`RegistryConfig::lender_ttl_ms`]: crate::registry::RegistryConfig::lender_ttl_ms
+pub const MAX_RIGHT_MS: u64 = 300_000;
 
-// A rights holder's renewals report the end of what it lent (up to its
-// reservation, `MAX_RIGHT_MS` ahead), and the registry refuses a reported
-// timestamp further ahead than `MAX_TOLERANCE_MS`: a longer right would
-// have its holder's renewals refused and its lease lapse.
-const _: () = assert!(MAX_RIGHT_MS <= MAX_TOLERANCE_MS);
-
+// A right ends by its holder's reservation, saved `MAX_RIGHT_MS` ahead: a
+// holder reserves at most `MAX_RESERVE_MS` ahead. (What bounds a right for
+// the ID's next holder is its lease's expiry, which the registry records as
+// a lender's floor; its renewals report at most the clock + the tolerance.)
+const _: () = assert!(MAX_RIGHT_MS <= MAX_RESERVE_MS);
 /// A right shorter than this is not lent: the isolate would ask again at
 /// once.
 pub const MIN_RIGHT_MS: u64 = 5_000;
@@ -86,6 +95,7 @@ pub fn rights_holder_config(max_backward_ms: u64) -> HolderConfig {
         max_backward_ms,
         lease_again: true,
         reserve_ms: MAX_RIGHT_MS,
+        lends_only: true,
         max_borrow_ms: 0,
         ..HolderConfig::default()
     }

@@ -729,7 +729,7 @@ fn a_ledger_lends_each_slice_once_at_a_time_within_what_the_holder_may_lend() {
     // Never a window shorter than MIN_RIGHT_MS.
     assert_eq!(l.lend(T, lendable(0, T + MIN_RIGHT_MS)), None);
     // After the holder's floor, at most MAX_RIGHT_MS.
-    let r2 = l.lend(T, lendable(T + 500, T + 200_000)).unwrap();
+    let r2 = l.lend(T, lendable(T + 500, T + 2 * MAX_RIGHT_MS)).unwrap();
     assert_eq!((r2.from_ms, r2.until_ms), (T + 500, T + 500 + MAX_RIGHT_MS));
     assert_ne!(r.seq_start, r2.seq_start);
     for _ in 2..l.slices() {

@@ -12,6 +12,17 @@ pub const DEFAULT_GRACE_MS: u64 = 10_000;
 /// Default largest clock difference accepted.
 pub const DEFAULT_MAX_SKEW_MS: u64 = 2_000;
 
+/// Default lease time to live of a minter's rights holder
+/// ([`RegistryConfig::lender_ttl_ms`]): six minutes, so that renewed at
+/// half it still reaches the five minutes a right may last
+/// ([`MAX_RIGHT_MS`](crate::minted::MAX_RIGHT_MS)).
+pub const DEFAULT_LENDER_TTL_MS: u64 = 360_000;
+
+#[cfg(feature = "serde")]
+fn default_lender_ttl_ms() -> u64 {
+    DEFAULT_LENDER_TTL_MS
+}
+
 /// The most worker IDs one registry manages (16 worker bits).
 pub const MAX_CAPACITY: u32 = 1 << 16;
 
@@ -38,6 +49,19 @@ pub struct RegistryConfig {
     /// hold through [`Registry::lease`](super::Registry::lease); `None`: no limit.
     #[cfg_attr(feature = "serde", serde(default))]
     pub per_owner: Option<u32>,
+    /// The last `lenders` of the minters' worker IDs
+    /// (`minters - lenders..minters`) are their rights holders', which lend
+    /// rights to mint for minutes. Their grants last `lender_ttl_ms`, and
+    /// each grant and renewal records the lease's expiry as the ID's floor
+    /// (`last_timestamp_ms`): every right ends by an expiry its holder was
+    /// answered, and a registry that moves the expiry back (one of the
+    /// release before, whose renewal sets its clock + 60 s) still issues
+    /// the ID's next holder after that floor.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub lenders: u32,
+    /// A lender's lease lasts this long after its grant or last renewal.
+    #[cfg_attr(feature = "serde", serde(default = "default_lender_ttl_ms"))]
+    pub lender_ttl_ms: u64,
 }
 
 impl RegistryConfig {
@@ -51,6 +75,8 @@ impl RegistryConfig {
             max_skew_ms: DEFAULT_MAX_SKEW_MS,
             minters: 0,
             per_owner: None,
+            lenders: 0,
+            lender_ttl_ms: DEFAULT_LENDER_TTL_MS,
         }
     }
 
@@ -66,7 +92,8 @@ impl RegistryConfig {
     /// [`Error::OutOfRange`] unless capacity is 1..=65,536, the TTL is
     /// 1 s..=1 day, and `max_skew_ms < grace_ms <= 1 day` (a lapsed holder,
     /// whose clock may lag by the skew, must be done before the ID recycles),
-    /// and at most half the worker IDs are reserved for minters.
+    /// at most half the worker IDs are reserved for minters, the lenders
+    /// are among them, and the lenders' TTL is 1 s..=1 day.
     pub fn validate(&self) -> Result<(), Error> {
         const DAY: u64 = 86_400_000;
         check_range("capacity", self.capacity.into(), 1, MAX_CAPACITY.into())?;
@@ -76,7 +103,9 @@ impl RegistryConfig {
             0,
             (self.capacity / 2).into(),
         )?;
+        check_range("lenders", self.lenders.into(), 0, self.minters.into())?;
         check_range("ttl_ms", self.ttl_ms, 1_000, DAY)?;
+        check_range("lender_ttl_ms", self.lender_ttl_ms, 1_000, DAY)?;
         check_range("grace_ms", self.grace_ms, 1, DAY)?;
         check_range("max_skew_ms", self.max_skew_ms, 0, self.grace_ms - 1)?;
         if let Some(n) = self.per_owner {

@@ -116,10 +116,23 @@ impl Registry {
             self.slots.resize(worker_id as usize + 1, None);
         }
         let generation = self.next_generation;
-        let ttl_ms = self.config.ttl_ms;
+        let ttl_ms = self.ttl_for(worker_id, ask.node_key);
         let issue_after_ms = match self.slot(worker_id) {
             Some(s) => self.issue_after(s, chosen, node_now_ms, registry_now_ms)?,
             None => 0,
+        };
+        let mut expires_at_ms = registry_now_ms + ttl_ms;
+        // A minter's grant never ends before the one it replaces (a minter
+        // reclaiming its live grant under a shorter TTL): what its holder
+        // lent under that expiry stays fenced by it.
+        if let Some(old) = self.slot(worker_id).filter(|_| minter) {
+            expires_at_ms = expires_at_ms.max(old.expires_at_ms);
+        }
+        // A lender's floor is its expiry: see `RegistryConfig::lenders`.
+        let floor_ms = if self.lends(worker_id, ask.node_key) {
+            issue_after_ms.max(expires_at_ms)
+        } else {
+            issue_after_ms
         };
         // A grant it replaces that was neither given back nor evicted
         // lapsed when its lease ran out (one a node proving it held it takes
@@ -134,9 +147,9 @@ impl Registry {
             worker_id,
             node_key: ask.node_key.into(),
             generation,
-            expires_at_ms: registry_now_ms + ttl_ms,
+            expires_at_ms,
             released: false,
-            last_timestamp_ms: issue_after_ms,
+            last_timestamp_ms: floor_ms,
             reported_clock_ms: node_now_ms,
             reported_at_ms: registry_now_ms,
             owner: ask.owner.into(),
@@ -151,7 +164,7 @@ impl Registry {
             worker_id,
             generation,
             node_key: ask.node_key.into(),
-            expires_at_ms: registry_now_ms + ttl_ms,
+            expires_at_ms,
             issue_after_ms,
             ttl_ms,
         })

@@ -19,6 +19,23 @@ pub fn minter_node_key(index: u32) -> String {
 }
 
 impl Registry {
+    /// Whether a grant of `worker_id` to `node_key` is a lender's: a
+    /// minter's rights holder's ([`RegistryConfig::lenders`](super::RegistryConfig::lenders)).
+    pub(super) fn lends(&self, worker_id: u32, node_key: &str) -> bool {
+        let c = &self.config;
+        node_key.starts_with(MINTER_KEY_PREFIX)
+            && (c.minters - c.lenders..c.minters).contains(&worker_id)
+    }
+
+    /// The TTL of a grant or renewal of `worker_id` to `node_key`.
+    pub(super) fn ttl_for(&self, worker_id: u32, node_key: &str) -> u64 {
+        if self.lends(worker_id, node_key) {
+            self.config.lender_ttl_ms
+        } else {
+            self.config.ttl_ms
+        }
+    }
+
     /// Refuses a minter's grant named by anyone but that minter: the
     /// service's own, and no caller's to reclaim, release or evict (refused,
     /// not passed over, so that the caller learns it named one). With a

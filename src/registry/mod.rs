@@ -27,7 +27,8 @@ mod tests;
 
 pub use crate::lease::Lease;
 pub use config::{
-    RegistryConfig, DEFAULT_GRACE_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS, MAX_CAPACITY,
+    RegistryConfig, DEFAULT_GRACE_MS, DEFAULT_LENDER_TTL_MS, DEFAULT_MAX_SKEW_MS, DEFAULT_TTL_MS,
+    MAX_CAPACITY,
 };
 pub use grant::GrantRequest;
 pub use minter::{minter_node_key, MINTER_KEY_PREFIX};

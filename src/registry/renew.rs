@@ -45,7 +45,6 @@ impl Registry {
         registry_now_ms: u64,
     ) -> Result<Lease, Error> {
         let max_skew_ms = self.config.max_skew_ms;
-        let ttl_ms = self.config.ttl_ms;
         let minters = self.config.minters;
         let Renewal {
             claim,
@@ -53,6 +52,13 @@ impl Registry {
             last_timestamp_ms,
         } = *renewal;
         let worker_id = claim.worker_id;
+        let (lends, ttl_ms) = match self.slot(worker_id) {
+            Some(s) => (
+                self.lends(worker_id, &s.node_key),
+                self.ttl_for(worker_id, &s.node_key),
+            ),
+            None => (false, self.config.ttl_ms),
+        };
         let slot = self.held(owner, &claim)?;
         // The minters' range grew over a node's ID (an upgrade raised their
         // count): renewed, the node would keep it for ever and that minter
@@ -76,11 +82,22 @@ impl Registry {
             node_now_ms.saturating_add(MAX_TOLERANCE_MS),
         )?;
         Self::check_renewal(slot, node_now_ms, registry_now_ms, max_skew_ms)?;
-        let extends = registry_now_ms + ttl_ms > slot.expires_at_ms;
+        let mut expires_at_ms = registry_now_ms + ttl_ms;
+        // A minter's lease never moves back (a shorter TTL since, a
+        // registry clock that stepped back): its holder may have lent up
+        // to the expiry it was answered.
+        if slot.node_key.starts_with(MINTER_KEY_PREFIX) {
+            expires_at_ms = expires_at_ms.max(slot.expires_at_ms);
+        }
+        let extends = expires_at_ms > slot.expires_at_ms;
         slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
+        if lends {
+            // A lender's floor is its expiry: see `RegistryConfig::lenders`.
+            slot.last_timestamp_ms = slot.last_timestamp_ms.max(expires_at_ms);
+        }
         slot.reported_clock_ms = node_now_ms;
         slot.reported_at_ms = registry_now_ms;
-        slot.expires_at_ms = registry_now_ms + ttl_ms;
+        slot.expires_at_ms = expires_at_ms;
         let lease = Lease {
             worker_id,
             generation: claim.generation,

@@ -20,6 +20,8 @@ fn reg(capacity: u32) -> Registry {
         max_skew_ms: 1_000,
         minters: 0,
         per_owner: None,
+        lenders: 0,
+        lender_ttl_ms: crate::registry::DEFAULT_LENDER_TTL_MS,
     })
     .unwrap()
 }
@@ -625,4 +627,120 @@ fn config_and_parts_are_validated() {
     lease(&mut r, "a", T, T, None).unwrap();
     let back = Registry::from_parts(*r.config(), r.next_generation(), r.slots().cloned()).unwrap();
     assert_eq!(back, r);
+}
+
+/// A lender (a minter's rights holder, the last `lenders` of the minters'
+/// IDs) is granted and renewed for `lender_ttl_ms`, and each expiry it is
+/// answered becomes its ID's floor; a batch minter's grant is as before.
+#[test]
+fn a_lenders_grant_lasts_its_ttl_and_its_expiry_is_the_floor() {
+    let config = RegistryConfig {
+        minters: 4,
+        lenders: 2,
+        lender_ttl_ms: 300_000,
+        ..*reg(8).config()
+    };
+    let mut r = Registry::new(config).unwrap();
+    let batch = r
+        .lease_minter(1, T, None, hash_of(r.next_generation()), T)
+        .unwrap();
+    let lender = r
+        .lease_minter(2, T, None, hash_of(r.next_generation()), T)
+        .unwrap();
+    assert_eq!((batch.ttl_ms, batch.expires_at_ms), (10_000, T + 10_000));
+    assert_eq!(r.slot(1).unwrap().last_timestamp_ms, 0);
+    assert_eq!(
+        (lender.ttl_ms, lender.expires_at_ms),
+        (300_000, T + 300_000)
+    );
+    assert_eq!(lender.issue_after_ms, 0, "its holder starts at once");
+    assert_eq!(r.slot(2).unwrap().last_timestamp_ms, T + 300_000);
+    // Renewed at half, reporting its clock + the tolerance (what it lent
+    // lies further ahead): the new expiry is the floor.
+    let now = T + 150_000;
+    let renewed = r
+        .renew("", &rn(proof(&lender), now, now + MAX_TOLERANCE_MS), now)
+        .unwrap();
+    assert_eq!(renewed.expires_at_ms, now + 300_000);
+    assert_eq!(r.slot(2).unwrap().last_timestamp_ms, now + 300_000);
+    // A shorter TTL since (the operator's): the expiry does not move back.
+    let mut shorter = Registry::from_parts(
+        RegistryConfig {
+            lender_ttl_ms: 60_000,
+            ..config
+        },
+        r.next_generation(),
+        r.slots().cloned(),
+    )
+    .unwrap();
+    let again = shorter
+        .renew("", &rn(proof(&lender), now + 1, now + 1), now + 1)
+        .unwrap();
+    assert_eq!(again.expires_at_ms, now + 300_000);
+    // Nor does a restarted lender's reclaim of its live grant: it is
+    // refused until its clock nears the floor (everything it lent), then
+    // issues after it.
+    let end = now + 300_000;
+    assert!(matches!(
+        shorter.lease_minter(2, now + 2, Some(proof(&lender)), hash_of(0), now + 2),
+        Err(Error::ClockBehindLastReport { .. })
+    ));
+    let at = end - 500;
+    let back = shorter
+        .lease_minter(
+            2,
+            at,
+            Some(proof(&lender)),
+            hash_of(shorter.next_generation()),
+            at,
+        )
+        .unwrap();
+    assert_eq!((back.worker_id, back.issue_after_ms), (2, end));
+    assert_eq!(back.expires_at_ms, end.max(at + 60_000));
+}
+
+/// The release before (0.1.0: a 60 s TTL, only the batch IDs reserved)
+/// takes the registry over (a rollback, or a gradual deploy hosting the
+/// registry on it while a minter runs this one): its renewal of a lender
+/// moves the expiry back to its clock + 60 s, but not the floor, so the
+/// lender's ID — anyone's there — goes to an outside node only past every
+/// right lent under the longer expiry.
+#[test]
+fn a_registry_that_moves_a_lenders_expiry_back_keeps_its_floor() {
+    let config = RegistryConfig {
+        minters: 4,
+        lenders: 2,
+        lender_ttl_ms: 300_000,
+        ..*reg(8).config()
+    };
+    let mut r = Registry::new(config).unwrap();
+    r.lease_minter(2, T, None, hash_of(r.next_generation()), T)
+        .unwrap();
+    let old = RegistryConfig {
+        minters: 2,
+        ttl_ms: 60_000,
+        ..*reg(8).config()
+    };
+    // Its renewal (0.1.0's `renew`): the report kept if higher, the
+    // expiry set to its clock + its TTL, whatever it was.
+    let now = T + 150_000;
+    let slots = r.slots().cloned().map(|mut s| {
+        if s.worker_id == 2 {
+            s.last_timestamp_ms = s.last_timestamp_ms.max(now + MAX_TOLERANCE_MS);
+            s.expires_at_ms = now + 60_000;
+            s.reported_clock_ms = now;
+            s.reported_at_ms = now;
+        }
+        s
+    });
+    let mut old = Registry::from_parts(old, r.next_generation(), slots).unwrap();
+    // Past the shortened lease and its grace, ID 2 is free but its floor
+    // is ahead: an outside node gets another.
+    let at = now + 60_000 + 5_000;
+    let a = lease(&mut old, "a", at, at, None).unwrap();
+    assert_ne!(a.worker_id, 2);
+    // Once the clock passed the floor, ID 2 is given, after it.
+    let at = T + 300_000;
+    let b = lease(&mut old, "b", at, at, None).unwrap();
+    assert_eq!((b.worker_id, b.issue_after_ms), (2, T + 300_000));
 }

@@ -1,6 +1,6 @@
 // Rights to mint (docs/design.md, "Rights to mint"; issue 33, the bill): a
 // minter lends an isolate a slice of its rights holder's worker ID
-// (SNOWFLAKE_MINTERS + i) for about a minute, and the isolate mints under it
+// (SNOWFLAKE_MINTERS + i) for up to 5 minutes, and the isolate mints under it
 // at its own clock. So an isolate serving a request every second or so —
 // each past the staleness bound (SNOWFLAKE_STALENESS_MS, 1 s) of the batch
 // before — calls a minter once a window, not once a request; and its IDs are
@@ -9,15 +9,18 @@
 //       at most 2 minter calls in all; every ID has a rights worker ID
 //       (N..2N: the minter lends first, and the right alone answers an ask
 //       it serves, with no batch beside it), and each
-//       ID's timestamp lies within 1 s of its request;
+//       ID's timestamp lies within 1 s of its request; the right held
+//       spans minutes (over 60 s: the rights holder's lease is a lender's,
+//       6 minutes, and its reservation 5 minutes ahead);
 //   (b) several clients at once, from two isolates over the same objects
 //       and one minter (two rights, two slices of its one rights worker ID):
 //       no ID twice, and each isolate minted under a right;
 //   (c) SNOWFLAKE_RIGHTS = "0": the behaviour before rights — a minter call
 //       per request spaced > 1 s, every ID under a batch worker ID (0..N);
 //   (d) the service restarted 12 s after its minters lent: a rights holder
-//       resumes after the reservation it saved (a minute ahead), and lends
-//       nothing until the clock nears it — no ID stamped ahead of the
+//       resumes after the reservation it saved (5 minutes ahead) and its
+//       lease's expiry (its worker ID's floor at the registry), and lends
+//       nothing until the clock nears them — no ID stamped ahead of the
 //       clock, none twice across the restart.
 // The isolate's minter calls and rights are its `/v1/monitor` counters.
 import { test, after } from 'node:test';
@@ -94,6 +97,8 @@ test('(a) rights on: requests spaced past the staleness bound cost at most 2 min
     console.log(`# rights on: ${REQUESTS} requests ${SPACING_MS} ms apart, ${calls} minter calls; worker IDs by request: ${workers.join(' ')}; minted ${JSON.stringify({ rights: m.minted.rights, rightMinted: m.minted.rightMinted, fetches: m.minted.fetches, right: m.minted.right })}`);
     assert.ok(calls <= 2, `${calls} minter calls for ${REQUESTS} requests (worker IDs ${workers.join(' ')})`);
     assert.ok(m.minted.rights >= 1, 'no right received');
+    const right = m.minted.right;
+    assert.ok(right && right.untilMs - right.fromMs > 60_000, `a right of minutes: ${JSON.stringify(right)}`);
     for (const a of answers) {
       for (const p of a.parts) assert.ok(p.workerId >= N && p.workerId < 2 * N, `worker ID ${p.workerId}: not a rights worker ID (${N}..${2 * N})`);
     }
@@ -198,7 +203,7 @@ test('(d) rights on, the service restarted: the minters lend only after their sa
   try {
     before = await spaced(svc, 5, 2);
     assert.ok(before[1].parts.every((p) => p.workerId === 1), `before: worker IDs ${before[1].parts.map((p) => p.workerId)}`);
-    // The rights holder saved its reservation (a minute ahead) when it
+    // The rights holder saved its reservation (5 minutes ahead) when it
     // leased; restarted 12 s later, it resumes after that reservation.
     await sleep(12_000);
   } finally {

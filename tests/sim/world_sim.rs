@@ -961,8 +961,9 @@ impl<'a> Sim<'a> {
         let rights = rights_on(&args, &layout);
         let mut cfg = RegistryConfig::new(&layout);
         // With rights, the registry reserves a second worker ID per minter
-        // (`rights_worker_index`), as the Worker's does.
+        // (`rights_worker_index`), its lender, as the Worker's does.
         cfg.minters = if rights { 2 * minters } else { minters };
+        cfg.lenders = if rights { minters } else { 0 };
         let reg = Registry::new(cfg).expect("registry config");
         // Traffic: each continent's users, spread over its colos.
         let mut per_continent = [0usize; 7];

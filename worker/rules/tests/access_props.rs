@@ -248,6 +248,8 @@ proptest! {
             max_skew_ms: 500,
             minters: 0,
             per_owner: Some(limit),
+            lenders: 0,
+            lender_ttl_ms: edgeleaf::registry::DEFAULT_LENDER_TTL_MS,
         })
         .unwrap();
         let owners = ["a", "b", ""];
