@@ -199,6 +199,7 @@ fn rights_layout() -> Layout {
 fn rights_registry() -> RegistryConfig {
     RegistryConfig {
         minters: 2 * RIGHTS_MINTERS,
+        lenders: RIGHTS_MINTERS,
         ..RegistryConfig::new(&rights_layout())
     }
 }
@@ -624,6 +625,14 @@ fn hostile_report(
 
 impl WorkerIdModel {
     fn registry_config(&self) -> RegistryConfig {
+        if self.rights && self.fault == Fault::RestartIgnoresReservation {
+            // Its registry of before lenders: no floor at the expiries it
+            // answered.
+            return RegistryConfig {
+                lenders: 0,
+                ..rights_registry()
+            };
+        }
         if self.rights {
             return rights_registry();
         }
@@ -663,7 +672,7 @@ impl WorkerIdModel {
     fn pause_ms(&self) -> u64 {
         if self.rights {
             let reg = rights_registry();
-            reg.ttl_ms + reg.grace_ms
+            reg.lender_ttl_ms + reg.grace_ms
         } else {
             PAUSE_MS
         }
@@ -1662,7 +1671,7 @@ impl WorkerIdModel {
             isle.stepped = false;
         }
         let reg = rights_registry();
-        w.now += rights_config().reserve_ms + reg.ttl_ms + reg.grace_ms + RIGHT_RETRY_MS;
+        w.now += rights_config().reserve_ms + reg.lender_ttl_ms + reg.grace_ms + RIGHT_RETRY_MS;
         for round in 0..rights_calm_rounds() {
             w.now += rights_tick();
             for k in 0..RIGHTS_ISOLATES {
