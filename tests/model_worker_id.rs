@@ -210,8 +210,8 @@ fn rights_config() -> HolderConfig {
 /// Time passes in ticks of a third of the holder's reservation: the
 /// cadence at which it extends it (`save_due_in`), so that three ticks pass
 /// a reservation and a right (at most the reservation) that nothing
-/// extended — and, with a lease's TTL no longer than the reservation, the
-/// lease (the pause passes it and its grace).
+/// extended; a lender's lease lasts longer than the reservation, and the
+/// pause (`pause_ms`) passes it and its grace.
 fn rights_tick() -> u64 {
     rights_config().reserve_ms / 3
 }

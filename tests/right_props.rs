@@ -395,7 +395,8 @@ struct Isolate {
 struct World {
     fault: Fault,
     /// The registry's settings: `REG`, but without lenders under
-    /// `Fault::IgnoreReservation` and `Fault::NoLentUntil` (see there).
+    /// `Fault::IgnoreReservation` and `Fault::NoLentUntil` (see there),
+    /// whose renewals then set the expiry as 0.1.0's do (`renew`).
     cfg: RegistryConfig,
     reg: Registry,
     minters: Vec<Minter>,

@@ -49,9 +49,9 @@ pub enum Serve {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockLoad {
     /// The block is installed: persist the state before serving from it (the
-    /// next [`BlockAllocator::serve`] writes anyway: its first range from
-    /// the block passes the reservation, which never reaches past the blocks
-    /// held when it is written).
+    /// first range [`BlockAllocator::serve`] takes from the block writes
+    /// anyway: it passes the reservation, which never reaches past the
+    /// blocks held when it is written).
     Installed,
     /// Not the ask in the state (abandoned by a retirement, or answered
     /// already): ignored. Its IDs stay skipped, never handed back.

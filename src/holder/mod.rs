@@ -204,7 +204,10 @@ impl<R: RandSource + Clone> SnowflakeHolder<R> {
     /// Records that time units before `until_ms` were lent (as if issued):
     /// the holder's last timestamp, what its renewals report and what it
     /// saves, covers them, so a later lease of this holder, and the
-    /// registry's floor for the next holder, start after them.
+    /// registry's floor for the next holder, start after them. (A holder
+    /// that only lends, [`HolderConfig::lends_only`], reports at most its
+    /// clock + [`MAX_TOLERANCE_MS`] in renewals: what it lent past that
+    /// lies before an expiry the registry recorded as the ID's floor.)
     pub fn lent_until(&mut self, until_ms: u64) {
         self.floor_ms = self.floor_ms.max(until_ms);
     }

@@ -13,9 +13,10 @@ pub const DEFAULT_GRACE_MS: u64 = 10_000;
 pub const DEFAULT_MAX_SKEW_MS: u64 = 2_000;
 
 /// Default lease time to live of a minter's rights holder
-/// ([`RegistryConfig::lender_ttl_ms`]): six minutes, so that renewed at
-/// half it still reaches the five minutes a right may last
-/// ([`MAX_RIGHT_MS`](crate::minted::MAX_RIGHT_MS)).
+/// ([`RegistryConfig::lender_ttl_ms`]): six minutes. Renewed at half, a
+/// lease reaches 3 to 6 minutes ahead, and a right ends by its expiry, so
+/// rights last 3 minutes at least and [`MAX_RIGHT_MS`](crate::minted::MAX_RIGHT_MS)
+/// (5) at most.
 pub const DEFAULT_LENDER_TTL_MS: u64 = 360_000;
 
 #[cfg(feature = "serde")]
@@ -84,6 +85,20 @@ impl RegistryConfig {
     /// minters' (at least 1), so that no one credential can take them all.
     pub fn half_share(&self) -> u32 {
         (self.capacity.saturating_sub(self.minters) / 2).max(1)
+    }
+
+    /// Reserves worker IDs for `minters` minters and, with `rights`, as
+    /// many again for their rights holders, which lend (minter `i`'s at
+    /// `minters + i`: [`rights_worker_index`](crate::minted::rights_worker_index);
+    /// [`RegistryConfig::lenders`]): the split the Worker and the world
+    /// simulation both run.
+    pub fn reserve_minters(&mut self, minters: u32, rights: bool) {
+        self.minters = if rights {
+            minters.saturating_mul(2)
+        } else {
+            minters
+        };
+        self.lenders = if rights { minters } else { 0 };
     }
 
     /// Checks the settings.

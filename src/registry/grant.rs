@@ -6,6 +6,7 @@ use crate::lease::LeaseAsk;
 use crate::name::check_name;
 use crate::secret::{LeaseSecret, Proof, SecretHash};
 
+use super::minter::{minter_terms, ttl_for};
 use super::{
     Chosen, Lease, LeaseEvent, LeaseEventKind, Registry, SlotStatus, WorkerSlot, MINTER_KEY_PREFIX,
 };
@@ -116,24 +117,19 @@ impl Registry {
             self.slots.resize(worker_id as usize + 1, None);
         }
         let generation = self.next_generation;
-        let ttl_ms = self.ttl_for(worker_id, ask.node_key);
+        let ttl_ms = ttl_for(&self.config, worker_id, ask.node_key);
         let issue_after_ms = match self.slot(worker_id) {
             Some(s) => self.issue_after(s, chosen, node_now_ms, registry_now_ms)?,
             None => 0,
         };
-        let mut expires_at_ms = registry_now_ms + ttl_ms;
-        // A minter's grant never ends before the one it replaces (a minter
-        // reclaiming its live grant under a shorter TTL): what its holder
-        // lent under that expiry stays fenced by it.
-        if let Some(old) = self.slot(worker_id).filter(|_| minter) {
-            expires_at_ms = expires_at_ms.max(old.expires_at_ms);
-        }
-        // A lender's floor is its expiry: see `RegistryConfig::lenders`.
-        let floor_ms = if self.lends(worker_id, ask.node_key) {
-            issue_after_ms.max(expires_at_ms)
-        } else {
-            issue_after_ms
-        };
+        let (expires_at_ms, floor_ms) = minter_terms(
+            &self.config,
+            worker_id,
+            ask.node_key,
+            registry_now_ms + ttl_ms,
+            self.slot(worker_id).map(|old| old.expires_at_ms),
+            issue_after_ms,
+        );
         // A grant it replaces that was neither given back nor evicted
         // lapsed when its lease ran out (one a node proving it held it takes
         // over before then did not).

@@ -6,7 +6,7 @@ use alloc::string::String;
 use crate::error::{check_range, Error};
 use crate::secret::{Proof, SecretHash};
 
-use super::{GrantRequest, Lease, Registry};
+use super::{GrantRequest, Lease, Registry, RegistryConfig};
 
 /// Node keys starting with this are the service's minters'; other nodes may
 /// not lease under them.
@@ -18,24 +18,51 @@ pub fn minter_node_key(index: u32) -> String {
     alloc::format!("{MINTER_KEY_PREFIX}{index}")
 }
 
+/// Whether a grant of `worker_id` to `node_key` is a lender's: a minter's
+/// rights holder's ([`RegistryConfig::lenders`]).
+fn lends(config: &RegistryConfig, worker_id: u32, node_key: &str) -> bool {
+    node_key.starts_with(MINTER_KEY_PREFIX)
+        && (config.minters - config.lenders..config.minters).contains(&worker_id)
+}
+
+/// The TTL of a grant or renewal of `worker_id` to `node_key`.
+pub(super) fn ttl_for(config: &RegistryConfig, worker_id: u32, node_key: &str) -> u64 {
+    if lends(config, worker_id, node_key) {
+        config.lender_ttl_ms
+    } else {
+        config.ttl_ms
+    }
+}
+
+/// The expiry and the floor a grant or renewal of `worker_id` to `node_key`
+/// records, asked to last until `expires_at_ms` over the expiry recorded
+/// before (`expires_before_ms`) and with the floor so far (`floor_ms`): a
+/// minter's expiry never moves back (a minter reclaiming its live grant, a
+/// shorter TTL since, a registry clock that stepped back), since its holder
+/// may have lent up to the expiry it was answered; and a lender's floor is
+/// its expiry ([`RegistryConfig::lenders`]). Others' as asked.
+pub(super) fn minter_terms(
+    config: &RegistryConfig,
+    worker_id: u32,
+    node_key: &str,
+    expires_at_ms: u64,
+    expires_before_ms: Option<u64>,
+    floor_ms: u64,
+) -> (u64, u64) {
+    let expires_at_ms = if node_key.starts_with(MINTER_KEY_PREFIX) {
+        expires_at_ms.max(expires_before_ms.unwrap_or(0))
+    } else {
+        expires_at_ms
+    };
+    let floor_ms = if lends(config, worker_id, node_key) {
+        floor_ms.max(expires_at_ms)
+    } else {
+        floor_ms
+    };
+    (expires_at_ms, floor_ms)
+}
+
 impl Registry {
-    /// Whether a grant of `worker_id` to `node_key` is a lender's: a
-    /// minter's rights holder's ([`RegistryConfig::lenders`](super::RegistryConfig::lenders)).
-    pub(super) fn lends(&self, worker_id: u32, node_key: &str) -> bool {
-        let c = &self.config;
-        node_key.starts_with(MINTER_KEY_PREFIX)
-            && (c.minters - c.lenders..c.minters).contains(&worker_id)
-    }
-
-    /// The TTL of a grant or renewal of `worker_id` to `node_key`.
-    pub(super) fn ttl_for(&self, worker_id: u32, node_key: &str) -> u64 {
-        if self.lends(worker_id, node_key) {
-            self.config.lender_ttl_ms
-        } else {
-            self.config.ttl_ms
-        }
-    }
-
     /// Refuses a minter's grant named by anyone but that minter: the
     /// service's own, and no caller's to reclaim, release or evict (refused,
     /// not passed over, so that the caller learns it named one). With a

@@ -6,6 +6,7 @@ use crate::lease::Renewal;
 use crate::secret::Proof;
 use crate::snowflake::MAX_TOLERANCE_MS;
 
+use super::minter::{minter_terms, ttl_for};
 use super::{
     Lease, LeaseEvent, LeaseEventKind, Registry, SlotStatus, WorkerSlot, MINTER_KEY_PREFIX,
 };
@@ -52,13 +53,7 @@ impl Registry {
             last_timestamp_ms,
         } = *renewal;
         let worker_id = claim.worker_id;
-        let (lends, ttl_ms) = match self.slot(worker_id) {
-            Some(s) => (
-                self.lends(worker_id, &s.node_key),
-                self.ttl_for(worker_id, &s.node_key),
-            ),
-            None => (false, self.config.ttl_ms),
-        };
+        let config = self.config;
         let slot = self.held(owner, &claim)?;
         // The minters' range grew over a node's ID (an upgrade raised their
         // count): renewed, the node would keep it for ever and that minter
@@ -82,19 +77,17 @@ impl Registry {
             node_now_ms.saturating_add(MAX_TOLERANCE_MS),
         )?;
         Self::check_renewal(slot, node_now_ms, registry_now_ms, max_skew_ms)?;
-        let mut expires_at_ms = registry_now_ms + ttl_ms;
-        // A minter's lease never moves back (a shorter TTL since, a
-        // registry clock that stepped back): its holder may have lent up
-        // to the expiry it was answered.
-        if slot.node_key.starts_with(MINTER_KEY_PREFIX) {
-            expires_at_ms = expires_at_ms.max(slot.expires_at_ms);
-        }
+        let ttl_ms = ttl_for(&config, worker_id, &slot.node_key);
+        let (expires_at_ms, floor_ms) = minter_terms(
+            &config,
+            worker_id,
+            &slot.node_key,
+            registry_now_ms + ttl_ms,
+            Some(slot.expires_at_ms),
+            slot.last_timestamp_ms.max(last_timestamp_ms),
+        );
         let extends = expires_at_ms > slot.expires_at_ms;
-        slot.last_timestamp_ms = slot.last_timestamp_ms.max(last_timestamp_ms);
-        if lends {
-            // A lender's floor is its expiry: see `RegistryConfig::lenders`.
-            slot.last_timestamp_ms = slot.last_timestamp_ms.max(expires_at_ms);
-        }
+        slot.last_timestamp_ms = floor_ms;
         slot.reported_clock_ms = node_now_ms;
         slot.reported_at_ms = registry_now_ms;
         slot.expires_at_ms = expires_at_ms;

@@ -744,3 +744,26 @@ fn a_registry_that_moves_a_lenders_expiry_back_keeps_its_floor() {
     let b = lease(&mut old, "b", at, at, None).unwrap();
     assert_eq!((b.worker_id, b.issue_after_ms), (2, T + 300_000));
 }
+
+/// The split the Worker and the simulation run: with rights, every minter's
+/// rights holder (`rights_worker_index`) is a lender, and no batch minter is.
+#[test]
+fn reserved_minters_lend_from_the_rights_holders_ids() {
+    let mut c = *reg(256).config();
+    c.reserve_minters(36, true);
+    assert_eq!((c.minters, c.lenders), (72, 36));
+    let mut r = Registry::new(c).unwrap();
+    for i in [0, 35] {
+        let rights = crate::minted::rights_worker_index(36, i);
+        let lender = r
+            .lease_minter(rights, T, None, hash_of(r.next_generation()), T)
+            .unwrap();
+        assert_eq!(lender.ttl_ms, c.lender_ttl_ms, "rights holder {i}");
+        let batch = r
+            .lease_minter(i, T, None, hash_of(r.next_generation()), T)
+            .unwrap();
+        assert_eq!(batch.ttl_ms, c.ttl_ms, "batch minter {i}");
+    }
+    c.reserve_minters(36, false);
+    assert_eq!((c.minters, c.lenders), (36, 0));
+}

@@ -960,10 +960,9 @@ impl<'a> Sim<'a> {
         let minters = args.minters;
         let rights = rights_on(&args, &layout);
         let mut cfg = RegistryConfig::new(&layout);
-        // With rights, the registry reserves a second worker ID per minter
-        // (`rights_worker_index`), its lender, as the Worker's does.
-        cfg.minters = if rights { 2 * minters } else { minters };
-        cfg.lenders = if rights { minters } else { 0 };
+        // With rights, a second worker ID per minter, its lender, as the
+        // Worker's registry reserves.
+        cfg.reserve_minters(minters, rights);
         let reg = Registry::new(cfg).expect("registry config");
         // Traffic: each continent's users, spread over its colos.
         let mut per_continent = [0usize; 7];

@@ -188,10 +188,7 @@ impl Config {
         // minters: 72 > 64) runs its minters without rights.
         let rights = flag_or(env, "SNOWFLAKE_RIGHTS", true)?
             && edgeleaf::minted::lends_rights(minters, registry.capacity);
-        registry.minters = if rights { minters * 2 } else { minters };
-        // The second half, the rights holders', lend: long leases, each
-        // expiry recorded as the ID's floor (`RegistryConfig::lenders`).
-        registry.lenders = if rights { minters } else { 0 };
+        registry.reserve_minters(minters, rights);
         let per_owner = number(env, "MAX_WORKERS_PER_KEY", registry.half_share().into())?;
         registry.per_owner = Some(u32::try_from(per_owner).unwrap_or(u32::MAX));
         registry.validate().map_err(|e| {
