@@ -6,7 +6,8 @@
 # a region's objects unreachable for a minute. Prints the tables of
 # docs/benchmarks.md#the-world-simulation, and the bill per million IDs per
 # route at the prices of tests/bench/bill.mjs; exits 1 on a duplicate (either
-# design) or a violation of the regional design's targets.
+# design) or a violation of the regional design's targets (among them, in the
+# full form, each route's objects at most $0.003 a million IDs in the steady hour).
 # It runs the service as shipped: SNOWFLAKE_MINTERS and SNOWFLAKE_STALENESS_MS
 # from worker/wrangler.toml, the minters placed and chosen by the core's own
 # rules (MinterPools::over_regions, MintConfig::for_region, MintTries,
