@@ -303,8 +303,9 @@ test('a restart on the same state continues every sequence', async () => {
   assert.ok(afterIds[0] > before.at(-1), `continues: ${afterIds[0]} after ${before.at(-1)}`);
   // The isolate's cached ranges are lost with it; the allocator continues
   // its block after the highest ID it handed on, past at most what its last
-  // write reserved (`RESERVE_RANGES`, 16 ranges of the tag's step: the gap a
-  // restart leaves), never reissuing one.
+  // write reserved (`RESERVE_RANGES`, 16 ranges of the last range's length —
+  // here the tag's step, 10: its one write was at its first range — and never
+  // past the blocks held: the gap a restart leaves), never reissuing one.
   const handedOn = BigInt(held.servedHigh);
   assert.ok(afterIds[0] > handedOn && afterIds[0] <= handedOn + 16n * 10n + 1n,
     `the allocator continues its block after ${handedOn}, past at most its reservation: ${afterIds[0]}`);
