@@ -18,6 +18,7 @@
 # --scenario steady|storm|outage (one alone),
 # --rights on|off (minters lend rights to mint; unless told, as shipped:
 # on when the registry can reserve 2 x SNOWFLAKE_MINTERS worker IDs),
+# --rights-ttl-ms N (the rights holders' lease, to explore; as shipped: 6 minutes),
 # --fault serve-before-persist|no-fallback|ignore-budget|forget-lent
 # (a planted bug: the run must exit 1).
 set -euo pipefail

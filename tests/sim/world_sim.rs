@@ -41,7 +41,7 @@
 //! ```text
 //! cargo run --release --example world_sim -- [--isolates 10000] [--minutes 60]
 //!     [--minters N] [--scenario steady|storm|outage] [--tags 4] [--seed 1]
-//!     [--short] [--rights on|off]
+//!     [--short] [--rights on|off] [--rights-ttl-ms N]
 //!     [--fault serve-before-persist|no-fallback|ignore-budget|forget-lent]
 //!     [--no-retire] [--drop-refused]
 //! ```
@@ -124,11 +124,12 @@ use edgeleaf::{
     minted::MintTries, minted::MintedBuffer, minted::MinterPools, minted::MinterStep,
     minted::Refused, minted::RightLedger, minted::Unanswered, minted::MINTER_BORROW_MS,
     minted::MIN_RIGHT_MS, rand::SplitMix64, region::colo_region, region::Region,
-    registry::Registry, registry::RegistryConfig, secret::LeaseSecret, secret::SecretHash,
-    segment::Allocation, segment::StepPolicy, segment::DEFAULT_SEGMENT_DURATION_MS,
-    segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS, tag::Asker, tag::Remembered,
-    tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk, tag::TagRecord, tag::TakeBack,
-    wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error, Layout,
+    registry::Registry, registry::RegistryConfig, registry::DEFAULT_LENDER_TTL_MS,
+    secret::LeaseSecret, secret::SecretHash, segment::Allocation, segment::StepPolicy,
+    segment::DEFAULT_SEGMENT_DURATION_MS, segment::MAX_STEP, snowflake::DEFAULT_MAX_BACKWARD_MS,
+    tag::Asker, tag::Remembered, tag::RememberedChange, tag::SegmentAnswer, tag::SegmentAsk,
+    tag::TagRecord, tag::TakeBack, wait::WaitBudget, wait::MAX_WAIT_MS, wait::POLL_MS, Error,
+    Layout,
 };
 use sha2::{Digest, Sha256};
 
@@ -331,6 +332,9 @@ struct Args {
     /// on|off`; unless told, as the service ships: on when the registry
     /// can reserve `2 × minters` worker IDs, `rights_on`).
     rights: Option<bool>,
+    /// The rights holders' lease (the registry's `DEFAULT_LENDER_TTL_MS`, as
+    /// the Worker runs it, unless `--rights-ttl-ms`: to explore).
+    rights_ttl_ms: u64,
 }
 
 fn args() -> Args {
@@ -357,6 +361,7 @@ fn args() -> Args {
         no_retire: false,
         drop_refused: false,
         rights: None,
+        rights_ttl_ms: DEFAULT_LENDER_TTL_MS,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -405,6 +410,7 @@ fn args() -> Args {
                 i += 1;
                 continue;
             }
+            "--rights-ttl-ms" => a.rights_ttl_ms = number(i),
             "--rights" => {
                 a.rights = Some(match value(i).as_str() {
                     "on" => true,
@@ -969,6 +975,7 @@ impl<'a> Sim<'a> {
         // With rights, a second worker ID per minter, its lender, as the
         // Worker's registry reserves.
         cfg.reserve_minters(minters, rights);
+        cfg.lender_ttl_ms = args.rights_ttl_ms;
         let reg = Registry::new(cfg).expect("registry config");
         // Traffic: each continent's users, spread over its colos.
         let mut per_continent = [0usize; 7];
