@@ -124,8 +124,13 @@ const TTL_MS = 2000;
 const GRACE_MS = 1000;
 const MAX_SKEW_MS = 500;
 const MINTERS = 16;
-// Short leases, so pauses and outages make them lapse; jsSafe, so the 112
-// worker IDs left to nodes are recycled often (lowest free first).
+// Rights to mint are on (2 × 16 worker IDs are at most half of jsSafe's
+// 128): minter i's rights holder lends worker ID MINTERS + i, so the
+// service's snowflakes come from the 2 × MINTERS IDs reserved for minters.
+const RESERVED = 2 * MINTERS;
+// Short leases, so pauses and outages make them lapse (the rights holders'
+// last minutes: the registry's lenders); jsSafe, so the 96 worker IDs left
+// to nodes are recycled often (lowest free first).
 const VARS = {
   LAYOUT: 'jsSafe',
   LEASE_TTL_MS: String(TTL_MS),
@@ -381,7 +386,7 @@ export async function runChaos({
   }
   const spawn = () => spawnService(persist, VARS, clock ? { env: clock.env } : {});
   const stats = {
-    seconds, seed, idsChecked: 0, segmentIds: 0, snowflakes: 0, leaseRanges: 0,
+    seconds, seed, idsChecked: 0, segmentIds: 0, snowflakes: 0, underRights: 0, leaseRanges: 0,
     answers: 0, refusals: {}, noAnswer: 0, faults: Object.fromEntries(kinds.map((k) => [k, 0])),
     duplicates: 0, violations: [], workerIdsReused: 0, generationsCompared: 0, maxIdPolls: 0,
     hostile: { attempts: 0, answers: {}, victims: 0 }, shared: [],
@@ -484,7 +489,8 @@ export async function runChaos({
     if (!snowflakes.add(id)) { stats.duplicates++; violation(`${where}: snowflake ${id} issued twice`); }
     const { worker, ts } = parts(id);
     if (!lease) {
-      if (worker >= MINTERS) violation(`${where}: snowflake ${id} from worker ID ${worker}, not a minter's`);
+      if (worker >= RESERVED) violation(`${where}: snowflake ${id} from worker ID ${worker}, not a minter's`);
+      if (worker >= MINTERS) stats.underRights++;
       return;
     }
     if (worker !== lease.workerId) violation(`${where}: snowflake ${id} has worker ID ${worker}, leased ${lease.workerId}`);

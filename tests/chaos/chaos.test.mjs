@@ -20,7 +20,7 @@ test('the fault schedule comes from the seed alone, and starts with one fault of
 test('chaos, short: kill -9, pauses past the TTL, client and service clock steps, a hostile key, two processes sharing a store, callers without a key reusing request IDs, a key poisoning and squatting worker IDs, while every kind of client draws; nothing issued twice, every victim served, and the service recovers after every fault', async () => {
   const stats = await runChaos({ seconds: Number(process.env.CHAOS_SECONDS ?? 40), seed: SEED });
   console.log(phaseTable(stats));
-  console.log(`chaos: ${stats.idsChecked} IDs checked, faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
+  console.log(`chaos: ${stats.idsChecked} IDs checked (${stats.snowflakes} snowflakes, ${stats.underRights} of them minted under rights to mint), faults ${JSON.stringify(stats.faults)}, ${stats.workerIdsReused} worker IDs reused, ` +
     `hostile ${JSON.stringify(stats.hostile)}, request IDs ${JSON.stringify(stats.requestIds)}, poison ${JSON.stringify(stats.poison)}, ` +
     `allocators ${JSON.stringify(stats.allocators)}, clock_skew judged ${JSON.stringify(stats.skews)}, faults added to exercise a check ${JSON.stringify(stats.extraFaults)}, ` +
     `${stats.duplicates} duplicates, seed ${SEED}`);
